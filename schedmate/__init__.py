@@ -1,0 +1,3 @@
+"""SchedMate: semantic-aware add-on for GPU-cluster schedulers."""
+
+__version__ = "0.1.0"
