@@ -1,0 +1,186 @@
+"""The `schedmate` command. User errors print one clear line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .config import shared_data_dir
+
+app = typer.Typer(
+    name="schedmate",
+    help="Semantic-aware add-on for GPU-cluster schedulers.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+DEFAULT_POLICIES = "fifo,sjf,srtf,qssf,tiresias"
+
+
+def fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn known user errors (bad trace, bad cluster string, missing file) into one line."""
+    from schedmate.schedulers.traces import TraceFormatError
+
+    try:
+        yield
+    except TraceFormatError as exc:
+        raise fail(str(exc)) from None
+    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise fail(str(exc)) from None
+
+
+@contextmanager
+def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        tasks: dict[str, int] = {}
+
+        def update(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = progress.add_task(f"simulating {name}", total=total)
+            progress.update(tasks[name], completed=done)  # type: ignore[arg-type]
+
+        yield update
+
+
+def _fmt_s(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x / 3600:.2f} h" if x >= 3600 else f"{x:.0f} s"
+
+
+def summary_table(summaries: dict, title: str) -> Table:  # type: ignore[type-arg]
+    table = Table(title=title)
+    for col in ("policy", "jobs", "mean JCT", "median JCT", "p99 JCT", "mean queue", "makespan", "GPU util", "unfair", "restarts", "wall"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for name, s in summaries.items():
+        table.add_row(
+            name,
+            str(s.jobs),
+            _fmt_s(s.mean_jct),
+            _fmt_s(s.median_jct),
+            _fmt_s(s.p99_jct),
+            _fmt_s(s.mean_queueing),
+            _fmt_s(s.makespan),
+            f"{s.gpu_utilisation:.1%}",
+            "-" if math.isnan(s.unfair_fraction) else f"{s.unfair_fraction:.1%}",
+            str(s.restarts),
+            f"{s.wall_seconds:.1f} s",
+        )
+    return table
+
+
+@app.command()
+def simulate(
+    trace: Annotated[str, typer.Option(help="Trace file, or 'synthetic[:profile]' for the calibrated generator.")] = "synthetic",
+    policies: Annotated[str, typer.Option(help="Comma-separated policies; '+bf' adds backfilling.")] = DEFAULT_POLICIES,
+    cluster: Annotated[str, typer.Option(help="Cluster: '64', '8x8', '6x4:T4,2x8:A100'.")] = "64",
+    limit: Annotated[int | None, typer.Option(help="Use only the N earliest-submitted jobs.")] = None,
+    jobs: Annotated[int, typer.Option(help="Jobs to generate for a synthetic trace.")] = 2000,
+    load: Annotated[float, typer.Option(help="Offered load of a synthetic trace (GPU-time / capacity).")] = 1.2,
+    fmt: Annotated[str | None, typer.Option("--format", help="Trace format; detected from the header when omitted.")] = None,
+    placer: Annotated[str, typer.Option(help="consolidate | spread | topology")] = "consolidate",
+    seed: Annotated[int, typer.Option(help="Seed for generators and the engine.")] = 0,
+    colocate_info: Annotated[Path | None, typer.Option(help="Measured co-location speeds (Lucid colocate_info.csv).")] = None,
+    out: Annotated[Path, typer.Option(help="Output folder for CSV, JSON and plots.")] = Path("results/simulate"),
+) -> None:
+    """Replay a trace through several policies side by side and print a comparison table."""
+    from schedmate.schedulers.cluster import ClusterSpec
+    from schedmate.schedulers.compare import compare_policies
+    from schedmate.schedulers.engine import SimConfig
+    from schedmate.schedulers.interference import MeasuredInterference
+    from schedmate.schedulers.traces import generate_trace, load_trace
+
+    with user_errors():
+        spec = ClusterSpec.parse(cluster)
+        names = [p.strip() for p in policies.split(",") if p.strip()]
+        if not names:
+            raise ValueError("no policy given")
+        if trace.startswith("synthetic"):
+            profile = trace.partition(":")[2] or "seren"
+            loaded = generate_trace(jobs, seed=seed, profile=profile, cluster_gpus=spec.total_gpus, load=load)
+            if limit:
+                loaded = type(loaded)(jobs=loaded.jobs[:limit], source=loaded.source, format=loaded.format)
+        else:
+            loaded = load_trace(trace, fmt, limit=limit)
+        if loaded.skipped:
+            err.print(f"[yellow]skipped {loaded.skipped} malformed row(s)[/] in {loaded.source}: {loaded.skipped_reasons[:3]}")
+        interference = MeasuredInterference.from_csv(colocate_info) if colocate_info else None
+        console.print(f"{len(loaded.jobs)} jobs from {loaded.source} on {spec.total_gpus} GPUs ({len(spec.nodes)} nodes)")
+        with progress_bar() as update:
+            comparison = compare_policies(
+                loaded.jobs, spec, names, config=SimConfig(seed=seed), placer=placer,
+                interference=interference, out_dir=out, progress=update,
+            )
+    console.print(summary_table(comparison.summaries, f"{loaded.source}: {len(loaded.jobs)} jobs, {spec.total_gpus} GPUs"))
+    console.print(f"wrote {', '.join(str(f) for f in comparison.files)}")
+
+
+@app.command("trace-info")
+def trace_info(
+    path: Annotated[str, typer.Argument(help="Trace file.")],
+    fmt: Annotated[str | None, typer.Option("--format")] = None,
+) -> None:
+    """Validate a trace and print what it holds."""
+    import numpy as np
+
+    from schedmate.schedulers.traces import load_trace
+
+    with user_errors():
+        loaded = load_trace(path, fmt)
+    durations = np.array([j.duration for j in loaded.jobs])
+    gpus = np.array([j.num_gpus for j in loaded.jobs])
+    table = Table(title=f"{loaded.source} ({loaded.format})")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for k, v in {
+        "jobs": len(loaded.jobs),
+        "skipped rows": loaded.skipped,
+        "span": _fmt_s(loaded.jobs[-1].submit_time if loaded.jobs else 0.0),
+        "median duration": _fmt_s(float(np.median(durations))) if durations.size else "-",
+        "mean duration": _fmt_s(float(durations.mean())) if durations.size else "-",
+        "mean GPUs": f"{gpus.mean():.2f}" if gpus.size else "-",
+    }.items():
+        table.add_row(k, str(v))
+    console.print(table)
+    for reason in loaded.skipped_reasons[:5]:
+        err.print(f"[yellow]skipped:[/] {reason}")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/demo"),
+    jobs: Annotated[int, typer.Option(help="Synthetic jobs.")] = 2000,
+    seed: int = 0,
+) -> None:
+    """The main job on embedded defaults: baselines side by side on the synthetic default trace."""
+    simulate(trace="synthetic", policies=DEFAULT_POLICIES, cluster="64", limit=None, jobs=jobs, load=1.2,
+             fmt=None, placer="consolidate", seed=seed, colocate_info=None, out=out)
+
+
+@app.command("data-dir")
+def data_dir_cmd() -> None:
+    """Print where the shared reference data is looked for."""
+    path = shared_data_dir()
+    console.print(str(path) if path else "not found (set SCHEDMATE_SHARED_DATA)")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,79 @@
+"""Decisions a policy returns. The engine validates each one and applies it, in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .job import Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Run a waiting job on `placement` (its GPU count may differ from the request: elastic)."""
+
+    job_id: str
+    placement: Placement
+    profiling: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Stop a running job, checkpoint it and put it back in the queue."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Move a running job to a placement with a different GPU count (pays the restart cost)."""
+
+    job_id: str
+    placement: Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Migrate:
+    """Move a running job to other GPUs of the same count (pays the restart cost)."""
+
+    job_id: str
+    placement: Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Colocate:
+    """Start a waiting job on the GPUs of a running job, sharing them (speeds from interference)."""
+
+    job_id: str
+    host_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Remove a co-located job from shared GPUs and requeue it."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cordon:
+    """Take a node out of placement (e.g. after an infrastructure failure); running jobs stay."""
+
+    node: int
+
+
+@dataclass(frozen=True, slots=True)
+class Uncordon:
+    node: int
+
+
+Decision = Start | Preempt | Resize | Migrate | Colocate | Evict | Cordon | Uncordon
+
+
+class InvalidDecision(Exception):
+    """A policy asked for something impossible; the message names the policy and the decision."""
+
+    def __init__(self, policy: str, decision: object, reason: str) -> None:
+        super().__init__(f"policy {policy!r} made an invalid decision {decision!r}: {reason}")
+        self.policy = policy
+        self.decision = decision
+        self.reason = reason

@@ -1,0 +1,172 @@
+"""Per-job records and run summaries computed from a `SimResult`, written as JSON and CSV.
+
+Finish-time fairness follows Themis: ρ = JCT / T_isolated, where T_isolated is the job's run time
+on a 1/N share of the cluster and N the mean number of jobs in the system during its life;
+ρ > 1 marks a job as unfairly served.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .engine import SimResult
+from .job import JobState, Phase
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    job_id: str
+    submit_time: float
+    num_gpus: int
+    duration: float
+    status: str
+    first_start: float | None
+    end_time: float | None
+    jct: float | None
+    queueing_delay: float | None
+    restarts: int
+    failures: int
+    gpu_time: float
+    wasted_gpu_time: float
+    ftf: float | None
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    policy: str
+    jobs: int
+    finished: int
+    completed: int
+    failed: int
+    cancelled: int
+    unfinished: int
+    mean_jct: float
+    median_jct: float
+    p99_jct: float
+    mean_queueing: float
+    makespan: float
+    gpu_utilisation: float
+    gpu_time: float
+    wasted_gpu_time: float
+    restarts: int
+    mean_ftf: float
+    unfair_fraction: float
+    events: int
+    wall_seconds: float
+
+
+def _mean_active(result: SimResult, start: float, end: float) -> float:
+    times, acc = result.active_integral[:, 0], result.active_integral[:, 1]
+    if end <= start:
+        return 1.0
+    area = float(np.interp(end, times, acc) - np.interp(start, times, acc))
+    return max(1.0, area / (end - start))
+
+
+def job_records(result: SimResult) -> list[JobRecord]:
+    total = result.cluster.total_gpus
+    records = []
+    for job in result.jobs:
+        records.append(_record(job, result, total))
+    return records
+
+
+def _record(job: JobState, result: SimResult, total_gpus: int) -> JobRecord:
+    spec = job.spec
+    ended = job.end_time is not None and job.phase.is_terminal
+    ran = job.first_start is not None
+    jct = (job.end_time - spec.submit_time) if ended and ran else None  # type: ignore[operator]
+    ftf = None
+    if jct is not None and spec.duration > 0:
+        n_active = _mean_active(result, spec.submit_time, job.end_time)  # type: ignore[arg-type]
+        isolated = spec.duration * max(1.0, spec.num_gpus * n_active / total_gpus)
+        ftf = jct / isolated
+    note = str(job.info.get("unschedulable") or ("rejected" if job.info.get("rejected") else ""))
+    return JobRecord(
+        job_id=spec.job_id,
+        submit_time=spec.submit_time,
+        num_gpus=spec.num_gpus,
+        duration=spec.duration,
+        status=job.phase.value,
+        first_start=job.first_start,
+        end_time=job.end_time,
+        jct=jct,
+        queueing_delay=(job.first_start - spec.submit_time) if ran else None,  # type: ignore[operator]
+        restarts=job.restarts,
+        failures=job.failures,
+        gpu_time=job.attained_gpu_time,
+        wasted_gpu_time=job.wasted_gpu_time,
+        ftf=ftf,
+        note=note,
+    )
+
+
+def summarize(result: SimResult, records: list[JobRecord] | None = None) -> Summary:
+    records = records if records is not None else job_records(result)
+    jcts = np.array([r.jct for r in records if r.jct is not None], dtype=float)
+    queue = np.array([r.queueing_delay for r in records if r.queueing_delay is not None], dtype=float)
+    ftfs = np.array([r.ftf for r in records if r.ftf is not None], dtype=float)
+    first_submit = min((r.submit_time for r in records), default=0.0)
+    makespan = result.end_time - first_submit
+    phases = [j.phase for j in result.jobs]
+
+    def stat(values: np.ndarray, fn) -> float:  # type: ignore[no-untyped-def]
+        return float(fn(values)) if values.size else float("nan")
+
+    return Summary(
+        policy=result.policy,
+        jobs=len(records),
+        finished=int(jcts.size),
+        completed=phases.count(Phase.COMPLETED),
+        failed=phases.count(Phase.FAILED),
+        cancelled=phases.count(Phase.CANCELLED),
+        unfinished=sum(1 for p in phases if not p.is_terminal),
+        mean_jct=stat(jcts, np.mean),
+        median_jct=stat(jcts, np.median),
+        p99_jct=stat(jcts, lambda v: np.percentile(v, 99)),
+        mean_queueing=stat(queue, np.mean),
+        makespan=makespan,
+        gpu_utilisation=result.busy_gpu_seconds / (result.cluster.total_gpus * makespan) if makespan > 0 else 0.0,
+        gpu_time=float(sum(r.gpu_time for r in records)),
+        wasted_gpu_time=float(sum(r.wasted_gpu_time for r in records)),
+        restarts=int(sum(r.restarts for r in records)),
+        mean_ftf=stat(ftfs, np.mean),
+        unfair_fraction=float((ftfs > 1.0 + 1e-9).mean()) if ftfs.size else float("nan"),
+        events=result.events,
+        wall_seconds=result.wall_seconds,
+    )
+
+
+def write_outputs(out_dir: Path, results: dict[str, SimResult]) -> dict[str, Summary]:
+    """Write `<policy>.jobs.csv`, `summary.json` and `summary.csv` under `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summaries: dict[str, Summary] = {}
+    for name, result in results.items():
+        records = job_records(result)
+        summaries[name] = summarize(result, records)
+        with open(out_dir / f"{_safe(name)}.jobs.csv", "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(JobRecord.__dataclass_fields__))
+            writer.writeheader()
+            writer.writerows(asdict(r) for r in records)
+    rows = [{k: _finite(v) for k, v in asdict(s).items()} for s in summaries.values()]
+    (out_dir / "summary.json").write_text(json.dumps(rows, indent=2))
+    with open(out_dir / "summary.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(Summary.__dataclass_fields__))
+        writer.writeheader()
+        writer.writerows(rows)
+    return summaries
+
+
+def _finite(value: object) -> object:
+    """JSON has no NaN: an undefined statistic (no finished job) is written as null."""
+    return None if isinstance(value, float) and not np.isfinite(value) else value
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

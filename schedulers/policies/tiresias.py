@@ -1,0 +1,110 @@
+"""Tiresias (NSDI'19) discretised 2D-LAS: two queues on attained GPU-time, FIFO inside each.
+
+A job is in queue 0 until it has received `threshold` GPU-seconds, then in queue 1. Preemption
+happens only at round boundaries (`round_seconds`, 60 s by default); between rounds, arrivals and
+departures start waiting jobs in free GPUs without preempting anyone. Rounds are not ticked: the
+policy asks to be woken at the next boundary only when a round could change something (a waiting
+job outranks a running one, or a running job is about to be demoted).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+from sortedcontainers import SortedList
+
+from ..decisions import Decision
+from ..job import JobState
+from ..policy import ClusterView, Policy
+from .realloc import reallocate
+
+Key = tuple[int, float, str]
+
+
+class Tiresias(Policy):
+    name = "tiresias"
+
+    def __init__(self, *, threshold: float = 3600.0, round_seconds: float = 60.0, window: int = 256) -> None:
+        self.threshold = threshold
+        self.round = round_seconds
+        self.window = window
+        self._waiting: SortedList = SortedList()
+        self._running: SortedList = SortedList()
+        self._demotions: list[tuple[float, str]] = []
+
+    def _key(self, job: JobState, view: ClusterView) -> Key:
+        queue = 0 if view.attained_gpu_time(job) < self.threshold - 1e-9 else 1
+        return (queue, job.spec.submit_time, job.job_id)
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def _to_waiting(self, job: JobState, view: ClusterView) -> None:
+        key = self._key(job, view)
+        job.info["tiresias_key"] = key
+        self._waiting.add(key)
+
+    def on_arrival(self, job: JobState, view: ClusterView) -> None:
+        self._to_waiting(job, view)
+
+    def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        self._running.discard(job.info.get("tiresias_key"))
+        self._to_waiting(job, view)
+
+    def on_start(self, job: JobState, view: ClusterView) -> None:
+        key = job.info["tiresias_key"]
+        self._waiting.discard(key)
+        self._running.add(key)
+        if key[0] == 0:
+            due = view.now + (self.threshold - view.attained_gpu_time(job)) / max(1, job.num_gpus)
+            heapq.heappush(self._demotions, (due, job.job_id))
+
+    def on_finish(self, job: JobState, view: ClusterView) -> None:
+        key = job.info.get("tiresias_key")
+        self._running.discard(key)
+        self._waiting.discard(key)
+
+    def _demote_due(self, view: ClusterView) -> None:
+        while self._demotions and self._demotions[0][0] <= view.now + 1e-6:
+            _, job_id = heapq.heappop(self._demotions)
+            job = view.job(job_id)
+            old = job.info.get("tiresias_key")
+            if old in self._running:
+                new = self._key(job, view)
+                if new != old:
+                    self._running.remove(old)
+                    self._running.add(new)
+                    job.info["tiresias_key"] = new
+
+    # -- scheduling --------------------------------------------------------------------------------
+    def _contended(self) -> bool:
+        return bool(self._waiting) and bool(self._running) and self._waiting[0] < self._running[-1]
+
+    def schedule(self, view: ClusterView) -> Sequence[Decision]:
+        self._demote_due(view)
+        at_round = abs(view.now / self.round - round(view.now / self.round)) < 1e-9
+        if at_round and self._contended():
+            ordered = heapq.merge(self._running, self._waiting)
+            decisions = reallocate(view, (view.job(k[2]) for k in ordered), self.window)
+        else:
+            plan = view.plan()
+            skips = 0
+            for key in self._waiting:
+                if plan.free_total == 0 or skips > self.window:
+                    break
+                if not plan.try_start(view.job(key[2])):
+                    skips += 1
+            decisions = plan.decisions
+        self._arm(view)
+        return decisions
+
+    def _arm(self, view: ClusterView) -> None:
+        def boundary(t: float) -> float:
+            return math.ceil(t / self.round - 1e-9) * self.round
+
+        if self._contended():
+            view.wake_at(boundary(view.now + 1e-6))
+        while self._demotions and view.job(self._demotions[0][1]).info.get("tiresias_key") not in self._running:
+            heapq.heappop(self._demotions)  # the job stopped since; its demotion no longer matters
+        if self._demotions:
+            view.wake_at(boundary(self._demotions[0][0]))
