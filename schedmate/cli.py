@@ -175,6 +175,46 @@ def demo(
              fmt=None, placer="consolidate", seed=seed, colocate_info=None, out=out)
 
 
+redis_app = typer.Typer(help="The embedded Redis store (a real redis-server on loopback).", no_args_is_help=True)
+app.add_typer(redis_app, name="redis")
+DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default: the user's data dir).")]
+
+
+@redis_app.command("start")
+def redis_start(data_dir: DataDirOpt = None, port: Annotated[int | None, typer.Option(help="Port (default: a free one).")] = None) -> None:
+    """Start redis-server on 127.0.0.1 with persistence (AOF) in the data directory."""
+    from schedmate.embeddings import redis_server
+
+    try:
+        info = redis_server.start(data_dir or redis_server.default_data_dir(), port)
+    except redis_server.RedisServerError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"redis running at {info.url} (pid {info.pid}, data {info.data_dir})")
+
+
+@redis_app.command("stop")
+def redis_stop(data_dir: DataDirOpt = None) -> None:
+    """Stop the server for the data directory (saving first)."""
+    from schedmate.embeddings import redis_server
+
+    try:
+        stopped = redis_server.stop(data_dir or redis_server.default_data_dir())
+    except redis_server.RedisServerError as exc:
+        raise fail(str(exc)) from None
+    console.print("stopped" if stopped else "not running")
+
+
+@redis_app.command("status")
+def redis_status(data_dir: DataDirOpt = None) -> None:
+    """Say whether the server for the data directory runs and answers."""
+    from schedmate.embeddings import redis_server
+
+    st = redis_server.status(data_dir or redis_server.default_data_dir())
+    console.print(f"{'running' if st.running else 'not running'}: {st.detail}" + (f" ({st.url})" if st.url else ""))
+    if not st.running:
+        raise typer.Exit(code=1)
+
+
 @app.command("data-dir")
 def data_dir_cmd() -> None:
     """Print where the shared reference data is looked for."""

@@ -167,16 +167,19 @@ class Simulator:
                     changed = True
                 elif kind == _ROUND:
                     self._round_pending = False
-                    do_round = True
+                    do_round = bool(self.running or self.waiting)  # rounds run only while jobs are active
                 elif kind == _PROGRESS:
                     self._progress_pending = False
                     for job in list(self.running.values()):
                         self.policy.on_progress(job, self.view)
                     changed = True
+            applied = 0
             if do_round:
-                self._apply(self.policy.optimize(self.view))
+                applied += self._apply(self.policy.optimize(self.view))
             if changed or do_round:
-                self._apply(self.policy.schedule(self.view))
+                applied += self._apply(self.policy.schedule(self.view))
+            if do_round and not applied and self._idle_forever(ai == n_jobs):
+                self._stalled()  # every later round would see this same state: it would loop forever
             self._arm_periodic()
             self._record()
         return SimResult(
@@ -222,6 +225,15 @@ class Simulator:
         if pi and self.running and not self._progress_pending:
             heapq.heappush(self._heap, (self.now + pi, _PROGRESS, next(self._seq), None, 0))
             self._progress_pending = True
+
+    def _idle_forever(self, no_arrivals: bool) -> bool:
+        """Jobs wait, none runs, none will arrive and no wake-up is pending: only rounds remain."""
+        return (
+            no_arrivals
+            and bool(self.waiting)
+            and not self.running
+            and not any(kind == _WAKE for _, kind, _, _, _ in self._heap)
+        )
 
     def _stalled(self) -> None:
         stuck = list(self.waiting)[:5]
@@ -271,12 +283,12 @@ class Simulator:
         mask = self.cluster.eligible_mask(job.spec.gpu_types, job.spec.vc)
         capacity = int(self.cluster.capacity()[mask].sum()) if mask.any() else 0
         if job.spec.num_gpus > capacity:
-            self._terminate(job, Phase.CANCELLED)
             job.info["unschedulable"] = f"asks {job.spec.num_gpus} GPUs; eligible capacity {capacity}"
+            self._terminate(job, Phase.CANCELLED)  # after the note, so on_finish sees why
             return
         if not self.policy.admit(job, self.view):
-            self._terminate(job, Phase.CANCELLED)
             job.info["rejected"] = True
+            self._terminate(job, Phase.CANCELLED)
             return
         job.phase = Phase.QUEUED
         self.waiting[job.job_id] = job
@@ -356,7 +368,7 @@ class Simulator:
         job.version += 1
 
     def _launch(self, job: JobState, placement: Placement, phase: Phase) -> None:
-        restarting = job.run_time > 0
+        restarting = job.first_start is not None  # launched before (run_time may still be 0)
         job.placement = placement
         job.num_gpus = sum(k for _, k in placement)
         job.phase = phase
@@ -374,12 +386,16 @@ class Simulator:
         self.policy.on_start(job, self.view)
 
     # ---------------------------------------------------------------- decisions
-    def _apply(self, decisions: Sequence[Decision] | None) -> None:
+    def _apply(self, decisions: Sequence[Decision] | None) -> int:
+        """Validate and apply decisions in order; returns how many were applied."""
+        applied = 0
         for d in decisions or ():
             handler = _HANDLERS.get(type(d))
             if handler is None:
                 raise InvalidDecision(self.policy.name, d, "not a decision type")
             handler(self, d)
+            applied += 1
+        return applied
 
     def _bad(self, d: Decision, reason: str) -> InvalidDecision:
         return InvalidDecision(self.policy.name, d, reason)

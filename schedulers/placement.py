@@ -99,10 +99,8 @@ class TopologyAware:
                 key = getattr(cluster.nodes[idx], level)
                 if key is not None:
                     groups.setdefault(key, []).append(int(idx))
-            fitting = [
-                (int(free[g].sum()), key, np.array(g)) for key, g in groups.items() if free[g].sum() >= n
-            ]
-            if fitting:
+            fitting = [(int(free[g].sum()), g[0], np.array(g)) for g in groups.values() if free[g].sum() >= n]
+            if fitting:  # best fit; ties to the group with the lowest node index (not its name: sw10 < sw2)
                 _, _, members = min(fitting, key=lambda t: (t[0], t[1]))
                 return _fewest_nodes(free, members, n)
         return _fewest_nodes(free, candidates, n)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from sortedcontainers import SortedList
@@ -33,6 +34,10 @@ class Tiresias(Policy):
         self._waiting: SortedList = SortedList()
         self._running: SortedList = SortedList()
         self._demotions: list[tuple[float, str]] = []
+        self._sizes: Counter[int] = Counter()  # GPU requests of waiting jobs: skip hopeless scans
+        # A round repeats the last one's answer unless a job arrived, ended, was requeued or was
+        # demoted since; skipping such rounds keeps contended periods from ticking every 60 s.
+        self._changed = True
 
     def _key(self, job: JobState, view: ClusterView) -> Key:
         queue = 0 if view.attained_gpu_time(job) < self.threshold - 1e-9 else 1
@@ -43,38 +48,69 @@ class Tiresias(Policy):
         key = self._key(job, view)
         job.info["tiresias_key"] = key
         self._waiting.add(key)
+        self._sizes[job.spec.num_gpus] += 1
 
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
+        self._changed = True
         self._to_waiting(job, view)
 
     def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        self._changed = True
         self._running.discard(job.info.get("tiresias_key"))
         self._to_waiting(job, view)
+        self._arm(view)  # decisions apply after `schedule` returned: arm for the state they leave
 
     def on_start(self, job: JobState, view: ClusterView) -> None:
         key = job.info["tiresias_key"]
-        self._waiting.discard(key)
+        self._unwait(key, job)
         self._running.add(key)
+        job.info.pop("tiresias_due", None)
         if key[0] == 0:
             due = view.now + (self.threshold - view.attained_gpu_time(job)) / max(1, job.num_gpus)
+            job.info["tiresias_due"] = due  # marks this run's entry; entries of earlier runs are stale
             heapq.heappush(self._demotions, (due, job.job_id))
+        self._arm(view)
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
         key = job.info.get("tiresias_key")
+        if key is None:
+            return  # cancelled at submission (unschedulable or not admitted): never queued here
+        self._changed = True
         self._running.discard(key)
-        self._waiting.discard(key)
+        self._unwait(key, job)
+
+    def _unwait(self, key: Key | None, job: JobState) -> None:
+        if key in self._waiting:
+            self._waiting.remove(key)
+            self._sizes[job.spec.num_gpus] -= 1
+            if not self._sizes[job.spec.num_gpus]:
+                del self._sizes[job.spec.num_gpus]
+
+    def _pending(self, entry: tuple[float, str], view: ClusterView) -> bool:
+        """A demotion entry still matters: its job runs, in queue 0, in the run that pushed it."""
+        due, job_id = entry
+        info = view.job(job_id).info
+        return info.get("tiresias_due") == due and info.get("tiresias_key") in self._running
 
     def _demote_due(self, view: ClusterView) -> None:
+        early: list[tuple[float, str]] = []
         while self._demotions and self._demotions[0][0] <= view.now + 1e-6:
-            _, job_id = heapq.heappop(self._demotions)
-            job = view.job(job_id)
-            old = job.info.get("tiresias_key")
-            if old in self._running:
-                new = self._key(job, view)
-                if new != old:
-                    self._running.remove(old)
-                    self._running.add(new)
-                    job.info["tiresias_key"] = new
+            entry = heapq.heappop(self._demotions)
+            if not self._pending(entry, view):
+                continue
+            job = view.job(entry[1])
+            old = job.info["tiresias_key"]
+            new = self._key(job, view)
+            if new == old:
+                early.append(entry)  # a hair short of the threshold (float): retry at the next round
+                continue
+            self._changed = True
+            self._running.remove(old)
+            self._running.add(new)
+            job.info["tiresias_key"] = new
+            del job.info["tiresias_due"]
+        for entry in early:
+            heapq.heappush(self._demotions, entry)
 
     # -- scheduling --------------------------------------------------------------------------------
     def _contended(self) -> bool:
@@ -83,10 +119,11 @@ class Tiresias(Policy):
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         self._demote_due(view)
         at_round = abs(view.now / self.round - round(view.now / self.round)) < 1e-9
-        if at_round and self._contended():
+        if at_round and self._changed and self._contended():
+            self._changed = False
             ordered = heapq.merge(self._running, self._waiting)
             decisions = reallocate(view, (view.job(k[2]) for k in ordered), self.window)
-        else:
+        elif self._sizes and view.free_gpus() >= min(self._sizes):
             plan = view.plan()
             skips = 0
             for key in self._waiting:
@@ -95,6 +132,8 @@ class Tiresias(Policy):
                 if not plan.try_start(view.job(key[2])):
                     skips += 1
             decisions = plan.decisions
+        else:
+            decisions = []
         self._arm(view)
         return decisions
 
@@ -102,9 +141,9 @@ class Tiresias(Policy):
         def boundary(t: float) -> float:
             return math.ceil(t / self.round - 1e-9) * self.round
 
-        if self._contended():
+        if self._changed and self._contended():
             view.wake_at(boundary(view.now + 1e-6))
-        while self._demotions and view.job(self._demotions[0][1]).info.get("tiresias_key") not in self._running:
-            heapq.heappop(self._demotions)  # the job stopped since; its demotion no longer matters
+        while self._demotions and not self._pending(self._demotions[0], view):
+            heapq.heappop(self._demotions)  # the job stopped or restarted since; this entry is stale
         if self._demotions:
-            view.wake_at(boundary(self._demotions[0][0]))
+            view.wake_at(boundary(max(self._demotions[0][0], view.now + 1e-6)))

