@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,8 +22,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, files) gets a width that fits the comparison table instead of 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 T = TypeVar("T")
 
 DEFAULT_POLICIES = "fifo,sjf,srtf,qssf,tiresias"
@@ -63,7 +65,7 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
 def _fmt_s(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    return f"{x / 3600:.2f} h" if x >= 3600 else f"{x:.0f} s"
+    return f"{x / 3600:.2f}h" if x >= 3600 else f"{x:.0f}s"
 
 
 def summary_table(summaries: dict, title: str) -> Table:  # type: ignore[type-arg]

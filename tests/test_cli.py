@@ -1,0 +1,50 @@
+"""The `schedmate` command: user errors are one clear line, results land on disk."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from schedmate.cli import app
+
+runner = CliRunner()
+
+
+def test_simulate_compares_policies_side_by_side_and_writes_results(tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["simulate", "--trace", "synthetic", "--jobs", "150", "--policies", "fifo,sjf,tiresias", "--cluster", "16", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    for name in ("fifo", "sjf", "tiresias"):
+        assert name in result.output
+        assert (out / f"{name}.jobs.csv").exists()
+    rows = json.loads((out / "summary.json").read_text())
+    assert [r["policy"] for r in rows] == ["fifo", "sjf", "tiresias"]
+    assert all(r["finished"] + r["cancelled"] >= r["jobs"] - r["unfinished"] for r in rows)
+    assert (out / "jct_cdf.png").stat().st_size > 1000
+    assert (out / "utilisation.png").stat().st_size > 1000
+
+
+def test_malformed_trace_is_one_line_with_file_and_line_not_a_traceback(tmp_path):
+    bad = tmp_path / "philly.csv"
+    bad.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,abc,1,66.0,vc1\n")
+    result = runner.invoke(app, ["simulate", "--trace", str(bad), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "philly.csv:2" in result.output and "duration" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_trace_file_and_bad_cluster_are_user_errors(tmp_path):
+    missing = runner.invoke(app, ["simulate", "--trace", str(tmp_path / "nope.csv")])
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+    bad_cluster = runner.invoke(app, ["simulate", "--cluster", "lots"])
+    assert bad_cluster.exit_code == 2 and "cannot parse cluster" in bad_cluster.output
+
+
+def test_unknown_policy_names_the_choices():
+    result = runner.invoke(app, ["simulate", "--jobs", "10", "--policies", "fifo,magic"])
+    assert result.exit_code == 2
+    assert "magic" in result.output and "tiresias" in result.output
