@@ -37,7 +37,12 @@ class ClusterSpec:
             raise ValueError("a cluster needs at least one node")
         if any(n.gpus < 1 for n in self.nodes):
             raise ValueError("every node needs at least one GPU")
-        object.__setattr__(self, "_masks", {})  # memo of eligible_mask; the spec is immutable
+        # Memos: the spec is immutable, and the engine asks for these on every event.
+        object.__setattr__(self, "_masks", {})
+        object.__setattr__(self, "_total", sum(n.gpus for n in self.nodes))
+        cap = np.array([n.gpus for n in self.nodes], dtype=np.int64)
+        cap.setflags(write=False)
+        object.__setattr__(self, "_capacity", cap)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -82,6 +87,8 @@ class ClusterSpec:
                 )
             count, per, gtype = int(m.group(1)), m.group(2), m.group(3) or "V100"
             if per is None:  # a bare GPU count
+                if count < 1:
+                    raise ValueError(f"cluster part {part!r} has no GPUs")
                 per_node = 8 if count >= 8 else count
                 if count % per_node:
                     raise ValueError(f"{count} GPUs do not split into nodes of {per_node}")
@@ -100,7 +107,7 @@ class ClusterSpec:
     # -- queries --------------------------------------------------------------------------------
     @property
     def total_gpus(self) -> int:
-        return sum(n.gpus for n in self.nodes)
+        return self._total  # type: ignore[attr-defined,no-any-return]
 
     @property
     def gpu_types(self) -> tuple[str, ...]:
@@ -115,7 +122,8 @@ class ClusterSpec:
         return max(n.gpus for n in self.nodes)
 
     def capacity(self) -> np.ndarray:
-        return np.array([n.gpus for n in self.nodes], dtype=np.int64)
+        """GPUs per node (read-only; copy before changing it)."""
+        return self._capacity  # type: ignore[attr-defined,no-any-return]
 
     def speed_of(self, gpu_type: str) -> float:
         return self.gpu_speed.get(gpu_type, 1.0)

@@ -105,7 +105,7 @@ class Simulator:
                 raise ValueError(f"duplicate job id {spec.job_id!r}")
             self.jobs[spec.job_id] = JobState(spec)
         self._arrivals = list(self.jobs.values())
-        self.free = cluster.capacity()
+        self.free = cluster.capacity().copy()
         self.free_total = int(self.free.sum())
         self.cordoned = np.zeros(len(cluster.nodes), dtype=bool)
         self.waiting: dict[str, JobState] = {}

@@ -7,7 +7,7 @@ is skipped (at most `window` skips), so a large job cannot block smaller ones be
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..decisions import Decision
 from ..job import JobState, Phase
@@ -20,11 +20,48 @@ def capacity(view: ClusterView) -> int:
 
 
 def reallocate(view: ClusterView, ordered: Iterable[JobState], window: int = 256) -> list[Decision]:
+    """Keep the best jobs that fit by GPU count; preempt the other running ones, start the rest.
+
+    Counting GPUs ignores where a job may run (GPU types, cordons): a kept waiting job can still
+    fail to place. Then the selection is redone without it, so that nobody is preempted on behalf
+    of a job that would not start (each pass drops at least one job, and such jobs are rare).
+    """
+    source = iter(ordered)
+    walked: list[JobState] = []  # the part of `ordered` read so far, so a redo can re-read it
+
+    def candidates() -> Iterator[JobState]:
+        i = 0
+        while True:
+            if i == len(walked):
+                job = next(source, None)
+                if job is None:
+                    return
+                walked.append(job)
+            yield walked[i]
+            i += 1
+
+    unplaceable: set[str] = set()
+    while True:
+        kept = _select(view, candidates(), window, unplaceable)
+        kept_ids = {job.job_id for job in kept}
+        plan = view.plan()
+        for job in list(view.running()):
+            if job.job_id not in kept_ids:
+                plan.preempt(job)
+        failed = [job.job_id for job in kept if job.phase.is_waiting and not plan.try_start(job)]
+        if not failed:
+            return plan.decisions
+        unplaceable.update(failed)
+
+
+def _select(view: ClusterView, ordered: Iterable[JobState], window: int, excluded: set[str]) -> list[JobState]:
     cap = capacity(view)
     kept: list[JobState] = []
     kept_ids: set[str] = set()
     used = skips = 0
     for job in ordered:
+        if job.job_id in excluded:
+            continue
         running = job.phase in (Phase.RUNNING, Phase.PROFILING)
         n = job.num_gpus if running else job.spec.num_gpus
         if running and job.colocated_with is not None:
@@ -37,11 +74,4 @@ def reallocate(view: ClusterView, ordered: Iterable[JobState], window: int = 256
             skips += 1
         if used >= cap or skips > window:
             break
-    plan = view.plan()
-    for job in list(view.running()):
-        if job.job_id not in kept_ids:
-            plan.preempt(job)
-    for job in kept:
-        if job.phase.is_waiting:
-            plan.try_start(job)
-    return plan.decisions
+    return kept
