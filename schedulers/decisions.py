@@ -55,6 +55,13 @@ class Evict:
 
 
 @dataclass(frozen=True, slots=True)
+class Refresh:
+    """Re-evaluate a running job's speed (its throughput model changed: batch size, efficiency)."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Cordon:
     """Take a node out of placement (e.g. after an infrastructure failure); running jobs stay."""
 
@@ -66,7 +73,7 @@ class Uncordon:
     node: int
 
 
-Decision = Start | Preempt | Resize | Migrate | Colocate | Evict | Cordon | Uncordon
+Decision = Start | Preempt | Resize | Migrate | Colocate | Evict | Refresh | Cordon | Uncordon
 
 
 class InvalidDecision(Exception):

@@ -27,6 +27,7 @@ from .decisions import (
     InvalidDecision,
     Migrate,
     Preempt,
+    Refresh,
     Resize,
     Start,
     Uncordon,
@@ -41,6 +42,13 @@ _EPS = 1e-6
 
 Scaling = Callable[[JobSpec, int], float]
 """Relative speed of a job on n GPUs (1.0 at its requested count)."""
+
+Throughput = Callable[[JobState, ClusterSpec], float]
+"""Speed of a job on its current placement, in work-seconds per second (1.0 = the trace's pace).
+
+Replaces `Scaling` and per-type speeds when a policy models throughput itself (Sia's goodput
+model depends on GPU type, node count and batch size). Co-location factors still apply on top.
+"""
 
 
 def linear_scaling(spec: JobSpec, n: int) -> float:
@@ -89,6 +97,7 @@ class Simulator:
         placer: Placer | None = None,
         interference: InterferenceModel | None = None,
         scaling: Scaling = linear_scaling,
+        throughput: Throughput | None = None,
         report: Callable[[int, int], None] | None = None,
     ) -> None:
         self.cluster = cluster
@@ -97,6 +106,7 @@ class Simulator:
         self.placer = placer or Consolidate()
         self.interference = interference or ConstantInterference()
         self.scaling = scaling
+        self.throughput = throughput
         self._report = report  # called as (jobs ended, jobs total) every 1% of jobs
         specs = sorted(jobs, key=lambda s: (s.submit_time, s.job_id))
         self.jobs: dict[str, JobState] = {}
@@ -256,6 +266,8 @@ class Simulator:
 
     def _speed(self, job: JobState) -> float:
         spec = job.spec
+        if self.throughput is not None:
+            return self.throughput(job, self.cluster) * self._coloc.get(spec.job_id, 1.0)
         type_speed = min(self.cluster.speed_of(self.cluster.nodes[n].gpu_type) for n, _ in job.placement)
         return self.scaling(spec, job.num_gpus) * type_speed * self._coloc.get(spec.job_id, 1.0)
 
@@ -483,6 +495,12 @@ class Simulator:
         self._respeed(host)
         self._launch(job, host.placement, Phase.RUNNING)
 
+    def _do_refresh(self, d: Refresh) -> None:
+        job = self._job(d, d.job_id)
+        if job.phase not in (Phase.RUNNING, Phase.PROFILING):
+            raise self._bad(d, f"job is {job.phase.value}, not running")
+        self._respeed(job)
+
     def _do_cordon(self, d: Cordon | Uncordon) -> None:
         if not 0 <= d.node < len(self.cluster.nodes):
             raise self._bad(d, f"no node {d.node}")
@@ -496,6 +514,7 @@ _HANDLERS: dict[type, Callable[[Simulator, Decision], None]] = {
     Resize: Simulator._do_move,  # type: ignore[dict-item]
     Migrate: Simulator._do_move,  # type: ignore[dict-item]
     Colocate: Simulator._do_colocate,  # type: ignore[dict-item]
+    Refresh: Simulator._do_refresh,  # type: ignore[dict-item]
     Cordon: Simulator._do_cordon,  # type: ignore[dict-item]
     Uncordon: Simulator._do_cordon,  # type: ignore[dict-item]
 }

@@ -738,3 +738,30 @@ def test_zero_length_jobs_complete_at_once():
         (Phase.CANCELLED, 3, 3),
         (Phase.COMPLETED, 3, 3),
     ]
+
+
+def test_a_throughput_model_sets_speed_and_refresh_re_evaluates_it():
+    # The model says the job runs at half pace until the policy bumps its batch size, then full pace.
+    from schedmate.schedulers.decisions import Refresh
+
+    pace = {"j": 0.5}
+
+    class Bumper(Policy):
+        name = "bumper"
+
+        def schedule(self, view):
+            plan = view.plan()
+            for job in list(view.waiting()):
+                plan.try_start(job)
+            if view.now == 50.0:
+                pace["j"] = 1.0
+                return [*plan.decisions, Refresh("j")]
+            if view.now == 0.0:
+                view.wake_at(50.0)
+            return plan.decisions
+
+    result = simulate(
+        [JobSpec("j", 0, 1, 100)], ClusterSpec.parse("1x1"), Bumper(), throughput=lambda job, cluster: pace[job.job_id]
+    )
+    # 0-50 s at 0.5 → 25 s of work; the remaining 75 s at full pace → ends at 125 s.
+    assert result.jobs[0].end_time == pytest.approx(125.0)
