@@ -1,0 +1,29 @@
+"""Job corpus generator: training projects per workload family, their truth and their outcomes.
+
+Public API (see the modules for details):
+- `schema.WorkloadMetadata` and the name normalisers, shared with the Metadata Extractor;
+- `workloads.FAMILIES` / `sample_config` / `WorkloadConfig` (what a job is);
+- `codegen.render_repo` / `write_repo` (its repository);
+- `history.simulate_outcome` / `expected_perf` (how it ran);
+- `generator.generate_job`, `generate_job_corpus`, `load_manifest` (corpora on disk);
+- `mapping.assign_workloads` / `attach_workloads` (trace jobs -> workloads by GPU request).
+"""
+
+from .codegen import Repo, render_repo, write_repo
+from .generator import (
+    GeneratedJob, JobCorpusManifest, JobRecord, generate_job, generate_job_corpus, iter_corpus_jobs, load_manifest,
+)
+from .history import Outcome, UserProfile, expected_perf, simulate_outcome
+from .mapping import WorkloadAssignment, assign_workload, assign_workloads, attach_workloads, size_class
+from .schema import (
+    WorkloadMetadata, normalize_dataset, normalize_iteration_type, normalize_model_name, normalize_task_type,
+)
+from .workloads import FAMILIES, FAMILY_KEYS, WorkloadConfig, WorkloadFamily, get_family, sample_config
+
+__all__ = [
+    "FAMILIES", "FAMILY_KEYS", "GeneratedJob", "JobCorpusManifest", "JobRecord", "Outcome", "Repo", "UserProfile",
+    "WorkloadAssignment", "WorkloadConfig", "WorkloadFamily", "WorkloadMetadata", "assign_workload",
+    "assign_workloads", "attach_workloads", "expected_perf", "generate_job", "generate_job_corpus", "get_family",
+    "iter_corpus_jobs", "load_manifest", "normalize_dataset", "normalize_iteration_type", "normalize_model_name",
+    "normalize_task_type", "render_repo", "sample_config", "simulate_outcome", "size_class", "write_repo",
+]
