@@ -217,6 +217,56 @@ def redis_status(data_dir: DataDirOpt = None) -> None:
         raise typer.Exit(code=1)
 
 
+corpus_app = typer.Typer(help="Generate labelled corpora (training logs, job repositories).", no_args_is_help=True)
+app.add_typer(corpus_app, name="corpus")
+
+
+def _count_progress(label: str) -> tuple[Progress, Callable[[int, int], None]]:
+    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err)
+    task = progress.add_task(label, total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return progress, update
+
+
+@corpus_app.command("generate")
+def corpus_generate(
+    out: Annotated[Path, typer.Option(help="Output folder (logs/ and labels.jsonl).")],
+    n: Annotated[int, typer.Option(help="Number of logs.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same corpus.")] = 0,
+    min_lines: Annotated[int, typer.Option(help="Shortest log, lines.")] = 100,
+    max_lines: Annotated[int, typer.Option(help="Longest log, lines.")] = 20_000,
+    failed_fraction: Annotated[float, typer.Option(help="Share of logs that end in a failure.")] = 0.5,
+) -> None:
+    """Write realistic training logs with exact labels (metrics truth, failure root cause)."""
+    from schedmate.evals.logcorpus.generator import generate_corpus
+
+    with user_errors():
+        progress, update = _count_progress("writing logs")
+        with progress:
+            manifest = generate_corpus(out, n, seed, min_lines=min_lines, max_lines=max_lines,
+                                       failed_fraction=failed_fraction, progress=update)
+    console.print(f"wrote {n} logs under {out} ({manifest!s:.120})")
+
+
+@corpus_app.command("jobs")
+def corpus_jobs(
+    out: Annotated[Path, typer.Option(help="Output folder (jobs/<id>/ repositories and manifest.jsonl).")],
+    n: Annotated[int, typer.Option(help="Number of jobs.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same corpus.")] = 0,
+) -> None:
+    """Write realistic training repositories with their truth metadata and run histories."""
+    from schedmate.evals.jobcorpus import generate_job_corpus
+
+    with user_errors():
+        progress, update = _count_progress("writing jobs")
+        with progress:
+            manifest = generate_job_corpus(out, n, seed, progress=update)
+    console.print(f"wrote {len(manifest.records)} jobs under {out}")
+
+
 @app.command("data-dir")
 def data_dir_cmd() -> None:
     """Print where the shared reference data is looked for."""
