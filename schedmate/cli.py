@@ -246,9 +246,9 @@ def corpus_generate(
     with user_errors():
         progress, update = _count_progress("writing logs")
         with progress:
-            manifest = generate_corpus(out, n, seed, min_lines=min_lines, max_lines=max_lines,
-                                       failed_fraction=failed_fraction, progress=update)
-    console.print(f"wrote {n} logs under {out} ({manifest!s:.120})")
+            generate_corpus(out, n, seed, min_lines=min_lines, max_lines=max_lines,
+                            failed_fraction=failed_fraction, progress=update)
+    console.print(f"wrote {n} logs under {out / 'logs'} with labels in {out / 'labels.jsonl'}")
 
 
 @corpus_app.command("jobs")
