@@ -106,7 +106,8 @@ class Simulator:
         self.placer = placer or Consolidate()
         self.interference = interference or ConstantInterference()
         self.scaling = scaling
-        self.throughput = throughput
+        # A policy that models throughput itself (Sia) supplies it unless the caller overrides.
+        self.throughput = throughput if throughput is not None else getattr(policy, "throughput", None)
         self._report = report  # called as (jobs ended, jobs total) every 1% of jobs
         specs = sorted(jobs, key=lambda s: (s.submit_time, s.job_id))
         self.jobs: dict[str, JobState] = {}
@@ -285,6 +286,9 @@ class Simulator:
         self._schedule_end(job)
 
     def _restart_cost(self, job: JobState, num_gpus: int) -> float:
+        own = job.spec.attributes.get("restart_cost")  # measured per application (Sia's artifact)
+        if own is not None:
+            return float(own)
         c = self.config
         return c.restart_cost_large if num_gpus > c.large_job_gpus else c.restart_cost
 

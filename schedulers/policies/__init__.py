@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..policy import Policy
+from ..sia import Sia, SiaFIFO
 from .fifo import FIFO
 from .qssf import QSSF
 from .sjf import SJF
@@ -17,8 +18,10 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "srtf": SRTF,
     "qssf": QSSF,
     "tiresias": Tiresias,
+    "sia": Sia,
+    "sia-fifo": SiaFIFO,
 }
-BACKFILLABLE = {"fifo", "sjf", "qssf"}
+BACKFILLABLE = {"fifo", "sjf", "qssf", "sia-fifo"}
 
 
 def make_policy(name: str, **options: object) -> Policy:
