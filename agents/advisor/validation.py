@@ -1,0 +1,170 @@
+"""Checking an LLM's proposed fingerprint against what it actually read, field by field.
+
+A small model's answer is schema-valid but often wrong, so no proposed value is believed unless
+it is *grounded*: it appears literally in the text the agent was shown (tool observations plus
+the prompt's launch command), on a line that talks about that field:
+
+* numbers (iterations, batch size, learning rate, workers): a numeric token in some line equals
+  the value (`3e-4`, `3.0e-4`, `0.0003`, `40_000`, `40k` all count) and the line carries a field
+  word (`batch`/`bs`, `lr`/`learning`, `worker`, an epoch word for epochs, a step word for steps);
+* names (model, dataset): the value as written, or a known alias of its canonical name, appears as
+  a token;
+* task type: the task or one of its aliases is named in the text;
+* model size: a `<number>B/M` token equal to it, or agreement with the static extractor.
+
+`normalise_field` applies the schema's normalisers to one raw value (None when invalid).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from schedmate.evals.jobcorpus.schema import (
+    DATASET_ALIASES, MODEL_ALIASES, TASK_ALIASES, normalize_dataset, normalize_iteration_type, normalize_model_name,
+    normalize_task_type, parse_model_size_b,
+)
+
+__all__ = ["CONTEXT", "grounded", "normalise_field", "values_equal"]
+
+_NUM_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])[-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[kK]?(?![A-Za-z0-9_])")
+CONTEXT: dict[str, re.Pattern[str]] = {
+    "batch_size": re.compile(r"batch|\bbs\b|\b-b\b", re.I),
+    "learning_rate": re.compile(r"\blr|learning|lr0\b|base_lr|\blr\b", re.I),
+    "num_workers": re.compile(r"worker|\b-j\b", re.I),
+    "epochs": re.compile(r"epoch", re.I),
+    "steps": re.compile(r"step|iter|batches|updates", re.I),
+}
+
+
+_GENERIC = {
+    "train", "training", "data", "dataset", "datasets", "model", "models", "default", "none", "json", "csv", "text",
+    "imagefolder", "custom", "base", "config", "main", "net", "network", "local", "path", "dir", "root", "val",
+    "test", "eval", "unknown", "string", "file", "repo", "src",
+}
+
+
+def normalise_field(field: str, raw: Any) -> Any:
+    """The schema-normalised value of one field, or None when missing/invalid."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "null", "none", "unknown", "n/a")):
+        return None
+    try:
+        if field == "model_name":
+            return normalize_model_name(str(raw)) if str(raw).strip() else None
+        if field in ("dataset", "valid_dataset"):
+            return normalize_dataset(str(raw)) if str(raw).strip() else None
+        if field == "task_type":
+            return normalize_task_type(str(raw)) if str(raw).strip() else None
+        if field == "iteration_type":
+            return normalize_iteration_type(str(raw))
+        if field == "model_size_b":
+            v = parse_model_size_b(raw)
+            return v if v is not None and v > 0 else None
+        if field in ("iterations", "batch_size", "num_workers"):
+            v = _to_float(raw)
+            if v is None or v != int(v):
+                return None
+            lo = 0 if field == "num_workers" else 1
+            return int(v) if v >= lo else None
+        if field == "learning_rate":
+            v = _to_float(raw)
+            return v if v is not None and 0 < v < 100 else None
+    except (ValueError, TypeError):
+        return None
+    return raw
+
+
+def _to_float(raw: Any) -> float | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        return float(raw) if math.isfinite(float(raw)) else None
+    if isinstance(raw, str):
+        s = raw.strip().lower().replace("_", "").replace(",", "")
+        mult = 1.0
+        if s.endswith("k"):
+            s, mult = s[:-1], 1000.0
+        try:
+            v = float(s) * mult
+        except ValueError:
+            return None
+        return v if math.isfinite(v) else None
+    return None
+
+
+def values_equal(field: str, a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if field == "learning_rate":
+        return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(b)), 1e-12)
+    if field == "model_size_b":
+        return abs(float(a) - float(b)) <= 0.1 * abs(float(b))
+    return a == b
+
+
+def _numbers_in(line: str) -> list[float]:
+    out = []
+    for tok in _NUM_TOKEN.findall(line):
+        v = _to_float(tok)
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def _line_with_number(value: float, text: str, context: re.Pattern[str] | None) -> str | None:
+    for line in text.splitlines():
+        if context is not None and not context.search(line):
+            continue
+        for v in _numbers_in(line):
+            if v == value or (value != 0 and abs(v - value) <= 1e-9 * abs(value)):
+                return line.strip()[:200]
+    return None
+
+
+def _token_present(needle: str, text_low: str) -> bool:
+    needle = needle.strip().lower()
+    if len(needle) < 2:
+        return False
+    return re.search(r"(?<![a-z0-9])" + re.escape(needle) + r"(?![a-z0-9])", text_low) is not None
+
+
+def grounded(field: str, raw: Any, value: Any, text: str, *, iteration_type: str | None = None,
+             static_value: Any = None) -> str | None:
+    """The evidence line/token when `value` (as proposed: `raw`) is grounded in `text`, else None."""
+    if value is None:
+        return None
+    low = text.lower()
+    if field in ("iterations", "batch_size", "num_workers", "learning_rate"):
+        if field == "iterations":
+            ctx = CONTEXT["epochs"] if iteration_type == "epochs" else CONTEXT["steps"]
+        else:
+            ctx = CONTEXT[field]
+        return _line_with_number(float(value), text, ctx)
+    if field == "iteration_type":
+        return None  # checked jointly with iterations
+    if field == "model_size_b":
+        for m in re.finditer(r"(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", low):
+            v = float(m.group(1)) * (1.0 if m.group(2) == "b" else 1e-3)
+            if abs(v - float(value)) <= 0.1 * float(value):
+                return m.group(0)
+        if static_value is not None and values_equal(field, value, static_value):
+            return "agrees with the static extractor"
+        return None
+    if field == "task_type":
+        names = (value, *TASK_ALIASES.get(value, ()))
+        for n in names:
+            if _token_present(str(n).replace("-", " "), low.replace("-", " ").replace("_", " ")):
+                return str(n)
+        return None
+    if field in ("model_name", "dataset", "valid_dataset"):
+        if str(value).lower() in _GENERIC or (isinstance(raw, str) and raw.strip().lower() in _GENERIC):
+            return None
+        table = MODEL_ALIASES if field == "model_name" else DATASET_ALIASES
+        cands = [str(raw)] if isinstance(raw, str) else []
+        cands += [value, *table.get(value, ())]
+        for c in cands:
+            if _token_present(c, low):
+                return c
+        return None
+    return None

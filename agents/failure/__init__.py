@@ -1,0 +1,51 @@
+"""Failure Handler (spec §4): locate the first error of a failed job's log, classify it, find
+similar past failures, and plan an allow-listed recovery for infrastructure faults.
+
+    handler = FailureHandler(LineClassifier(make_embedder()), chat_model=model, store_url=url)
+    diagnosis = handler.diagnose("job.log", JobMeta(job_id="j1", nodes=("gpu-node-03",)))
+
+The taxonomy (category → reason → component) is `schedmate.evals.logcorpus.taxonomy`, shared
+with the log-corpus generator so labels and predictions use the same enums.
+"""
+
+from __future__ import annotations
+
+from schedmate.agents.failure.handler import Diagnosis, FailureHandler, FailureHandlerConfig
+from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
+from schedmate.agents.failure.locator import FailureLineJudge, FailureLocator, Located, LogIndex
+from schedmate.agents.failure.recovery import (
+    ActionKind,
+    Diagnostic,
+    JobMeta,
+    RecoveryExecutor,
+    RecoveryPlan,
+    execute_plan,
+    plan_recovery,
+)
+from schedmate.agents.failure.rules import RuleVerdict, RulesClassifier
+from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
+
+__all__ = [
+    "ActionKind",
+    "Diagnosis",
+    "Diagnostic",
+    "FailureHandler",
+    "FailureHandlerConfig",
+    "FailureLineJudge",
+    "FailureLocator",
+    "FailureVerdict",
+    "JobMeta",
+    "LLMFailureClassifier",
+    "LLMVerdict",
+    "Located",
+    "LogIndex",
+    "RecoveryExecutor",
+    "RecoveryPlan",
+    "RuleVerdict",
+    "RulesClassifier",
+    "SimilarFailure",
+    "SimilarFailureFinder",
+    "combine",
+    "execute_plan",
+    "plan_recovery",
+]

@@ -1,0 +1,276 @@
+"""`FailureHandler.diagnose(log_path, job_meta) -> Diagnosis`: locate → classify → similar → plan.
+
+Every step has its own OpenTelemetry span under `failure.diagnose` and its own timing. Every
+dependency may be missing or down, and the diagnosis says which fallback was taken instead of
+raising:
+- no LLM configured or LLM down / answering garbage → rules only (`llm_status`, `fallbacks`);
+- no store or Redis down → no similar failures (`similar_status`, `fallbacks`);
+- unreadable file → `status="unreadable"`; empty, binary, truncated or clean log →
+  `status="no_failure_found"`.
+Only a malformed `job_meta` raises (it is the caller's trusted input, so a bad one is a bug).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from opentelemetry.trace import Span, Tracer
+from pydantic import BaseModel, ConfigDict
+
+from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
+from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex
+from schedmate.agents.failure.recovery import (
+    ActionOutcome,
+    JobMeta,
+    RecoveryExecutor,
+    RecoveryPlan,
+    RecoveryPolicy,
+    execute_plan,
+    plan_recovery,
+)
+from schedmate.agents.failure.rules import RulesClassifier, root_cause_text
+from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
+from schedmate.embeddings.classifier import LineClassifier
+from schedmate.embeddings.store import StoreUnavailable
+from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
+from schedmate.tracing import get_tracer
+
+Status = Literal["failure_found", "no_failure_found", "unreadable"]
+LLMStatus = Literal["ok", "disabled", "unavailable", "invalid_output", "rejected", "skipped"]
+SimilarStatus = Literal["ok", "disabled", "unavailable", "error", "skipped"]
+
+
+@dataclass(frozen=True)
+class FailureHandlerConfig:
+    window_lines: int = 200  # context the classifiers read, centred on the located line
+    chunk: int = 256
+    window_chunks: int = 2
+    lookback_chunks: int = 2
+    tail_chunks: int = 8
+    llm_max_chars: int = 3_000  # prompt budget for the window (Gemma's default context is 2k tokens)
+    llm_retries: int = 1
+    similar_k: int = 3
+    similar_threshold: float = 0.8
+    record_history: bool = False  # store each diagnosed failure for later similarity search
+    recovery: RecoveryPolicy = field(default_factory=RecoveryPolicy)
+
+
+class Diagnosis(BaseModel):
+    """Everything the handler found out about one failed job (JSON-serialisable)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    log_path: str
+    status: Status
+    message: str = ""
+    located: Located | None = None
+    root_cause: str | None = None  # the line naming the failure (exception/signature), used for similarity
+    category: FailureCategory | None = None
+    reason: FailureReason | None = None
+    component: Component | None = None
+    verdict: FailureVerdict | None = None
+    llm_status: LLMStatus = "skipped"
+    similar: list[SimilarFailure] = []
+    similar_status: SimilarStatus = "skipped"
+    plan: RecoveryPlan | None = None
+    actions: list[ActionOutcome] = []
+    fallbacks: list[str] = []
+    timings_s: dict[str, float] = {}
+    classifier_calls: int = 0
+    total_lines: int = 0
+
+    @property
+    def recoverable(self) -> bool:
+        return self.category is FailureCategory.INFRASTRUCTURE
+
+
+class FailureHandler:
+    """Failure Handler over one line classifier; LLM, history store and executor are optional."""
+
+    def __init__(
+        self,
+        classifier: LineClassifier,
+        *,
+        chat_model: BaseChatModel | None = None,
+        similar: SimilarFailureFinder | None = None,
+        store_url: str | None = None,
+        executor: RecoveryExecutor | None = None,
+        execute: bool = False,
+        config: FailureHandlerConfig | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        self.config = config or FailureHandlerConfig()
+        self.classifier = classifier
+        self._tracer = get_tracer(tracer)
+        c = self.config
+        self.locator = FailureLocator(
+            classifier, chunk=c.chunk, window_chunks=c.window_chunks, lookback_chunks=c.lookback_chunks,
+            tail_chunks=c.tail_chunks, tracer=self._tracer,
+        )  # fmt: skip
+        self.rules = RulesClassifier()
+        self.llm = (
+            LLMFailureClassifier(chat_model, max_chars=c.llm_max_chars, retries=c.llm_retries, tracer=self._tracer)
+            if chat_model is not None
+            else None
+        )
+        self._similar = similar
+        self._store_url = store_url
+        self.executor = executor
+        self.execute = execute
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def diagnose(self, log_path: str | os.PathLike[str], job_meta: JobMeta | Mapping[str, Any]) -> Diagnosis:
+        meta = job_meta if isinstance(job_meta, JobMeta) else JobMeta.model_validate(job_meta)
+        timings: dict[str, float] = {}
+        base: dict[str, Any] = {"job_id": meta.job_id, "log_path": str(log_path), "timings_s": timings}
+        t_all = time.perf_counter()
+        with self._tracer.start_as_current_span("failure.diagnose") as root:
+            root.set_attribute("schedmate.job_id", meta.job_id)
+            try:
+                index = LogIndex.open(log_path)
+            except (OSError, ValueError) as exc:
+                timings["total"] = _since(t_all)
+                root.set_attribute("schedmate.failure.status", "unreadable")
+                return Diagnosis(**base, status="unreadable", message=f"cannot read log: {type(exc).__name__}: {exc}")
+            with index:
+                diagnosis = self._diagnose(index, meta, base, timings)
+            diagnosis = diagnosis.model_copy(update={"timings_s": {**timings, "total": _since(t_all)}})
+            root.set_attribute("schedmate.failure.status", diagnosis.status)
+            if diagnosis.category is not None:
+                root.set_attribute("schedmate.failure.category", diagnosis.category.value)
+        return diagnosis
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def _diagnose(self, index: LogIndex, meta: JobMeta, base: dict[str, Any], timings: dict[str, float]) -> Diagnosis:
+        fallbacks: list[str] = []
+        base["total_lines"] = len(index)
+        with self._step("failure.locate", timings, "locate") as span:
+            try:
+                located = self.locator.locate(index)
+            except Exception as exc:  # noqa: BLE001 -- a hostile log must not crash the scheduler
+                span.set_attribute("error.type", type(exc).__name__)
+                return Diagnosis(**base, status="unreadable", message=f"locator failed: {type(exc).__name__}: {exc}")
+            span.set_attribute("schedmate.failure.found", located is not None)
+        if located is None:
+            reason = "empty log" if len(index) == 0 else "no failure line in the log's tail"
+            calls = self.locator.last_calls
+            return Diagnosis(**base, status="no_failure_found", message=reason, classifier_calls=calls)
+        base.update(located=located, classifier_calls=located.calls)
+
+        with self._step("failure.classify", timings, "classify") as span:
+            half = self.config.window_lines // 2
+            start = max(0, located.line_no - half)
+            window = [line.decode("utf-8", "replace") for line in index.lines(start, located.line_no + half)]
+            focus = located.line_no - start
+            rules = self.rules.classify(window, focus)
+            llm, llm_status = self._ask_llm(window, focus, fallbacks)
+            window_reasons = self.rules.reasons_in(window) if llm else set()
+            verdict = combine(rules, llm, window_reasons)
+            root_cause = root_cause_text(window, focus, rules)
+            span.set_attribute("schedmate.failure.source", verdict.source)
+            span.set_attribute("schedmate.failure.llm_status", llm_status)
+            if verdict.reason is not None:
+                span.set_attribute("schedmate.failure.reason", verdict.reason.value)
+
+        with self._step("failure.similar", timings, "similar"):
+            similar, similar_status = self._find_similar(root_cause, meta, verdict, fallbacks)
+
+        with self._step("failure.recovery", timings, "recovery") as span:
+            plan = plan_recovery(verdict, meta, self.config.recovery)
+            actions = execute_plan(plan, meta, self.executor, execute=self.execute)
+            span.set_attribute("schedmate.failure.actions", len(plan.actions))
+            span.set_attribute("schedmate.failure.executed", bool(self.execute and self.executor))
+
+        return Diagnosis(
+            **base,
+            status="failure_found",
+            message=verdict.note,
+            root_cause=root_cause,
+            category=verdict.category,
+            reason=verdict.reason,
+            component=verdict.component,
+            verdict=verdict,
+            llm_status=llm_status,
+            similar=similar,
+            similar_status=similar_status,
+            plan=plan,
+            actions=actions,
+            fallbacks=fallbacks,
+        )
+
+    def _ask_llm(self, window: list[str], focus: int, fallbacks: list[str]) -> tuple[LLMVerdict | None, LLMStatus]:
+        if self.llm is None:
+            return None, "disabled"
+        try:
+            return self.llm.classify(window, focus), "ok"
+        except LLMUnavailable as exc:
+            fallbacks.append(f"LLM unavailable ({_short(exc)}): rules only")
+            return None, "unavailable"
+        except LLMOutputError as exc:
+            fallbacks.append(f"LLM gave no valid answer ({_short(exc)}): rules only")
+            return None, "invalid_output"
+        except LLMRequestError as exc:
+            fallbacks.append(f"LLM rejected the request ({_short(exc)}): rules only")
+            return None, "rejected"
+        except LLMError as exc:
+            fallbacks.append(f"LLM failed ({_short(exc)}): rules only")
+            return None, "unavailable"
+
+    def _finder(self) -> SimilarFailureFinder | None:
+        if self._similar is None and self._store_url is not None:
+            self._similar = SimilarFailureFinder.connect(
+                self._store_url, self.classifier.embedder, k=self.config.similar_k,
+                threshold=self.config.similar_threshold, tracer=self._tracer,
+            )  # fmt: skip
+        return self._similar
+
+    def _find_similar(
+        self, root_cause: str, meta: JobMeta, verdict: FailureVerdict, fallbacks: list[str]
+    ) -> tuple[list[SimilarFailure], SimilarStatus]:
+        try:
+            finder = self._finder()
+            if finder is None:
+                return [], "disabled"
+            found = finder.find(root_cause, exclude_job=meta.job_id)
+            if self.config.record_history:
+                finder.record(
+                    meta.job_id, root_cause,
+                    category=verdict.category.value if verdict.category else None,
+                    reason=verdict.reason.value if verdict.reason else None,
+                    component=verdict.component.value if verdict.component else None,
+                )  # fmt: skip
+            return found, "ok"
+        except StoreUnavailable as exc:
+            fallbacks.append(f"history store unavailable ({_short(exc)}): no similar failures")
+            return [], "unavailable"
+        except Exception as exc:  # noqa: BLE001 -- similarity is advisory; never fail the diagnosis
+            fallbacks.append(f"similar-failure search failed ({type(exc).__name__}: {_short(exc)})")
+            return [], "error"
+
+    @contextmanager
+    def _step(self, name: str, timings: dict[str, float], key: str) -> Iterator[Span]:
+        t0 = time.perf_counter()
+        with self._tracer.start_as_current_span(name) as span:
+            try:
+                yield span
+            finally:
+                timings[key] = _since(t0)
+
+
+def _since(t0: float) -> float:
+    return round(time.perf_counter() - t0, 4)
+
+
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:limit]

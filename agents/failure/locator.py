@@ -1,0 +1,407 @@
+"""Failure Locator (spec §4.1): the first root-cause error line of a huge log, by binary search.
+
+A failed job's log is roughly "normal lines, then error lines": the first real error sets off a
+cascade (NCCL timeouts on the other ranks, the launcher's `ChildFailedError`, `srun: error`)
+that lasts until the log ends. The search predicate is about *prefixes*:
+
+    P(k) = "the failure has started within lines[0:k]"
+
+which is monotone whatever is interleaved after the fault. Evaluating P exactly means reading
+the whole prefix (a dirty probe's first hit would already be the answer: that is the linear
+baseline). So P(k) is evaluated on the end of the prefix: `window_chunks` chunks ending at
+chunk k (default 2 × 256 lines) are asked whether they hold a failure line. Under the cascade
+assumption (after the fault, no run of `window_chunks` whole chunks is free of failure lines)
+this equals P, and normal lines interleaved into the cascade - other ranks still printing
+progress - are tolerated up to that run length. Binary search finds the first failing chunk;
+the failing line inside it is already known from the probe. A short look-back
+(`lookback_chunks` further chunks before the window) catches a longer quiet gap after the
+root cause and restarts the search to its left.
+
+A line "is a failure line" (`FailureLineJudge`) when it is not benign (warnings, retries,
+`errors=0` counters, `validation error: 0.12` metrics, DataLoader teardown noise, argument dumps)
+and either matches a failure signature from `rules` (which also catches lines the embedding
+classifier reads poorly, such as Xid kernel messages) or the embedding classifier labels it
+ERROR with enough score and margin.
+
+Cost: the file is memory-mapped and indexed once into line offsets (numpy, no Python loop over
+lines); each probe reads and classifies only its chunk. One *classifier call* is one
+`classify_lines` pass over at most one chunk; a 1M-line log takes about 2·log2(lines/chunk)
+calls. Baselines in the same class: `locate_linear` (classify every chunk from the start until
+the first failure) and `locate_tail` (the first failure within the last 500 lines).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+import numpy as np
+from opentelemetry.trace import Tracer
+
+from schedmate.agents.failure.rules import RulesClassifier
+from schedmate.embeddings.classifier import Category, LineClassifier
+from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
+from schedmate.tracing import get_tracer
+
+Method = Literal["binary", "linear", "tail"]
+_INDEX_BLOCK = 1 << 26  # bytes scanned per numpy pass while indexing newlines
+_LINE_CAP = 4 * DEFAULT_MAX_CHARS  # bytes read per line: what normalise_line keeps anyway
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """The first failure line. `line_no` is the 0-based physical line index (editor line − 1)."""
+
+    line_no: int
+    text: str
+    calls: int
+    method: Method
+    lines_classified: int = 0
+    total_lines: int = 0
+
+
+class LogIndex:
+    """A log file memory-mapped and indexed once into line start offsets.
+
+    Lines are physical lines split on `\\n` (blank ones included, so numbers match the file).
+    Reading a line returns at most `line_cap` bytes of it, so a 100 MB line or a binary blob
+    without newlines costs no more than a short one.
+    """
+
+    def __init__(self, data: bytes | mmap.mmap, *, line_cap: int = _LINE_CAP, _owner: object = None) -> None:
+        self._data = data
+        self._owner = _owner
+        self.line_cap = line_cap
+        self.size = len(data)
+        self.starts = _line_starts(data)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, line_cap: int = _LINE_CAP) -> LogIndex:
+        """Map `path` read-only. Raises OSError when it cannot be read."""
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return cls(b"", line_cap=line_cap)
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return cls(mm, line_cap=line_cap, _owner=mm)
+
+    @classmethod
+    def from_lines(cls, lines: Sequence[str | bytes], *, line_cap: int = _LINE_CAP) -> LogIndex:
+        """An in-memory index over already-split lines (tests, callers holding text)."""
+        raw = [line.encode("utf-8", "surrogateescape") if isinstance(line, str) else line for line in lines]
+        return cls(b"\n".join(raw) + (b"\n" if raw else b""), line_cap=line_cap)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def _end(self, i: int) -> int:
+        if i + 1 < len(self.starts):
+            return int(self.starts[i + 1]) - 1
+        return self.size - 1 if self.size and self._data[self.size - 1 : self.size] == b"\n" else self.size
+
+    def line(self, i: int) -> bytes:
+        """Line `i` without its newline, capped at `line_cap` bytes."""
+        start = int(self.starts[i])
+        return bytes(self._data[start : min(self._end(i), start + self.line_cap)])
+
+    def lines(self, a: int, b: int) -> list[bytes]:
+        """Lines `a..b-1`; one slice and split when they are short, else capped one by one."""
+        a, b = max(0, a), min(b, len(self))
+        if a >= b:
+            return []
+        start, end = int(self.starts[a]), self._end(b - 1)
+        if end - start <= (b - a) * self.line_cap:
+            out = bytes(self._data[start:end]).split(b"\n")
+            if len(out) == b - a and all(len(x) <= self.line_cap for x in out):
+                return out
+        return [self.line(i) for i in range(a, b)]
+
+    def text(self, i: int) -> str:
+        return normalise_line(self.line(i)).text
+
+    def close(self) -> None:
+        if isinstance(self._owner, mmap.mmap):
+            self._owner.close()
+        self._owner = None
+
+    def __enter__(self) -> LogIndex:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _line_starts(data: bytes | mmap.mmap) -> np.ndarray:
+    """Start offsets of every line, found with numpy over fixed-size blocks (bounded memory)."""
+    size = len(data)
+    if size == 0:
+        return np.zeros(0, dtype=np.int64)
+    parts = [np.zeros(1, dtype=np.int64)]
+    for base in range(0, size, _INDEX_BLOCK):
+        block = np.frombuffer(data, dtype=np.uint8, count=min(_INDEX_BLOCK, size - base), offset=base)
+        parts.append(np.flatnonzero(block == 10).astype(np.int64) + (base + 1))
+    starts = np.concatenate(parts)
+    return starts[:-1] if starts[-1] == size else starts  # a trailing newline opens no new line
+
+
+# Lines that look like errors but are not a job's root cause. Matched on normalised text.
+DEFAULT_BENIGN: tuple[str, ...] = (
+    # warning level (c10 `[W ...]`, glog `W0501`, `UserWarning:`); not `NCCL WARN`, which is how
+    # NCCL reports real faults (`NET/IB : Got completion ... with error 12, vendor err 129`)
+    r"^\s*\[?(?:WARNING|WARN)\b|^\s*W\d{4}\s|^\s*\[W[\s\d]|^\s*(?:\S+:\d+: )?\w*Warning\b"
+    r"|[\s\[|-](?<!NCCL )(?:WARNING|WARN)[\s\]|:-]|\bwarnings\.warn\(",
+    # retried / recovered conditions
+    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? (?:in|after) \d|\battempt \d+ ?(?:/|of) ?\d+",
+    # zero counters: `errors=0`, `error: 0`, `0 errors`, `no errors`
+    r"\b(?:errors?|failures?|failed|exceptions?|timeouts?|nans?)\s*[:=]\s*\[?0(?:\.0+)?(?![.\d])",
+    r"\b(?:0|zero|no) (?:errors?|failures?|exceptions?)\b",
+    # metrics named '... error' (`validation error: 0.12`, `mse error 3e-4`, `error rate`)
+    r"\b(?:val(?:idation)?|train(?:ing)?|test|eval|top-?\d+|mean[ _](?:squared|absolute)|ms|ma|rel(?:ative)?"
+    r"|reconstruction|quantization|approximation)[ _-]?error\b\s*[:=]?\s*[-+]?\d|\berror[ _-]rate\b",
+    # DataLoader teardown noise (logs.md: a red herring) and NCCL bootstrap chatter
+    r"\bException ignored in\b|\b_MultiProcessingDataLoaderIter\.__del__|\bNCCL INFO\b",
+    # argument / config dumps: `exit_on_error ........ True`, `error_on_nan: false`
+    r"^\s*\S+ \.{3,} \S|^\s*[\"']?\w*(?:error|fail)\w*[\"']?\s*[:=]\s*(?:true|false|none|null|\d+)\s*,?$",
+)
+
+# Raw-byte pre-filter: a line without any of these words needs no normalising or rule matching
+# unless the embedding classifier calls it an error. The words hold no digits, so the verdict is
+# cached by the line's digit-free key (progress lines differing only in numbers share it).
+_RAW_KEYWORDS: tuple[bytes, ...] = (
+    b"err", b"fail", b"fatal", b"exception", b"traceback", b"abort", b"kill", b"xid", b"nccl", b"cuda",
+    b"ecc", b"nvlink", b"timeout", b"timed out", b"refused", b"reset", b"oom", b"memory", b"fallen", b"node",
+    b"denied", b"no such", b"space left", b"segmentation", b"core dumped", b"assert", b"nan",
+)  # fmt: skip
+_DIGITS = b"0123456789"
+_KEYWORD_CACHE_SIZE = 200_000
+
+
+def _has_keyword(data: bytes, cache: dict[bytes, bool]) -> bool:
+    key = data.translate(None, _DIGITS)
+    hit = cache.get(key)
+    if hit is None:
+        lowered = key.lower()
+        hit = any(word in lowered for word in _RAW_KEYWORDS)
+        if len(cache) >= _KEYWORD_CACHE_SIZE:
+            cache.clear()
+        cache[key] = hit
+    return hit
+
+
+class FailureLineJudge:
+    """Decides which lines are failure lines; one `first_failure` call = one classifier call."""
+
+    def __init__(
+        self,
+        classifier: LineClassifier,
+        *,
+        rules: RulesClassifier | None = None,
+        benign: Sequence[str] = DEFAULT_BENIGN,
+        min_score: float = 0.45,
+        min_margin: float = 0.05,
+    ) -> None:
+        self.classifier = classifier
+        self.rules = rules if rules is not None else RulesClassifier()
+        self.benign = re.compile("|".join(f"(?:{p})" for p in benign), re.IGNORECASE) if benign else None
+        self.min_score = min_score
+        self.min_margin = min_margin
+        self.calls = 0
+        self.lines = 0
+        self._keyword_cache: dict[bytes, bool] = {}
+
+    def flags(self, raws: Sequence[bytes | str]) -> list[bool]:
+        """One failure flag per line (one classifier call)."""
+        self.calls += 1
+        self.lines += len(raws)
+        labels = self.classifier.classify_lines(raws)
+        out = []
+        for raw, label in zip(raws, labels, strict=True):
+            is_error = label.category is Category.ERROR
+            data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
+            if not is_error and not _has_keyword(data, self._keyword_cache):
+                out.append(False)
+                continue
+            line = normalise_line(raw)
+            if line.binary or not line.text.strip():
+                out.append(False)
+            elif self.benign is not None and self.benign.search(line.text):
+                out.append(False)
+            elif self.rules.match(line.text) is not None:
+                out.append(True)
+            else:
+                out.append(
+                    is_error
+                    and label.confident
+                    and label.score >= self.min_score
+                    and label.margin >= self.min_margin
+                )
+        return out
+
+    def first_failure(self, raws: Sequence[bytes | str]) -> int | None:
+        """Index of the first failure line in `raws`, or None."""
+        return next((i for i, bad in enumerate(self.flags(raws)) if bad), None)
+
+
+class FailureLocator:
+    """Binary-search locator plus the two baselines, all with the same `FailureLineJudge`."""
+
+    def __init__(
+        self,
+        classifier: LineClassifier,
+        *,
+        chunk: int = 256,
+        window_chunks: int = 2,
+        lookback_chunks: int = 2,
+        tail_chunks: int = 8,
+        judge: FailureLineJudge | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        if chunk < 1 or window_chunks < 1 or lookback_chunks < 0 or tail_chunks < 1:
+            raise ValueError("chunk, window_chunks, tail_chunks must be >= 1 and lookback_chunks >= 0")
+        self.judge = judge if judge is not None else FailureLineJudge(classifier)
+        self.chunk = chunk
+        self.window_chunks = window_chunks
+        self.lookback_chunks = lookback_chunks
+        self.tail_chunks = tail_chunks
+        self._tracer = get_tracer(tracer)
+        self.last_calls = 0  # classifier calls of the latest locate* (also when nothing was found)
+        self.last_lines = 0
+
+    # -- public API -----------------------------------------------------------------------------
+
+    def locate(self, source: str | Path | LogIndex | Sequence[str | bytes]) -> Located | None:
+        """The first failure line by binary search over chunks, or None when the tail is clean."""
+        with self._open(source) as index, self._tracer.start_as_current_span("failure.locate.binary") as span:
+            search = _Search(self, index)
+            found = search.run()
+            result = self._result(index, found, "binary", search.calls0, search.lines0)
+            self._annotate(span, index, result)
+        return result
+
+    def locate_linear(self, source: str | Path | LogIndex | Sequence[str | bytes]) -> Located | None:
+        """Baseline: classify chunk after chunk from the start until the first failure line."""
+        with self._open(source) as index, self._tracer.start_as_current_span("failure.locate.linear") as span:
+            calls0, lines0 = self.judge.calls, self.judge.lines
+            found = None
+            for a in range(0, len(index), self.chunk):
+                hit = self.judge.first_failure(index.lines(a, a + self.chunk))
+                if hit is not None:
+                    found = a + hit
+                    break
+            result = self._result(index, found, "linear", calls0, lines0)
+            self._annotate(span, index, result)
+        return result
+
+    def locate_tail(self, source: str | Path | LogIndex | Sequence[str | bytes], tail: int = 500) -> Located | None:
+        """Baseline ('w/o Locator'): the first failure line within the last `tail` lines."""
+        with self._open(source) as index, self._tracer.start_as_current_span("failure.locate.tail") as span:
+            calls0, lines0 = self.judge.calls, self.judge.lines
+            found = None
+            for a in range(max(0, len(index) - tail), len(index), self.chunk):
+                hit = self.judge.first_failure(index.lines(a, min(a + self.chunk, len(index))))
+                if hit is not None:
+                    found = a + hit
+                    break
+            result = self._result(index, found, "tail", calls0, lines0)
+            self._annotate(span, index, result)
+        return result
+
+    # -- internals ------------------------------------------------------------------------------
+
+    class _Borrowed:
+        """Context manager that yields an index and closes it only if it opened it."""
+
+        def __init__(self, index: LogIndex, owned: bool) -> None:
+            self.index, self.owned = index, owned
+
+        def __enter__(self) -> LogIndex:
+            return self.index
+
+        def __exit__(self, *exc: object) -> None:
+            if self.owned:
+                self.index.close()
+
+    def _open(self, source: str | Path | LogIndex | Sequence[str | bytes]) -> FailureLocator._Borrowed:
+        if isinstance(source, LogIndex):
+            return self._Borrowed(source, False)
+        if isinstance(source, (str, Path)):
+            return self._Borrowed(LogIndex.open(source), True)
+        return self._Borrowed(LogIndex.from_lines(source), True)
+
+    def _result(
+        self, index: LogIndex, found: int | None, method: Method, calls0: int = 0, lines0: int = 0
+    ) -> Located | None:
+        self.last_calls = self.judge.calls - calls0
+        self.last_lines = self.judge.lines - lines0
+        if found is None:
+            return None
+        return Located(
+            line_no=found,
+            text=index.text(found),
+            calls=self.judge.calls - calls0,
+            method=method,
+            lines_classified=self.judge.lines - lines0,
+            total_lines=len(index),
+        )
+
+    def _annotate(self, span: object, index: LogIndex, result: Located | None) -> None:
+        span.set_attribute("schedmate.failure.lines", len(index))  # type: ignore[attr-defined]
+        span.set_attribute("schedmate.failure.found", result is not None)  # type: ignore[attr-defined]
+        if result is not None:
+            span.set_attribute("schedmate.failure.line_no", result.line_no)  # type: ignore[attr-defined]
+            span.set_attribute("schedmate.failure.classifier_calls", result.calls)  # type: ignore[attr-defined]
+            span.set_attribute("schedmate.failure.lines_classified", result.lines_classified)  # type: ignore[attr-defined]
+
+
+class _Search:
+    """One binary search over one index; chunk verdicts are memoised (each chunk costs one call)."""
+
+    def __init__(self, locator: FailureLocator, index: LogIndex) -> None:
+        self.loc, self.index = locator, index
+        self.size = locator.chunk
+        self.n_chunks = -(-len(index) // self.size)
+        self.first: dict[int, int | None] = {}  # chunk -> first failure line in it (absolute) or None
+        self.calls0, self.lines0 = locator.judge.calls, locator.judge.lines
+
+    def bad(self, c: int) -> int | None:
+        if c not in self.first:
+            a = c * self.size
+            hit = self.loc.judge.first_failure(self.index.lines(a, a + self.size))
+            self.first[c] = None if hit is None else a + hit
+        return self.first[c]
+
+    def window_bad(self, c: int) -> bool:
+        """P̂(c): a failure line in the `window_chunks` chunks ending at chunk c (right to left)."""
+        return any(self.bad(j) is not None for j in range(c, max(-1, c - self.loc.window_chunks), -1))
+
+    def run(self) -> int | None:
+        if self.n_chunks == 0:
+            return None
+        hi = next(
+            (c for c in range(self.n_chunks - 1, max(-1, self.n_chunks - 1 - self.loc.tail_chunks), -1)
+             if self.bad(c) is not None),
+            None,
+        )  # fmt: skip
+        if hi is None:
+            return None  # the tail is clean: not a failed log, or the cascade is not where we look
+        while True:
+            lo = 0
+            while lo < hi:  # smallest c in [lo, hi] with P̂(c); P̂(hi) holds
+                mid = (lo + hi) // 2
+                if self.window_bad(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            # P̂(hi) and not P̂(hi - 1): the first failure of the window is in chunk hi itself
+            first = hi
+            gap = range(hi - self.loc.window_chunks - 1, hi - self.loc.window_chunks - 1 - self.loc.lookback_chunks, -1)
+            earlier = next((c for c in gap if c >= 0 and self.bad(c) is not None), None)
+            if earlier is None:
+                return self.bad(first)
+            hi = earlier  # a longer quiet gap than the window: search again to its left

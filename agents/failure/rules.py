@@ -1,0 +1,295 @@
+"""Deterministic failure classification from log signatures (logs.md §2.3): the honest baseline
+next to the LLM, and the cross-check that keeps a weak LLM from deciding alone.
+
+Each `SignatureRule` maps a regex to one Acme reason (and so to a category and a component).
+Rules are ordered most specific first and the first match on a line wins, so
+`RuntimeError: CUDA error: uncorrectable ECC error encountered` is an ECC error, not a generic
+`RuntimeError`. A rule is *specific* when its match alone settles the reason (a hardware or NCCL
+signature, or an exception class that *is* an Acme reason, such as `KeyError`); it is *generic*
+when it only names a container class (`RuntimeError:`, `OSError:`, a segfault) whose real cause
+may be elsewhere. `combine` in `llm_classifier` lets a grounded LLM answer override only
+generic matches.
+
+Rules run on normalised text (launcher rank prefixes and colours stripped), never on raw bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from schedmate.embeddings.logtext import normalise_line
+from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
+
+R = FailureReason
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureRule:
+    """One signature: `pattern` (searched in the normalised line) → `reason`."""
+
+    name: str
+    reason: FailureReason
+    pattern: re.Pattern[str]
+    specific: bool = True
+    component: Component | None = None  # None: the taxonomy's component for `reason`
+
+    @property
+    def category(self) -> FailureCategory:
+        return category_of(self.reason)
+
+    @property
+    def faulty_component(self) -> Component:
+        return self.component or component_of(self.reason)
+
+
+def _rule(name: str, reason: FailureReason, pattern: str, *, specific: bool = True, flags: int = re.IGNORECASE,
+          component: Component | None = None) -> SignatureRule:  # fmt: skip
+    return SignatureRule(name, reason, re.compile(pattern, flags), specific, component)
+
+
+# An exception class at the start of a line, optionally module-qualified: `torch.OutOfMemoryError:`.
+_EXC = r"^(?:[\w.]+\.)?"
+# `NVRM: Xid (PCI:0000:3b:00): 48, pid=...` (the PCI address holds colons, hence the parentheses).
+_XID = r"\bXid\b\s*(?:\([^)]*\))?\s*:?\s*"
+
+DEFAULT_RULES: tuple[SignatureRule, ...] = (
+    # --- infrastructure: GPU memory, NVLink, GPU ------------------------------------------------
+    _rule("xid-ecc", R.ECC_ERROR, _XID + r"(?:48|63|64|92|94|95)\b"),
+    _rule("ecc", R.ECC_ERROR, r"\buncorrectable ECC error\b|\bECC error(?:s)? (?:detected|encountered)\b|\bdouble[- ]bit ECC\b"),
+    _rule("xid-nvlink", R.NVLINK_ERROR, _XID + r"74\b"),
+    _rule(
+        "nvlink",
+        R.NVLINK_ERROR,
+        r"\buncorrectable NVLink error\b|\bcudaErrorNvlinkUncorrectable\b|\bNVLink (?:error|fatal error|failure)\b",
+    ),
+    _rule("xid-off-bus", R.CUDA_ERROR, _XID + r"79\b|\bGPU has fallen off the bus\b"),
+    # a device-side assert is the application's bug (an index out of range), not the GPU's
+    _rule("cuda-device-assert", R.RUNTIME_ERROR, r"\bdevice-side assert(?:ion)? triggered\b"),
+    _rule("cuda-oom", R.OUT_OF_MEMORY_ERROR, r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b"),
+    _rule("nccl-unhandled-cuda", R.CUDA_ERROR, r"\bncclUnhandledCudaError\b|\bunhandled cuda error\b"),
+    _rule(
+        "cuda-error",
+        R.CUDA_ERROR,
+        r"\bCUDA error: (?:an illegal memory access|unspecified launch failure|misaligned address|unknown error"
+        r"|launch timed out|uncorrectable)|\bCUBLAS_STATUS_EXECUTION_FAILED\b|\bCUDNN_STATUS_EXECUTION_FAILED\b"
+        r"|\bno CUDA-capable device is detected\b|\bCUDA-capable devices? (?:is|are) busy or unavailable\b"
+        r"|" + _XID + r"(?:31|43|45|61|62|119|120)\b",
+    ),
+    # --- infrastructure: collectives and network ------------------------------------------------
+    _rule("nccl-watchdog", R.NCCL_TIMEOUT_ERROR, r"\bWatchdog caught collective operation timeout\b"),
+    _rule("nccl-timeout", R.NCCL_TIMEOUT_ERROR, r"\bNCCL operations have failed or timed out\b|\bNCCL\b.*\btimed out\b"),
+    _rule("nccl-remote", R.NCCL_REMOTE_ERROR, r"\bncclRemoteError\b|\bremote process exited or there was a network error\b"),
+    _rule(
+        "nccl-system",
+        R.NETWORK_ERROR,
+        r"\bncclSystemError\b|\bunhandled system error\b|\bncclInternalError\b|\binternal error - please report\b",
+    ),
+    _rule(
+        "ib-error",
+        R.NETWORK_ERROR,
+        r"\bNET/IB\b.*\b(?:error|failed)\b|\bnet_ib\.cc\b.*\b(?:error|vendor err)\b|\bvendor err \d+"
+        r"|\bIBV_WC_\w+|\bibv_\w+ failed\b|\bDistNetworkError\b|\bNetwork is unreachable\b|\bNo route to host\b"
+        r"|\blink (?:is )?(?:down|flapping)\b",
+    ),
+    _rule(
+        "connection",
+        R.CONNECTION_ERROR,
+        r"\bConnection(?:Refused|Reset|Aborted)Error\b|\bConnection refused\b|\bConnection reset by peer\b"
+        r"|" + _EXC + r"ConnectionError\b|\bDistStoreError\b|\bRendezvous\w*Error\b"
+        r"|\bserver socket has failed to listen\b|\bAddress already in use\b|\bconnection timed out\b",
+    ),
+    # --- infrastructure: node and storage -------------------------------------------------------
+    _rule(
+        "node-failure",
+        R.NODE_FAILURE,
+        r"\bNODE_FAIL\b|\bDUE TO NODE FAIL(?:URE)?\b|\bNode failure on\b|\bnode \S+ (?:is )?not responding\b"
+        r"|\bnode \S+ (?:became )?NotReady\b",
+    ),
+    _rule(
+        "storage",
+        R.S3_STORAGE_ERROR,
+        r"\bbotocore\.exceptions\.\w+|\bS3(?:Upload|Download)?(?:Error|Exception)\b"
+        r"|\bAn error occurred \((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503)\)"
+        r"|\[Errno 5\] Input/output error\b|\bNo space left on device\b|\bStale file handle\b",
+    ),
+    # --- framework --------------------------------------------------------------------------------
+    _rule(
+        "dataloader-killed",
+        R.DATALOADER_KILLED,
+        r"\bDataLoader worker \(pid[^)]*\) (?:is killed by signal|exited unexpectedly)"
+        r"|\bUnexpected bus error encountered in worker\b|\binsufficient shared memory \(shm\)",
+    ),
+    _rule("host-oom", R.OUT_OF_MEMORY_ERROR, r"\bOut of memory: Killed process\b|\boom-kill(?:er)?\b"),
+    _rule(
+        "model-loading",
+        R.MODEL_LOADING_ERROR,
+        r"\bError\(s\) in loading state_dict\b|\bUnable to load weights\b|\bCan't load (?:the )?(?:model|tokenizer|config|weights)\b"
+        r"|\bPytorchStreamReader failed\b|\bSafetensorError\b|\bis not a valid model identifier\b"
+        r"|\bdoes not appear to have a file named\b|\b(?:model|checkpoint) (?:loading|load) failed\b",
+    ),
+    _rule(
+        "dataset-loading",
+        R.DATASET_LOADING_ERROR,
+        r"\bDataset(?:Generation|NotFound)Error\b|\bCouldn't find a dataset script\b|\bdatasets\.exceptions\.\w+"
+        r"|\b(?:Failed to|Unable to|Error) load(?:ing)? dataset\b",
+    ),
+    _rule("nan-loss", R.RUNTIME_ERROR, r"\bloss (?:is|became) nan\b|\bNaN (?:or Inf )?(?:found in|detected in) (?:the )?loss\b"),
+    _rule("nccl-invalid-usage", R.RUNTIME_ERROR, r"\bncclInvalidUsage\b|\bncclInvalidArgument\b"),
+    # --- exception classes that *are* Acme reasons ------------------------------------------------
+    _rule("attribute-error", R.ATTRIBUTE_ERROR, _EXC + r"AttributeError\b", flags=0),
+    _rule("assertion-error", R.ASSERTION_ERROR, _EXC + r"AssertionError\b", flags=0),
+    _rule("value-error", R.VALUE_ERROR, _EXC + r"ValueError\b", flags=0),
+    _rule("zero-division", R.ZERO_DIVISION_ERROR, _EXC + r"ZeroDivisionError\b", flags=0),
+    _rule("file-not-found", R.FILE_NOT_FOUND_ERROR, _EXC + r"FileNotFoundError\b|\[Errno 2\] No such file or directory", flags=0),
+    _rule("permission", R.PERMISSION_ERROR, _EXC + r"PermissionError\b|\[Errno 13\] Permission denied", flags=0),
+    _rule("type-error", R.TYPE_ERROR, _EXC + r"TypeError\b", flags=0),
+    _rule("key-error", R.KEY_ERROR, _EXC + r"KeyError\b", flags=0),
+    _rule("import-error", R.IMPORT_ERROR, _EXC + r"(?:ImportError|ModuleNotFoundError)\b", flags=0),
+    _rule("index-error", R.INDEX_ERROR, _EXC + r"IndexError\b", flags=0),
+    _rule("name-error", R.NAME_ERROR, _EXC + r"(?:NameError|UnboundLocalError)\b", flags=0),
+    _rule("syntax-error", R.SYNTAX_ERROR, _EXC + r"(?:SyntaxError|IndentationError|TabError)\b", flags=0),
+    _rule("called-process", R.CALLED_PROCESS_ERROR, _EXC + r"CalledProcessError\b|\breturned non-zero exit status\b", flags=0),
+    _rule(
+        "argument-error",
+        R.ARGUMENT_ERROR,
+        _EXC + r"ArgumentError\b|^\S+: error: (?:unrecognized arguments|the following arguments are required|argument )",
+        flags=0,
+    ),
+    # --- generic containers: the class alone does not say why -------------------------------------
+    _rule("os-error", R.OS_ERROR, _EXC + r"(?:OSError|IOError)\b", specific=False, flags=0),
+    _rule("runtime-error", R.RUNTIME_ERROR, _EXC + r"(?:RuntimeError|AcceleratorError)\b", specific=False, flags=0),
+    _rule("segfault", R.RUNTIME_ERROR, r"\bSegmentation fault\b|\bcore dumped\b|\bSIGSEGV\b", specific=False),
+)
+
+# Cheap pre-filter: a line none of these words occurs in cannot match any default rule.
+_PREFILTER = re.compile(
+    r"xid|ecc|nvlink|fallen|assert|cuda|cublas|cudnn|nccl|net/ib|net_ib|vendor err|ibv|network|route|link|connection|refused"
+    r"|reset|socket|address|node|botocore|s3|errno|space left|stale|dataloader|bus error|shm|memory|oom"
+    r"|load|dataset|nan|error|exception|segmentation|core dumped|sigsegv|exit status|timed out|timeout",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleVerdict:
+    """What the rules say: the reason, its category and component, and the evidence line."""
+
+    reason: FailureReason
+    category: FailureCategory
+    component: Component
+    rule: str
+    specific: bool
+    evidence: str
+    offset: int  # evidence line index relative to the located line (0: the located line itself)
+
+
+class RulesClassifier:
+    """Signature rules over the located line and the traceback or block it opens."""
+
+    def __init__(
+        self, rules: Sequence[SignatureRule] = DEFAULT_RULES, lookahead: int = 5, max_traceback: int = 120
+    ) -> None:
+        self.rules = tuple(rules)
+        self.lookahead = lookahead
+        self.max_traceback = max_traceback
+        self._prefilter = _PREFILTER if rules is DEFAULT_RULES else None
+
+    def match(self, text: str) -> SignatureRule | None:
+        """The first rule matching one normalised line, or None."""
+        if self._prefilter is not None and not self._prefilter.search(text):
+            return None
+        stripped = text.strip()
+        for rule in self.rules:
+            if rule.pattern.search(stripped):
+                return rule
+        return None
+
+    def reasons_in(self, lines: Sequence[str | bytes]) -> set[FailureReason]:
+        """Every reason some rule finds anywhere in `lines` (the grounding check for LLM answers)."""
+        found: set[FailureReason] = set()
+        for line in lines:
+            stripped = _text(line).strip()
+            if self._prefilter is not None and not self._prefilter.search(stripped):
+                continue
+            found.update(rule.reason for rule in self.rules if rule.pattern.search(stripped))
+        return found
+
+    def classify(self, lines: Sequence[str | bytes], focus: int = 0) -> RuleVerdict | None:
+        """Classify the failure that starts at `lines[focus]`.
+
+        Candidates: the focus line; if it opens a Python traceback, that traceback's first
+        exception line (chained exceptions print the root first) and nothing after it: later
+        lines are the cascade (other ranks' NCCL timeouts are a symptom, logs.md §2.3);
+        otherwise up to `lookahead` following lines (the details of a one-line error banner).
+        The first *specific* match wins; failing that, the first generic one; else None.
+        """
+        texts = [_text(line) for line in lines]
+        if not 0 <= focus < len(texts):
+            return None
+        candidates = [focus]
+        exc = _traceback_exception(texts, focus, self.max_traceback)
+        if exc is not None:
+            candidates.append(exc)
+        else:
+            candidates.extend(range(focus + 1, min(len(texts), focus + 1 + self.lookahead)))
+        generic: RuleVerdict | None = None
+        seen: set[int] = set()
+        for i in candidates:
+            if i in seen:
+                continue
+            seen.add(i)
+            rule = self.match(texts[i])
+            if rule is None:
+                continue
+            verdict = RuleVerdict(
+                rule.reason, rule.category, rule.faulty_component, rule.name, rule.specific, texts[i].strip(), i - focus
+            )
+            if rule.specific:
+                return verdict
+            generic = generic or verdict
+        return generic
+
+
+def root_cause_text(lines: Sequence[str | bytes], focus: int, verdict: RuleVerdict | None = None) -> str:
+    """The line that names the failure: the rules' evidence, else the exception ending the
+    traceback opened at `focus`, else the focus line. (`Traceback (most recent call last):`
+    is the first line of every Python failure, so it says nothing by itself.)"""
+    if verdict is not None:
+        return verdict.evidence
+    texts = [_text(line) for line in lines]
+    exc = _traceback_exception(texts, focus, 120)
+    return texts[exc if exc is not None else focus].strip()
+
+
+_TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):")
+_TB_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+_TB_CHAIN = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+
+
+def _traceback_exception(texts: Sequence[str], focus: int, limit: int) -> int | None:
+    """Index of the exception line that ends the traceback at or just after `focus`, if any.
+
+    A traceback is a header, frames (`File "...", line N`) with indented code under them, then
+    the exception line: the first non-indented line that is none of those.
+    """
+    start = None
+    for i in range(focus, min(len(texts), focus + 3)):
+        if _TB_HEADER.match(texts[i]) or _TB_FRAME.match(texts[i]):
+            start = i
+            break
+    if start is None:
+        return None
+    for i in range(start + 1, min(len(texts), start + limit)):
+        text = texts[i]
+        if not text.strip() or _TB_HEADER.match(text) or _TB_FRAME.match(text) or _TB_CHAIN.match(text):
+            continue
+        if text[:1].isspace():
+            continue  # code line or caret marker under a frame
+        return i
+    return None
+
+
+def _text(line: str | bytes) -> str:
+    return normalise_line(line).text

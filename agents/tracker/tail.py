@@ -1,0 +1,257 @@
+"""Tail a growing job log incrementally, with bounded memory and bounded reads per call.
+
+`LogTail.read()` returns the complete lines appended since the last call. It handles what
+happens to real logs while a job runs:
+
+- **partial last line**: bytes after the last newline stay pending until their newline arrives,
+  so a line caught mid-write (`elapsed time per iteration (ms): 51` of `512.3`) is never parsed;
+- **rotation** (the path now names another inode: `logrotate` rename, a restarted job): the old
+  file is drained to its end through the still-open handle, then the new file is read from its
+  start; the old file's unterminated tail is dropped (counted), never guessed;
+- **truncation** (same inode, size below what was read: `copytruncate`, `> log`): restart at 0;
+  NUL bytes a writer without O_APPEND leaves in the hole are stripped from line starts;
+- **binary junk / huge lines**: a line within `max_line_bytes` is returned whole (`\\r` redraws
+  included: HF Trainer prints its metrics dict over the training bar); a longer one is reduced
+  to its last `\\r` redraw and capped at `max_line_bytes` while it streams (the assembler of
+  `schedmate.embeddings.logtext`), so memory stays bounded whatever the file holds; decoding
+  and binary detection happen downstream in `normalise_line`;
+- **bounded reads**: at most `max_read_bytes` per call (`TailRead.more` says there is more);
+  `start="end"` / `start=N` attaches to the last bytes of an existing big log instead of
+  reading it all (line numbers still count the skipped prefix unless `count_skipped_lines=False`).
+
+Line numbers are 1-based within one file *generation*; `generation` increases on every
+rotation or truncation. Not thread-safe: one tail per reader.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, _LineAssembler
+
+DEFAULT_MAX_READ_BYTES = 8 << 20
+DEFAULT_CHUNK_BYTES = 1 << 20
+DEFAULT_MAX_LINE_BYTES = 4 * DEFAULT_MAX_CHARS
+
+
+@dataclass(frozen=True, slots=True)
+class TailLine:
+    """One complete physical line (newline removed; capped, then only its last `\\r` redraw)."""
+
+    lineno: int
+    offset: int
+    raw: bytes
+    generation: int
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TailRead:
+    """What one `read()` found. `more`: the byte budget ran out before the end of the file."""
+
+    lines: list[TailLine] = field(default_factory=list)
+    bytes_read: int = 0
+    rotated: bool = False
+    truncated: bool = False
+    missing: bool = False
+    more: bool = False
+    partial_dropped: int = 0
+
+
+class LogTail:
+    """Incremental reader of one log path (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        start: Literal["begin", "end"] | int = "begin",
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        count_skipped_lines: bool = True,
+    ) -> None:
+        if max_read_bytes <= 0 or chunk_bytes <= 0 or max_line_bytes <= 0:
+            raise ValueError("byte limits must be positive")
+        if isinstance(start, int) and start < 0:
+            raise ValueError("start=N means the last N bytes; N must be >= 0")
+        self.path = Path(path)
+        self.start = start
+        self.max_read_bytes = max_read_bytes
+        self.chunk_bytes = min(chunk_bytes, max_read_bytes)
+        self.max_line_bytes = max_line_bytes
+        self.count_skipped_lines = count_skipped_lines
+        self._fh: BinaryIO | None = None
+        self._ident: tuple[int, int] | None = None
+        self._pos = 0  # next byte to read in the current file
+        self._line_start = 0  # offset of the pending (partial) line
+        self._pending = False
+        self._asm = _LineAssembler(max_line_bytes)
+        self._lineno = 0
+        self.generation = 0
+        self._first_open = True
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def offset(self) -> int:
+        """Bytes of the current file consumed as complete lines (the pending line starts here)."""
+        return self._line_start
+
+    @property
+    def lineno(self) -> int:
+        """Number of the last complete line returned (0 before any)."""
+        return self._lineno
+
+    def read(self, max_bytes: int | None = None) -> TailRead:
+        """New complete lines since the last call, reading at most `max_bytes` bytes."""
+        budget = self.max_read_bytes if max_bytes is None else max_bytes
+        lines: list[TailLine] = []
+        rotated = truncated = missing = False
+        dropped = 0
+        used = 0
+        if self._fh is None and not self._open(initial=True):
+            return TailRead(missing=True)
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+            missing = True
+        assert self._fh is not None
+        if st is not None and (st.st_dev, st.st_ino) != self._ident:
+            # Rotated: finish the old file through the open handle, then switch.
+            used, more = self._drain(lines, budget)
+            if more:
+                return TailRead(lines, used, rotated=False, more=True)
+            dropped = self._drop_pending()
+            self._close()
+            rotated = True
+            self.generation += 1
+            self._lineno = 0
+            if not self._open(initial=False):
+                return TailRead(lines, used, rotated=True, missing=True, partial_dropped=dropped)
+        elif st is not None and st.st_size < self._pos:
+            truncated = True
+            dropped = self._drop_pending()
+            self.generation += 1
+            self._pos = self._line_start = 0
+            self._lineno = 0
+        n, more = self._drain(lines, budget - used)
+        return TailRead(lines, used + n, rotated, truncated, missing, more, dropped)
+
+    def close(self) -> None:
+        self._close()
+
+    def __enter__(self) -> LogTail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _open(self, *, initial: bool) -> bool:
+        try:
+            fh = open(self.path, "rb", buffering=0)  # noqa: SIM115 -- held across calls
+        except FileNotFoundError:
+            return False
+        st = os.fstat(fh.fileno())
+        self._fh, self._ident = fh, (st.st_dev, st.st_ino)
+        self._pos = self._line_start = 0
+        self._pending = False
+        self._asm = _LineAssembler(self.max_line_bytes)
+        if initial and self._first_open:
+            self._first_open = False
+            self._seek_start(st.st_size)
+        return True
+
+    def _seek_start(self, size: int) -> None:
+        """Attach near the end of an existing file: skip to the first line start after the cut."""
+        if self.start == "begin":
+            return
+        keep = 0 if self.start == "end" else int(self.start)
+        cut = max(0, size - keep)
+        if cut == 0:
+            return
+        assert self._fh is not None
+        self._fh.seek(cut - 1)
+        probe = cut - 1
+        while True:  # find the newline ending the line the cut falls into
+            block = self._fh.read(self.chunk_bytes)
+            if not block:
+                probe = size
+                break
+            i = block.find(b"\n")
+            if i >= 0:
+                probe += i + 1
+                break
+            probe += len(block)
+        self._pos = self._line_start = probe
+        if self.count_skipped_lines:
+            self._fh.seek(0)
+            count, left = 0, probe
+            while left > 0:
+                block = self._fh.read(min(self.chunk_bytes, left))
+                if not block:
+                    break
+                count += block.count(b"\n")
+                left -= len(block)
+            self._lineno = count
+
+    def _drain(self, lines: list[TailLine], budget: int) -> tuple[int, bool]:
+        """Read complete lines from the current position until EOF or `budget` bytes."""
+        assert self._fh is not None
+        used = 0
+        self._fh.seek(self._pos)
+        while used < budget:
+            chunk = self._fh.read(min(self.chunk_bytes, budget - used))
+            if not chunk:
+                return used, False
+            used += len(chunk)
+            self._consume(chunk, lines)
+        # Budget spent: is there more? (a 1-byte probe, position restored by the next seek)
+        more = bool(self._fh.read(1))
+        return used, more
+
+    def _consume(self, chunk: bytes, lines: list[TailLine]) -> None:
+        base = self._pos
+        self._pos += len(chunk)
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            piece = chunk[start:nl]
+            if not self._pending and len(piece) <= self.max_line_bytes:
+                raw, cut = piece, False  # `\r` redraws kept: the tracker reads bars under HF's dicts
+            else:
+                self._asm.feed(piece)
+                done = self._asm.finish()
+                raw, cut = done.data, done.truncated
+            self._pending = False
+            self._lineno += 1
+            if raw[:1] == b"\x00":
+                raw = raw.lstrip(b"\x00")  # hole left by truncation under a non-append writer
+            lines.append(TailLine(self._lineno, self._line_start, raw, self.generation, cut))
+            start = nl + 1
+            self._line_start = base + start
+        if start < len(chunk):
+            self._asm.feed(chunk[start:])
+            self._pending = True
+
+    def _drop_pending(self) -> int:
+        """Forget an unterminated line (it will never be completed); returns its byte count."""
+        n = self._pos - self._line_start if self._pending else 0
+        if self._pending:
+            self._asm.finish()
+            self._pending = False
+        return n
+
+    def _close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        self._fh = None
+        self._ident = None

@@ -1,0 +1,208 @@
+"""Failure Locator benchmark: binary search vs linear scan vs "last 500 lines", same judge, same run.
+
+    .venv/bin/python bench/bench_locator.py [--lines 1000000] [--logs 200] [--chunk 256] [--seed 0]
+
+1. One generated failed log of `--lines` lines (written to a temp file, memory-mapped): index
+   time, locate time with a cold classifier (new templates embedded during the search) and warm,
+   classifier calls against 2·log2(lines/chunk), lines classified; the linear baseline on the
+   same file (cold classifier too) and the tail baseline.
+2. `--logs` generated failed logs (every Acme reason, 4-64 ranks, normal lines interleaved in the
+   cascade, benign error-looking lines before the fault, 1.5k-40k lines): share of logs located
+   within ±5 lines of the true root line, per method, plus calls and time; and, as a rules-only
+   analogue of the paper's "with / without Locator" (Table 4), how often the signature rules
+   classify the located line's window right.
+
+Logs come from `agents.failure.synthetic` (the evaluation corpus generator `evals.logcorpus` was
+not available when this was written). Writes bench/results/locator.json and prints one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex
+from schedmate.agents.failure.rules import RulesClassifier
+from schedmate.agents.failure.synthetic import make_failed_log
+from schedmate.embeddings.classifier import LineClassifier
+from schedmate.embeddings.embedder import EmbeddingCache, FlagEmbedder, make_embedder
+from schedmate.embeddings.synthetic_log import generate_training_log
+from schedmate.evals.logcorpus.taxonomy import FailureReason, category_of
+
+RESULTS = Path(__file__).resolve().parent / "results" / "locator.json"
+TOLERANCE = 5
+METHODS = ("binary", "linear", "tail")
+
+
+def fresh_locator(embedder: FlagEmbedder, chunk: int) -> FailureLocator:
+    """A locator whose classifier and embedding cache are both cold."""
+    embedder.cache = EmbeddingCache(embedder.cache.capacity)
+    return FailureLocator(LineClassifier(embedder), chunk=chunk)
+
+
+def timed(fn, *args):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - start
+
+
+def summary(found: Located | None, seconds: float, root: int) -> dict:
+    return {
+        "line_no": found.line_no if found else None,
+        "error_lines": abs(found.line_no - root) if found else None,
+        "within_tolerance": bool(found and abs(found.line_no - root) <= TOLERANCE),
+        "calls": found.calls if found else None,
+        "lines_classified": found.lines_classified if found else None,
+        "seconds": round(seconds, 3),
+    }
+
+
+def big_log(embedder: FlagEmbedder, n: int, chunk: int, seed: int) -> dict:
+    start = time.perf_counter()
+    normal = generate_training_log(n + 64, seed=seed, ranks=16)[:-12]
+    log = make_failed_log(n, seed=seed, reason=FailureReason.NVLINK_ERROR, fault_at=0.995, ranks=16, base=normal)
+    del normal
+    gen_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "failed.log"
+        log.write(path)
+        size = path.stat().st_size
+        index, index_s = timed(LogIndex.open, path)
+        n_lines = len(index)
+        bound = 2 * math.log2(math.ceil(n_lines / chunk))
+        loc = fresh_locator(embedder, chunk)
+        cold, cold_s = timed(loc.locate, index)
+        cold_templates = loc.judge.classifier.stats.templates_embedded
+        warm, warm_s = timed(loc.locate, index)
+        tail, tail_s = timed(loc.locate_tail, index)
+        lin_loc = fresh_locator(embedder, chunk)
+        linear, linear_s = timed(lin_loc.locate_linear, index)
+        index.close()
+    return {
+        "lines": n_lines,
+        "bytes": size,
+        "root_line": log.root_line,
+        "generation_seconds": round(gen_s, 1),
+        "index_seconds": round(index_s, 3),
+        "calls_bound_2log2": round(bound, 1),
+        "binary_cold": summary(cold, cold_s, log.root_line) | {"templates_embedded": cold_templates},
+        "binary_warm": summary(warm, warm_s, log.root_line),
+        "linear_cold": summary(linear, linear_s, log.root_line)
+        | {"templates_embedded": lin_loc.judge.classifier.stats.templates_embedded},
+        "tail_500": summary(tail, tail_s, log.root_line),
+    }
+
+
+def corpus(embedder: FlagEmbedder, n_logs: int, chunk: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    reasons = list(FailureReason)
+    rules = RulesClassifier()
+    # a few long normal logs (styles, rank counts) to cut prefixes from: generating is the slow part
+    bases = {
+        (style, ranks): generate_training_log(40_000, seed=seed + i, ranks=ranks, style=style)[:-12]
+        for i, (style, ranks) in enumerate([("torchrun", 4), ("torchrun", 16), ("mpi", 8), ("pdsh", 32), ("torchrun", 64)])
+    }
+    loc = fresh_locator(embedder, chunk)  # one warm classifier across the corpus, as one worker would be
+    rows = []
+    for i in range(n_logs):
+        reason = reasons[i % len(reasons)]
+        style, ranks = rng.choice(list(bases))
+        n = int(math.exp(rng.uniform(math.log(1_500), math.log(40_000))))
+        log = make_failed_log(n, seed=seed * 1000 + i, reason=reason, ranks=ranks, style=style,
+                              cascade_gap=rng.randint(5, 200), base=bases[(style, ranks)])  # fmt: skip
+        index = LogIndex.from_lines(log.lines)
+        row = {"reason": reason.value, "category": log.category.value, "lines": len(index), "root_line": log.root_line,
+               "ranks": ranks, "cascade_lines": len(index) - log.root_line}  # fmt: skip
+        for method in METHODS:
+            fn = {"binary": loc.locate, "linear": loc.locate_linear, "tail": loc.locate_tail}[method]
+            found, secs = timed(fn, index)
+            row[method] = summary(found, secs, log.root_line)
+            if found is not None:  # rules-only classification of the located window
+                lo = max(0, found.line_no - 100)
+                verdict = rules.classify(index.lines(lo, found.line_no + 100), found.line_no - lo)
+                row[method]["rules_reason_ok"] = bool(verdict and verdict.reason is reason)
+                row[method]["rules_category_ok"] = bool(verdict and verdict.category is category_of(reason))
+            else:
+                row[method]["rules_reason_ok"] = row[method]["rules_category_ok"] = False
+        rows.append(row)
+    agg: dict[str, dict] = {}
+    for method in METHODS:
+        rs = [r[method] for r in rows]
+        errors = [r["error_lines"] for r in rs if r["error_lines"] is not None]
+        agg[method] = {
+            "within_5_lines": round(sum(r["within_tolerance"] for r in rs) / len(rs), 4),
+            "not_found": sum(r["line_no"] is None for r in rs),
+            "median_error_lines": statistics.median(errors) if errors else None,
+            "mean_calls": round(statistics.mean(r["calls"] or 0 for r in rs), 2),
+            "mean_lines_classified": round(statistics.mean(r["lines_classified"] or 0 for r in rs)),
+            "mean_seconds": round(statistics.mean(r["seconds"] for r in rs), 4),
+            "rules_reason_accuracy": round(sum(r["rules_reason_ok"] for r in rs) / len(rs), 4),
+            "rules_category_accuracy": round(sum(r["rules_category_ok"] for r in rs) / len(rs), 4),
+        }
+    per_category: dict[str, dict[str, float]] = defaultdict(dict)
+    for cat in sorted({r["category"] for r in rows}):
+        sub = [r for r in rows if r["category"] == cat]
+        for method in METHODS:
+            per_category[cat][method] = round(sum(r[method]["within_tolerance"] for r in sub) / len(sub), 4)
+    misses = Counter(r["reason"] for r in rows if not r["binary"]["within_tolerance"])
+    return {
+        "logs": len(rows),
+        "mean_lines": round(statistics.mean(r["lines"] for r in rows)),
+        "mean_cascade_lines": round(statistics.mean(r["cascade_lines"] for r in rows)),
+        "share_cascade_over_500": round(sum(r["cascade_lines"] > 500 for r in rows) / len(rows), 4),
+        "methods": agg,
+        "within_5_by_category": dict(per_category),
+        "binary_misses_by_reason": dict(misses),
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--logs", type=int, default=200)
+    parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    import torch
+
+    load_before = os.getloadavg()
+    embedder = make_embedder()
+    result = {
+        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "loadavg_before": [round(x, 2) for x in load_before]},  # fmt: skip
+        "chunk": args.chunk,
+        "tolerance_lines": TOLERANCE,
+        "big_log": big_log(embedder, args.lines, args.chunk, args.seed),
+        "corpus": corpus(embedder, args.logs, args.chunk, args.seed),
+    }
+    result["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    b, c = result["big_log"], result["corpus"]["methods"]
+    print(
+        f"bench_locator: {b['lines']} lines ({b['bytes'] / 1e6:.0f} MB): index {b['index_seconds']}s, "
+        f"binary {b['binary_cold']['seconds']}s cold / {b['binary_warm']['seconds']}s warm, "
+        f"{b['binary_cold']['calls']} calls (2·log2 = {b['calls_bound_2log2']}), "
+        f"{b['binary_cold']['lines_classified']} lines classified, err {b['binary_cold']['error_lines']}; "
+        f"linear {b['linear_cold']['seconds']}s/{b['linear_cold']['calls']} calls; tail-500 err {b['tail_500']['error_lines']} | "
+        f"{result['corpus']['logs']} logs within ±{TOLERANCE}: binary {c['binary']['within_5_lines']:.3f} "
+        f"({c['binary']['mean_calls']} calls), linear {c['linear']['within_5_lines']:.3f} "
+        f"({c['linear']['mean_calls']} calls), last-500 {c['tail']['within_5_lines']:.3f}; "
+        f"rules category acc on located window: binary {c['binary']['rules_category_accuracy']:.3f}, "
+        f"last-500 {c['tail']['rules_category_accuracy']:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
