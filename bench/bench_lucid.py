@@ -7,7 +7,11 @@ Two workloads, both on a 64-GPU cluster (8 nodes x 8):
 - `philly`: the first `--philly-limit` jobs of the Philly trace (no workload attributes: the
   profiler measures nothing and Lucid never packs; it is then QSSF-with-an-EBM plus profiling).
   Lucid runs with its Venus profiler settings (T_prof 200 s, 2 nodes, factor 4) and, on Philly,
-  also with its Philly settings (T_prof 80 s, factor 2).
+  also with its Philly settings (T_prof 80 s, factor 2). On the synthetic trace Lucid also runs
+  with packing off (the ablation that isolates the binder).
+
+`mean_queueing_s` is the engine's first start − submit: for Lucid that is the wait for the
+profiler (or for the main pool, for jobs that skip profiling), not the later main-queue wait.
 
     python bench/bench_lucid.py [--jobs 2000] [--philly-limit 5000] [--fast-ebm] [--out bench/results/lucid.json]
 
@@ -70,7 +74,7 @@ def main() -> int:
     skip = set(filter(None, args.skip.split(",")))
     if "synthetic" not in skip:
         syn = generate_trace(args.jobs, seed=0, cluster_gpus=cluster.total_gpus, load=1.2).jobs
-        workloads["synthetic"] = (assign_workloads(syn, table, seed=0), [("lucid", {})])
+        workloads["synthetic"] = (assign_workloads(syn, table, seed=0), [("lucid", {}), ("lucid-no-packing", {"packing": False})])
     if "philly" not in skip:
         philly = load_trace(data / "sia/traces/philly.csv", None, limit=args.philly_limit).jobs
         workloads["philly"] = (philly, [("lucid", {}), ("lucid-philly-cfg", {"t_prof": 80.0, "prof_factor": 2.0})])

@@ -18,9 +18,14 @@ class Start:
 
 @dataclass(frozen=True, slots=True)
 class Preempt:
-    """Stop a running job, checkpoint it and put it back in the queue."""
+    """Stop a running job, checkpoint it and put it back in the queue.
+
+    With `discard_progress` the run was a measurement, not training (e.g. a profiling run): the
+    job goes back with no progress, and the GPU time it received counts as wasted.
+    """
 
     job_id: str
+    discard_progress: bool = False
 
 
 @dataclass(frozen=True, slots=True)

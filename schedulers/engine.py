@@ -459,6 +459,9 @@ class Simulator:
                 raise self._bad(d, "job is not co-located")
             job.info["evicted"] = True
         self._release(job)
+        if isinstance(d, Preempt) and d.discard_progress:
+            job.wasted_gpu_time += job.progress * job.spec.num_gpus
+            job.progress = 0.0
         job.checkpoint = job.progress
         job.phase = Phase.PREEMPTED
         self.waiting[job.job_id] = job

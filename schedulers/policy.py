@@ -126,7 +126,8 @@ class Plan:
         self.decisions.append(Start(job.job_id, placement, profiling))
         return True
 
-    def preempt(self, job: JobState) -> None:
+    def preempt(self, job: JobState, *, discard_progress: bool = False) -> None:
+        """Stop `job`; with `discard_progress` its run was a measurement and its progress is lost."""
         if job.job_id in self.preempted:
             return
         if job.colocated_with is None or job.colocated_with in self.preempted:
@@ -134,7 +135,7 @@ class Plan:
                 self.free[node] += k
             self.free_total += job.num_gpus
         self.preempted.add(job.job_id)
-        self.decisions.append(Preempt(job.job_id))
+        self.decisions.append(Preempt(job.job_id, discard_progress))
 
     def colocate(self, job: JobState, host: JobState) -> None:
         self.started.add(job.job_id)

@@ -33,10 +33,11 @@ WorkloadKey = tuple[str, str, int, int]
 """(model, dataset, batch size, AMP 0/1): how Lucid names a profiled workload."""
 
 METRIC_FIELDS = ("speed", "gpu_util", "gmem_util", "gmem")
-MISSING_DATA = (
-    "Lucid's measured data ({name}) was not found under ../shared/data/lucid "
-    "(set SCHEDMATE_SHARED_DATA); the profiler will record no metrics, so Lucid will not pack"
-)
+MISSING_DATA = "Lucid's measured data ({name}) was not found under ../shared/data/lucid (set SCHEDMATE_SHARED_DATA); {then}"
+CONSEQUENCE = {
+    "single_data.csv": "the profiler will record no metrics, so Lucid will not pack",
+    "colocate_info.csv": "co-located jobs will run at the constant default speed",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,7 @@ _warned: set[str] = set()
 def warn_missing(name: str) -> None:
     if name not in _warned:
         _warned.add(name)
-        log.warning(MISSING_DATA.format(name=name))
+        log.warning(MISSING_DATA.format(name=name, then=CONSEQUENCE.get(name, "it is ignored")))
 
 
 def load_default_table() -> WorkloadTable | None:

@@ -36,6 +36,20 @@ unmodified):
 
 Jobs that come back to the queue (an adapter's `Evict`, a preemption) rejoin the main queue and
 are re-estimated; a job marked `job.info["lucid_no_pack"] = True` is never packed again.
+
+**Where this differs from Lucid's simulator** (each documented in its module):
+
+- one event-driven simulation: Lucid profiled the whole trace in a pre-pass and then let each
+  profiled job enter the main cluster at its original submit time; here a job enters the main
+  queue when its profiling run ends, and profiling progress is discarded (with the engine
+  patch) while the relaunch pays the engine's restart cost;
+- no history before the trace: the EBM and the submission forecaster learn online from jobs
+  that have finished / bins that are over (Lucid: offline notebooks, Venus-only forecasts);
+  the throttle threshold (2 jobs per 10 min) applies on every trace, not only Venus;
+- a job without profiled metrics has no sharing score and is never packed (Lucid gave every job
+  a score from the table, profiled or not); no auto-scaling of the profiling pool;
+- co-location speeds come from the engine's interference model: pass `LucidInterference` for
+  Lucid's lookup rules (GPU count ignored, large models treated as benign).
 """
 
 from __future__ import annotations

@@ -22,7 +22,10 @@ Lucid runs every new job briefly on a dedicated profiling VC before it enters th
   the table lacks, yields no metrics, hence no sharing score, and is never packed.
 
 **Profiling progress is not kept** (Lucid's simulator treats profiling as measurement: a job that
-leaves the profiler later runs its whole duration). The profiling run is a real cost here: the
+leaves the profiler later runs its whole duration). Lucid's simulator ran the profiler as a
+separate pre-pass over the trace, so a profiled job still entered the main cluster at its
+original submit time, as if profiling took no time. Here it is one simulation: the job joins
+the main queue only when its profiling run ends. The profiling run is a real cost here: the
 GPU time spent on runs cut at T_prof is thrown away (`lost_gpu_seconds`, and the engine's
 `wasted_gpu_time` with the discard-progress engine patch), the job waits in the profiling queue
 (counted in its JCT), and its relaunch in the main pool pays the engine's restart cost (40 s for

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..lucid import Lucid
 from ..policy import Policy
 from ..sia import Sia, SiaFIFO
 from .fifo import FIFO
@@ -20,6 +21,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "tiresias": Tiresias,
     "sia": Sia,
     "sia-fifo": SiaFIFO,
+    "lucid": Lucid,
 }
 BACKFILLABLE = {"fifo", "sjf", "qssf", "sia-fifo"}
 
