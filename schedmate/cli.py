@@ -107,7 +107,7 @@ def simulate(
     from schedmate.schedulers.cluster import ClusterSpec
     from schedmate.schedulers.compare import compare_policies
     from schedmate.schedulers.engine import SimConfig
-    from schedmate.schedulers.interference import MeasuredInterference
+    from schedmate.schedulers.lucid.interference import LucidInterference
     from schedmate.schedulers.traces import generate_trace, load_trace
 
     with user_errors():
@@ -124,7 +124,8 @@ def simulate(
             loaded = load_trace(trace, fmt, limit=limit)
         if loaded.skipped:
             err.print(f"[yellow]skipped {loaded.skipped} malformed row(s)[/] in {loaded.source}: {loaded.skipped_reasons[:3]}")
-        interference = MeasuredInterference.from_csv(colocate_info) if colocate_info else None
+        # Lucid's lookup ignores GPU count (the measured pairs are all 1-GPU), as its simulator does.
+        interference = LucidInterference.from_csv(colocate_info) if colocate_info else None
         console.print(f"{len(loaded.jobs)} jobs from {loaded.source} on {spec.total_gpus} GPUs ({len(spec.nodes)} nodes)")
         with progress_bar() as update:
             comparison = compare_policies(
