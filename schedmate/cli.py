@@ -268,6 +268,46 @@ def corpus_jobs(
     console.print(f"wrote {len(manifest.records)} jobs under {out}")
 
 
+eval_app = typer.Typer(help="Score the Metric Tracker / Failure Handler on a labelled log corpus.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+EvalData = Annotated[Path, typer.Option("--data", help="Corpus folder (labels.jsonl + logs/).")]
+EvalOut = Annotated[Path, typer.Option("--out", help="Where report.json / report.md go.")]
+EvalLLM = Annotated[bool, typer.Option("--llm/--no-llm", help="Also run the LLM systems (embedded local model).")]
+EvalLimit = Annotated[int | None, typer.Option(help="Only the first N logs.")]
+
+
+def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -> None:
+    from contextlib import ExitStack
+
+    from schedmate.evals.harness import run_failure_eval, run_metrics_eval
+
+    if not (data / "labels.jsonl").is_file():
+        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    progress, update = _count_progress(f"scoring {suite}")
+    with ExitStack() as stack, progress:
+        model = None
+        if llm:
+            from schedmate.llm import LLMConfig, open_chat_model
+
+            model = stack.enter_context(open_chat_model(LLMConfig()))
+        run = run_failure_eval if suite == "failures" else run_metrics_eval
+        summary = run(data, out, llm=model, limit=limit, progress=update)
+    console.print(summary["summary_line"])
+    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+
+
+@eval_app.command("failures")
+def eval_failures(data: EvalData, out: EvalOut = Path("results/eval"), llm: EvalLLM = False, limit: EvalLimit = None) -> None:
+    """Failure Handler: infra-vs-not P/R/F1, category macro-F1, first-line accuracy, baselines, ablations."""
+    _run_eval("failures", data, out, llm, limit)
+
+
+@eval_app.command("metrics")
+def eval_metrics(data: EvalData, out: EvalOut = Path("results/eval"), llm: EvalLLM = False, limit: EvalLimit = None) -> None:
+    """Metric Tracker: success rate and RMSRE of step time on clean and noisy halves, beside baselines."""
+    _run_eval("metrics", data, out, llm, limit)
+
+
 @app.command("data-dir")
 def data_dir_cmd() -> None:
     """Print where the shared reference data is looked for."""

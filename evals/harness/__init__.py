@@ -1,0 +1,43 @@
+"""Evaluation harness (issue 4): the Failure Handler and the Metric Tracker against the labelled
+log corpus (`schedmate.evals.logcorpus`), beside their baselines and ablations, in one run.
+
+    summary = run_failure_eval("corpus/", "out/", llm=None)   # or llm=<BaseChatModel>
+    summary = run_metrics_eval("corpus/", "out/")
+    print(summary["summary_line"])
+
+Each writes (when `out_dir` is given) `report.json` (both suites merged), `report.md` (tables)
+and `<suite>_logs.jsonl` (per-log predictions). Definitions: `failures.py`, `metrics.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from schedmate.evals.harness.common import Progress
+from schedmate.evals.harness.failures import run_failures
+from schedmate.evals.harness.metrics import run_metrics
+from schedmate.evals.harness.report import summary_line, write_report
+
+
+def run_failure_eval(data_dir: str | Path, out_dir: str | Path | None = None, *, llm: BaseChatModel | None = None,
+                     limit: int | None = None, progress: Progress | None = None, classifier: Any = None,
+                     include_clean: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Failures suite; returns the summary (with `summary_line`), written to out_dir if given."""
+    summary, rows = run_failures(data_dir, llm=llm, limit=limit, progress=progress, classifier=classifier,
+                                 include_clean=include_clean)  # fmt: skip
+    line = write_report(out_dir, "failures", summary, rows) if out_dir is not None else summary_line("failures", summary)
+    return {**summary, "summary_line": line}
+
+
+def run_metrics_eval(data_dir: str | Path, out_dir: str | Path | None = None, *, llm: BaseChatModel | None = None,
+                     limit: int | None = None, progress: Progress | None = None, classifier: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Metrics suite; returns the summary (with `summary_line`), written to out_dir if given."""
+    summary, rows = run_metrics(data_dir, llm=llm, limit=limit, progress=progress, classifier=classifier)
+    line = write_report(out_dir, "metrics", summary, rows) if out_dir is not None else summary_line("metrics", summary)
+    return {**summary, "summary_line": line}
+
+
+__all__ = ["run_failure_eval", "run_metrics_eval", "summary_line", "write_report"]

@@ -1,0 +1,157 @@
+"""`report.json` (every figure, both suites merged when both ran into the same folder), per-log
+rows (`<suite>_logs.jsonl`) and `report.md` (tables), plus a one-line summary per suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+
+
+def _f(x: Any, pct: bool = False) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{100 * x:.1f}" if pct else (f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}")
+    return str(x)
+
+
+def _ms(lat: dict[str, Any] | None, key: str) -> str:
+    if not lat or lat.get(key) is None:
+        return "–"
+    return f"{1000 * lat[key]:.1f}"
+
+
+def summary_line(suite: str, summary: dict[str, Any]) -> str:
+    s = summary["systems"]
+    if suite == "failures":
+        parts = []
+        for name in ("locator+rules", "locator+llm", "last-500", "pure-llm-tail"):
+            if name in s and s[name].get("n"):
+                m = s[name]
+                w5 = (m.get("line") or {}).get("within5")
+                parts.append(f"{name}: infra-F1 {_f(m['infra']['f1'], True)} acc {_f(m['infra']['accuracy'], True)} "
+                             f"cat-F1 {_f(m['category_macro_f1'], True)}" + (f" ±5 {_f(w5, True)}" if w5 is not None else "")
+                             + f" {_ms(m['latency'], 'mean_s')} ms/log")  # fmt: skip
+        return f"eval failures: {summary['failed_logs']} failed logs | " + " | ".join(parts)
+    parts = []
+    for name in ("tracker", "regex-only", "last-lines"):
+        m = s[name]["all"]
+        parts.append(f"{name}: success {_f(m['success_rate'], True)}% RMSRE {_f(m['rmsre'])} {_ms(m['latency'], 'mean_s')} ms/log")
+    return f"eval metrics: {summary['logs']} logs | " + " | ".join(parts)
+
+
+def _failures_md(s: dict[str, Any]) -> list[str]:
+    out = [
+        "## Failures",
+        "",
+        f"Corpus `{s['data_dir']}`: {s['logs']} logs, {s['failed_logs']} failed (category mix {s['category_mix']}), "
+        f"failed-log sizes {s['n_lines']['min']}–{s['n_lines']['max']} lines (median {s['n_lines']['median']}); "
+        f"LLM: {'yes' if s['llm'] else 'no'}; chunk {s['chunk']} lines, classifier window {s['window_lines']} lines, "
+        f"no-locator tail {s['tail_lines']} lines; wall {s['wall_s']} s.",
+        "",
+        "Infrastructure vs not (paper Table 4) and categories. A missing verdict counts as 'not infrastructure' and wrong.",
+        "",
+        "| system | n | verdicts | infra P | infra R | infra F1 | infra acc | category macro-F1 | reason acc | component acc |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in s["systems"].items():
+        if not m.get("n"):
+            continue
+        i = m["infra"]
+        out.append(f"| {name} | {m['n']} | {m['verdicts']} | {_f(i['precision'], True)} | {_f(i['recall'], True)} | "
+                   f"{_f(i['f1'], True)} | {_f(i['accuracy'], True)} | {_f(m['category_macro_f1'], True)} | "
+                   f"{_f(m['reason_accuracy'], True)} | {_f(m['component_accuracy'], True)} |")  # fmt: skip
+    out += [
+        "",
+        "First-error line (% of failed logs). exact: = label first_line; exact-block: anywhere in [block_start, first_line] "
+        "(the root-cause block, e.g. its `Traceback` header, counts as exact); ±5: |line − first_line| ≤ 5; "
+        "±5 block: in [block_start − 5, first_line + 5]. Calls: classifier calls (one `classify_lines` pass over ≤ 1 chunk) "
+        "per located failure; bound = max(2, 2·log2(lines/chunk)).",
+        "",
+        "| system | found | exact | exact-block | ±5 | ±5 block | early | late | calls mean | calls max | bound mean | ≤ bound | lines classified | latency mean ms | p50 | p95 | max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in s["systems"].items():
+        if not m.get("n"):
+            continue
+        ln = m.get("line") or {}
+        c = m.get("classifier_calls") or {}
+        lat = m["latency"]
+        out.append(f"| {name} | {_f(ln.get('found'), True)} | {_f(ln.get('exact'), True)} | {_f(ln.get('exact_block'), True)} | "
+                   f"{_f(ln.get('within5'), True)} | {_f(ln.get('within5_block'), True)} | {_f(ln.get('early'), True)} | "
+                   f"{_f(ln.get('late'), True)} | {_f(c.get('mean'))} | {_f(c.get('max'))} | {_f(c.get('mean_bound'))} | "
+                   f"{_f(c.get('within_bound'), True)} | {_f(c.get('mean_lines_classified'))} | {_ms(lat, 'mean_s')} | "
+                   f"{_ms(lat, 'p50_s')} | {_ms(lat, 'p95_s')} | {_ms(lat, 'max_s')} |")  # fmt: skip
+    if s.get("false_alarms"):
+        out += ["", "Locators on completed/running logs (a located failure is a false alarm):", "",
+                "| locator | clean logs | false-alarm % | latency mean ms | p95 |", "|---|---|---|---|---|"]
+        for name, m in s["false_alarms"].items():
+            out.append(f"| {name} | {m['n']} | {_f(m['false_alarm_rate'], True)} | {_ms(m['latency'], 'mean_s')} | {_ms(m['latency'], 'p95_s')} |")
+    names = [n for n, m in s["systems"].items() if m.get("n")]
+    out += ["", "Reason accuracy per reason (%):", "", "| reason | category | n | " + " | ".join(names) + " |",
+            "|---|---|---|" + "---|" * len(names)]
+    for reason, e in s["per_reason"].items():
+        out.append(f"| {reason} | {e['category']} | {e['n']} | " + " | ".join(_f(e.get(n), True) for n in names) + " |")
+    return out
+
+
+def _metrics_md(s: dict[str, Any]) -> list[str]:
+    ns = s["noise_split"]
+    out = [
+        "## Metrics",
+        "",
+        f"Corpus `{s['data_dir']}`: {s['logs']} logs; LLM: {'yes' if s['llm'] else 'no'}; newest {s['n_lines']} progress "
+        f"events; success = step time within ±{int(100 * s['success_tolerance'])}% of the truth at the log's end, or "
+        f"'no signal' on a log without progress; RMSRE over logs with progress where an estimate was given. Clean/noisy "
+        f"halves split at median noise level {ns['median_noise_level']} ({ns['clean']} / {ns['noisy']} logs); wall {s['wall_s']} s.",
+        "",
+        "| system | split | n | with progress | success % | success % (with progress) | RMSRE | RMSRE (successes) | median rel err | missed | false signal | latency mean ms | p50 | p95 | max | LLM calls |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, splits in s["systems"].items():
+        for split, m in splits.items():
+            if not m.get("n"):
+                continue
+            lat = m["latency"]
+            out.append(f"| {name} | {split} | {m['n']} | {m['with_progress']} | {_f(m['success_rate'], True)} | "
+                       f"{_f(m['success_rate_with_progress'], True)} | {_f(m['rmsre'])} | {_f(m['rmsre_success'])} | "
+                       f"{_f(m['median_rel_err'])} | {m['missed']} | {m['false_signal']} | {_ms(lat, 'mean_s')} | "
+                       f"{_ms(lat, 'p50_s')} | {_ms(lat, 'p95_s')} | {_ms(lat, 'max_s')} | {m['llm_calls']} |")  # fmt: skip
+    out += ["", "Tracker by framework:", "", "| framework | n | success % | RMSRE | missed | false signal | latency mean ms |",
+            "|---|---|---|---|---|---|---|"]
+    for fw, m in s["tracker_by_framework"].items():
+        out.append(f"| {fw} | {m['n']} | {_f(m['success_rate'], True)} | {_f(m['rmsre'])} | {m['missed']} | "
+                   f"{m['false_signal']} | {_ms(m['latency'], 'mean_s')} |")
+    return out
+
+
+def write_report(out_dir: str | Path, suite: str, summary: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> str:
+    """Merge `summary` into out_dir/report.json under `suite`, write the per-log rows and
+    report.md; return the one-line summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / REPORT_JSON
+    report: dict[str, Any] = {}
+    if path.exists():
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            report = {}
+    line = summary_line(suite, summary)
+    report[suite] = {**summary, "summary_line": line}
+    path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if rows is not None:
+        with open(out / f"{suite}_logs.jsonl", "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+    md = ["# SchedMate evaluation", ""]
+    if "failures" in report:
+        md += _failures_md(report["failures"]) + [""]
+    if "metrics" in report:
+        md += _metrics_md(report["metrics"]) + [""]
+    (out / REPORT_MD).write_text("\n".join(md), encoding="utf-8")
+    return line

