@@ -16,11 +16,12 @@ caches warm up over the run; the first log's latency is reported apart.
 Truth and scoring. A log "has signal" when its truth lists at least one progress line. The
 target is the mean true value over its last N progress lines (the "current" step time the
 tracker is asked for). Success (spec: extraction succeeded) = the report gives a step time, or a
-rate comparable with the truth (samples/s: DeepSpeed's timer logs only that; tokens/s against
-truth samples/s × seq_length). RMSRE =
+rate in the truth's unit (samples/s: DeepSpeed's timer logs only that). Logged tokens/s are not
+scored (torchtitan's `tps` is per GPU, the truth's rate is global). RMSRE =
 sqrt(mean(((estimate − target)/target)²)) over successes: for step time where reported, and for
-"rate" over all successes (steps/s against 1/target step time, samples/s against the target
-throughput). Logs without progress lines must yield NoSignal (else: a false signal).
+"rate" over all successes, on the rate a scheduler would use (`registry._throughput`: a printed
+step time as steps/s against 1/target, else a logged samples/s against the target throughput,
+else a step time derived from line stamps). Logs without progress lines must yield NoSignal (else: a false signal).
 """
 
 from __future__ import annotations
@@ -188,14 +189,15 @@ def main() -> None:
                 row["target_step_time_s"] = case.target_step_time
                 row["format"] = result.step_time.format if result.step_time else None
                 tp = result.throughput
+                derived = result.step_time is not None and result.step_time.derived
                 if st is not None and case.target_step_time:
                     row["step_time_err"] = (st - case.target_step_time) / case.target_step_time
-                    row["rate_err"] = (1 / st - 1 / case.target_step_time) / (1 / case.target_step_time)
-                elif tp is not None and tp.unit == "samples/s" and case.target_throughput:
+                # the rate a scheduler uses (registry._throughput): printed step time, else the
+                # logged rate, else the stamp-derived step time
+                if tp is not None and tp.unit == "samples/s" and case.target_throughput and (st is None or derived):
                     row["rate_err"] = (tp.value - case.target_throughput) / case.target_throughput
-                elif tp is not None and tp.unit == "tokens/s" and case.target_throughput and case.seq_length:
-                    target = case.target_throughput * case.seq_length
-                    row["rate_err"] = (tp.value - target) / target
+                elif st is not None and case.target_step_time:
+                    row["rate_err"] = (1 / st - 1 / case.target_step_time) / (1 / case.target_step_time)
             else:
                 row["reason"] = result.reason
             rows.append(row)

@@ -303,6 +303,21 @@ def test_loss_only_lines_do_not_end_the_pass(tracker: MetricTracker) -> None:
     assert isinstance(both, TrackerReport) and both.step_time_s == pytest.approx(0.03)
 
 
+def test_step_time_from_line_stamps_when_no_duration_is_printed(tracker: MetricTracker) -> None:
+    t0 = datetime(2023, 8, 8, 9, 45, 0, tzinfo=timezone.utc)
+    lines = [
+        f"[titan] {t0 + timedelta(seconds=0.25 * i):%Y-%m-%d %H:%M:%S},{(250 * i) % 1000:03d} - root - INFO - "
+        f"step: {i}  loss:  4.{i:04d}  memory: 39.91GiB(49.89%)  tps: 36,389  tflops: 139.45  mfu: 44.70%"
+        for i in range(1, 200)
+    ]
+    report = tracker.observe(lines)
+    assert isinstance(report, TrackerReport) and report.step_time is not None
+    assert report.step_time_s == pytest.approx(0.25, rel=1e-3) and report.step_time.format == "key_value+timestamps"
+    assert report.throughput.unit == "tokens/s" and report.throughput.value == 36389  # type: ignore[union-attr]
+    coarse = [f"2023-08-08 09:45:{i:02d} step: {i} loss: 2.0 tps: 100" for i in range(5)]  # 4 s of 1 s ticks
+    assert tracker.observe(coarse).step_time is None  # type: ignore[union-attr]
+
+
 def test_newest_first_stops_after_n_and_skips_warmup(tracker: MetricTracker) -> None:
     lines = megatron_log(1500, step_time_s=0.5, warmup=1400)  # long warm-up at 2.5 s/step
     report = tracker.observe(lines, max_lines=10)
@@ -343,6 +358,20 @@ def test_outliers_are_removed_by_mad(tracker: MetricTracker) -> None:
     }
     assert report.stats.outliers_dropped >= 2
     assert mad_filter([1.0, 1.0, 1.0, 1.0001, 9.0])[1] == [4]  # identical values do not drop 1.0001
+
+
+def test_a_recent_slowdown_is_the_current_value_not_an_outlier(tracker: MetricTracker) -> None:
+    """14 old lines at 0.5 s, the newest 6 at 1.35 s (a job was packed beside this one): MAD
+    alone would drop the newest 6 as outliers; the level shift keeps them, and only them."""
+    progress = [megatron(i, 0.5, 2.0) for i in range(1, 35)] + [megatron(i, 1.35, 2.0) for i in range(35, 41)]
+    report = tracker.observe(with_noise(progress))
+    assert isinstance(report, TrackerReport) and report.step_time is not None
+    assert report.step_time_s == pytest.approx(1.35) and report.step_time.n == 6
+    assert len(report.step_time.superseded) == 14 and not report.step_time.dropped
+    from schedmate.agents.tracker.robust import newest_regime
+
+    assert newest_regime([1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.02]) == 8  # noise is not a shift
+    assert newest_regime([1.0, 1.0, 1.0, 1.0, 3.0, 3.0, 3.0, 3.0, 3.0]) == 4  # warm-up at the old end
 
 
 def test_no_signal_without_progress_lines(tracker: MetricTracker, tmp_path: Path) -> None:
@@ -526,6 +555,8 @@ def test_before_after_detects_2x_slowdown_from_line_timestamps(tracker: MetricTr
     assert cmp.before.window[1] < packed_at <= cmp.after.window[0]  # type: ignore[operator]
     early = reg.throughput_before_after("A", t0.timestamp() - 10)
     assert early.before is None and early.ratio is None and "before" in (early.reason or "")
+    late = reg.throughput_before_after("A", now.timestamp() - 1.5)  # only 2 steps since: wait
+    assert late.ratio is None and "only 2 line(s)" in (late.reason or "")
 
 
 def test_before_after_uses_observation_times_without_stamps(tracker: MetricTracker, tmp_path: Path) -> None:

@@ -121,6 +121,8 @@ _RATE_WORDS = re.compile(
 _LR_WORDS = re.compile(r"(?:\blr\b|learning|rate\b.*learn)")
 _RATE_UNITS = re.compile(r"^(?:[a-z]+/s(?:ec)?(?:/[a-z]+)?|[a-z]+/sec)$", re.IGNORECASE)
 _LABEL_CHARS = 40
+_CLOCK = re.compile(r":\d")
+_CLOCK_BEFORE = re.compile(r"\d:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,11 +173,14 @@ def numeric_tokens(text: str) -> list[NumToken]:
         if not math.isfinite(value):
             prev_end = m.end()
             continue
+        if _CLOCK.match(text, m.end()) or (m.start() > 1 and _CLOCK_BEFORE.match(text, m.start() - 2)):
+            prev_end = m.end()  # a piece of a clock time (`00:29`, `12:00:01`): never a value
+            continue
         suffix = _SUFFIX.match(text, m.end())
         unit = suffix.group("unit") if suffix else None
         label = text[max(prev_end, m.start() - _LABEL_CHARS) : m.start()].lower().replace("'", "").replace('"', "")
-        if not label.strip(" :=|,;[({"):  # `120/5000`: the label of the counter it belongs to
-            label = (out[-1].label + " /") if out else label
+        if label.strip() == "/" and out:  # `120/5000`: the label of the counter it belongs to
+            label = out[-1].label + " /"
         nxt = text[m.end() : m.end() + 2]
         followed = nxt.startswith("/") and i + 1 < len(matches) and matches[i + 1].start() <= m.end() + 2
         out.append(NumToken(len(out), m.start(), m.end(), m.group(1), value, unit, label, followed))

@@ -384,13 +384,14 @@ def regex_extract(text: str, extractors: Sequence[tuple[str, Extractor]] = DEFAU
 # -- timestamps ----------------------------------------------------------------------------------
 
 _TS = re.compile(
-    r"^\s*[\[(]?(?P<y>\d{4})[-/](?P<mo>\d{2})[-/](?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"^\s*(?:\[[^\]\d][^\]]{0,39}\]\s*)?[\[(]?(?P<y>\d{4})[-/](?P<mo>\d{2})[-/](?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d{1,9}))?\s*(?P<tz>Z|UTC|[+-]\d{2}:?\d{2})?[\])]?[\s:|-]*"
 )
 
 
 def parse_timestamp(text: str, tz: tzinfo | None = None) -> float | None:
-    """POSIX seconds of a full date-time at the start of `text` (after an optional `[`), or None.
+    """POSIX seconds of a full date-time at the start of `text` (after an optional `[` and an
+    optional short `[tag]` such as `[titan]` or `[INFO|trainer.py:3478]`), or None.
 
     Accepts `2024-05-01 12:00:01,123`, ISO `2024-05-01T12:00:01.123Z`/`+02:00`, `2024/05/01 ...`.
     A time without a zone is read in `tz` (None = this machine's local zone). Time-only stamps
@@ -422,6 +423,14 @@ def parse_timestamp(text: str, tz: tzinfo | None = None) -> float | None:
     return stamp.timestamp()
 
 
+def timestamp_resolution(text: str) -> float | None:
+    """Seconds per unit of the last printed digit of the line's stamp (1.0, 0.001, ...), or None."""
+    m = _TS.match(text)
+    if m is None:
+        return None
+    return 10.0 ** -len(m.group("frac")) if m.group("frac") else 1.0
+
+
 def strip_timestamp(text: str) -> str:
     """The line without a leading full date-time stamp (its digits would confuse extractors)."""
     m = _TS.match(text)
@@ -440,5 +449,6 @@ __all__ = [
     "parse_timestamp",
     "regex_extract",
     "strip_timestamp",
+    "timestamp_resolution",
     "tqdm_bar",
 ]

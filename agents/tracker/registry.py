@@ -15,7 +15,8 @@ and lines already in the file when a job is registered all get the registration 
 has no stamps; `t` must be on the same clock as the stamps (POSIX seconds by default).
 
 Throughput is `1 / step time` in steps/s when the log states a step time (spec §3.2), else
-the logged rate in its own unit (samples/s, tokens/s, ...). `throughput_before_after` compares
+the logged rate in its own unit (samples/s, tokens/s, ...), else `1 / step time` derived from
+line stamps and step counters. `throughput_before_after` compares
 like with like: both sides in steps/s, or both in the same logged unit; otherwise no ratio.
 """
 
@@ -52,6 +53,7 @@ class Throughput:
     method: str
     window: tuple[float | None, float | None]
     report: TrackerReport
+    n: int = 0  # lines behind `value`
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,18 +211,19 @@ class JobLogRegistry:
     def throughput_before_after(
         self, job_id: JobId, t: float, *, min_after_lines: int = 3, max_lines: int | None = None
     ) -> ThroughputComparison:
-        """Throughput from the newest lines stamped before `t` vs. the lines stamped at/after `t`."""
+        """Throughput from the newest lines stamped before `t` vs. the lines stamped at/after `t`
+        (no ratio while fewer than `min_after_lines` timing lines follow `t`: spec §5.1 checks
+        once A has run enough steps after packing)."""
         self.poll(job_id)
         before = _throughput(self.report(job_id, before=t, max_lines=max_lines, poll=False))
-        after_report = self.report(job_id, since=t, max_lines=max_lines, poll=False)
-        after = _throughput(after_report)
+        after = _throughput(self.report(job_id, since=t, max_lines=max_lines, poll=False))
         if before is None:
             return ThroughputComparison(t, None, after, None, None, "no throughput signal before t")
         if after is None:
             return ThroughputComparison(t, before, None, None, None, "no throughput signal after t")
-        if after_report and len(after_report.lines) < min_after_lines:
+        if after.n < min_after_lines:
             return ThroughputComparison(
-                t, before, after, None, None, f"only {len(after_report.lines)} line(s) after t (< {min_after_lines})"
+                t, before, after, None, None, f"only {after.n} line(s) after t (< {min_after_lines})"
             )
         if before.unit == after.unit:
             return ThroughputComparison(t, before, after, after.value / before.value, before.unit)
@@ -266,15 +269,18 @@ def _window(lines: deque[TrackedLine], before: float | None, since: float | None
 def _throughput(result: TrackerResult) -> Throughput | None:
     if isinstance(result, NoSignal) or not result:
         return None
-    used = result.step_time or result.throughput
+    step_time = result.step_time
+    if step_time is not None and (step_time.value <= 0 or (step_time.derived and result.throughput is not None)):
+        step_time = None  # a logged rate is a direct measurement; a stamp-derived time is not
+    used = step_time or result.throughput
     if used is None:
         return None
     stamps = [s.timestamp for s in used.lines if s.timestamp is not None]
     window = (min(stamps), max(stamps)) if stamps else (None, None)
-    if result.step_time is not None and result.step_time.value > 0:
-        st = result.step_time.value
-        return Throughput(1.0 / st, "steps/s", st, result.confidence, result.method, window, result)
+    if step_time is not None:
+        st = step_time.value
+        return Throughput(1.0 / st, "steps/s", st, result.confidence, result.method, window, result, used.n)
     assert result.throughput is not None
     return Throughput(
-        result.throughput.value, result.throughput.unit, None, result.confidence, result.method, window, result
+        result.throughput.value, result.throughput.unit, None, result.confidence, result.method, window, result, used.n
     )

@@ -8,6 +8,13 @@ two guards real logs need:
   identical (step times printed with one decimal) does not throw away every value that differs
   in the last digit;
 - fewer than `min_n` values are kept as they are (three points cannot outvote each other).
+
+MAD alone would get a *level shift* backwards: when a co-located job slows a training job down
+2x, the newest few step times are the truth and the older majority is history, yet MAD drops
+the newest as outliers. `newest_regime` finds such a shift in a newest-first series (the split
+that best explains it as two medians, if the medians differ by `min_shift` and the split halves
+the absolute deviation), and only the newest regime is summarised. The same cuts off warm-up
+steps at the old end of a young job's window.
 """
 
 from __future__ import annotations
@@ -50,6 +57,39 @@ def mad_filter(
     kept = [i for i, v in enumerate(values) if abs(v - med) <= bound]
     dropped = [i for i, v in enumerate(values) if abs(v - med) > bound]
     return kept, dropped
+
+
+def newest_regime(
+    values_newest_first: Sequence[float], *, min_segment: int = 3, min_shift: float = 0.25, min_gain: float = 0.5
+) -> int:
+    """How many of the newest values form the current regime (all of them when no shift).
+
+    A split at k (newest k vs the rest) is accepted when both sides have >= `min_segment`
+    values, their medians differ by >= `min_shift` relative to the older median, and the summed
+    absolute deviation from the two medians is <= `min_gain` x that from one median.
+    """
+    v = list(values_newest_first)
+    n = len(v)
+    if n < 2 * min_segment:
+        return n
+
+    def cost(xs: Sequence[float]) -> tuple[float, float]:
+        med = statistics.median(xs)
+        return sum(abs(x - med) for x in xs), med
+
+    whole, _ = cost(v)
+    best_k, best_cost, best_meds = n, whole, (0.0, 0.0)
+    for k in range(min_segment, n - min_segment + 1):
+        c_new, m_new = cost(v[:k])
+        c_old, m_old = cost(v[k:])
+        if c_new + c_old < best_cost:
+            best_k, best_cost, best_meds = k, c_new + c_old, (m_new, m_old)
+    m_new, m_old = best_meds
+    if best_k == n or whole <= 0 or best_cost > min_gain * whole:
+        return n
+    if m_old == 0 or abs(m_new - m_old) / abs(m_old) < min_shift:
+        return n
+    return best_k
 
 
 def robust_mean(

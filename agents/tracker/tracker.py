@@ -11,17 +11,22 @@ One pass (`MetricTracker.observe`):
    2 busy cores, embedding a new template costs 20-300 ms, and padded logs are mostly new
    templates, so classifying lines a regex already read (or that no LLM will see) dominated
    the pass. `classify="always"` classifies every line first (the literal pipeline; keeps
-   regex-read lines labelled `progress` or low-confidence `other`, e.g. a bare tqdm bar);
+   regex-read lines labelled `progress` or low-confidence `other`, e.g. a bare tqdm bar).
+   A physical line holding `\\r` redraws also yields its newest training-bar redraw (HF
+   Trainer prints its `{'loss': ..}` dict over the bar that carries the step time);
 3. per candidate: drop exact duplicates (N ranks print the same line) and instruction-like text
    (`looks_like_injection`); extract with the **regex fast path**; otherwise, if an LLM was
    given, reuse a validated field map learned for this line shape, else ask the LLM (at most
    `max_llm_calls` per pass) and keep only what `llm_extractor.validate` confirms in the line;
-4. stop after `max_lines` lines with a metric (newest first, so warm-up steps early in the log do
-   not dominate a running job), keep one line per (format, step);
+4. stop once the format family the estimate will use has `max_lines` lines with a step time or
+   a rate (newest first, so warm-up steps early in the log do not dominate a running job); one
+   line per (line shape, step); lines with only a loss never end the pass (`_select`);
 5. per metric: take the values of one format family (`_pick_family`: among formats with
-   enough lines, a framework's own timer before a generic bar before LLM-read values, and the
-   training bar before shorter evaluation bars), drop outliers by MAD (`robust.py`), report the
-   mean of the rest with its lines.
+   enough lines, a framework's own timer before a generic bar before LLM-read values, and a
+   run-long training bar before evaluation bars that restart), keep only the newest regime if
+   the values shift level (a slowdown, or warm-up at the old end), drop outliers by MAD
+   (`robust.py`), report the mean of the rest with its lines. A log with step counters and
+   date-time stamps but no printed duration gets a step time from their slope (`derived`).
 
 Result: a `TrackerReport` (estimates, the lines used and dropped, confidence, method, LLM
 status) or `NoSignal(reason)` when the log states no progress (spec §3.3: the host scheduler then
@@ -60,8 +65,14 @@ from schedmate.agents.tracker.llm_extractor import (
     looks_like_injection,
     shape_key,
 )
-from schedmate.agents.tracker.regex_extractors import Extraction, bar_in_redraws, parse_timestamp, regex_extract
-from schedmate.agents.tracker.robust import robust_mean
+from schedmate.agents.tracker.regex_extractors import (
+    Extraction,
+    bar_in_redraws,
+    parse_timestamp,
+    regex_extract,
+    timestamp_resolution,
+)
+from schedmate.agents.tracker.robust import newest_regime, robust_mean
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
@@ -148,10 +159,16 @@ class MetricEstimate:
     method: Method
     format: str = ""
     other_formats: tuple[str, ...] = ()
+    superseded: tuple[SourceLine, ...] = ()  # older lines before a level shift (`newest_regime`)
 
     @property
     def n(self) -> int:
         return len(self.lines)
+
+    @property
+    def derived(self) -> bool:
+        """Computed from line stamps and step counters, not printed (`_step_time_from_stamps`)."""
+        return self.format.endswith("+timestamps")
 
 
 @dataclass(slots=True)
@@ -477,22 +494,28 @@ class MetricTracker:
         return state
 
     def _select(self, candidates: Iterable[TrackedLine], state: _PassState, max_lines: int | None) -> list[LineMetrics]:
-        """The newest good lines: stop at `limit` lines with a step time or a rate. Lines with
-        only a loss (HF's `{'loss': ..}`) are kept too, at most `limit`, but do not end the pass;
-        once that many are kept, the pass also ends after `patience` more lines read without
-        any timing line (a log that never states a time is not read to its start)."""
+        """The newest good lines, at most `limit` per format family (`_family`).
+
+        The pass stops once the family the estimate will use (`_pick_family`) has `limit` lines
+        with a step time or a rate. If that family is a progress bar, it reads `patience` more
+        lines first: another bar (HF's training bar behind the evaluation bars printed after it)
+        may take precedence. Lines with only a loss (HF's `{'loss': ..}`) are kept, at most
+        `limit`, but never end the pass on their own; once that many are kept and no timing
+        line has been seen for `patience` lines, the pass ends (a log that never states a time
+        is not read to its start).
+        """
         limit = max_lines or self.max_lines
         patience = 4 * self.window
         good: list[LineMetrics] = []
-        timing = loss_only = 0
-        loss_full_at: int | None = None
+        per_family: dict[str, _FamilyStats] = {}
+        loss_only = 0
+        settled_at: int | None = None  # lines read when the chosen family filled up / losses did
         seen_text: set[str] = set()
         seen_step: set[tuple[str, int]] = set()
         st = state.stats
         for cand in candidates:
             st.candidates += 1
-            if loss_full_at is not None and timing == 0 and st.lines_read - loss_full_at > patience:
-                state.notes.append(f"no step time or rate within {patience} lines after the newest losses")
+            if settled_at is not None and st.lines_read - settled_at > patience:
                 break
             if cand.text in seen_text:
                 st.duplicates += 1
@@ -514,19 +537,28 @@ class MetricTracker:
                     continue
                 seen_step.add(key)
             has_timing = ex.step_time_s is not None or ex.throughput is not None
-            if not has_timing and loss_only >= limit:
+            family = _family(ex)
+            fam_stats = per_family.get(family)
+            if (has_timing and fam_stats is not None and fam_stats.count >= limit) or (
+                not has_timing and loss_only >= limit
+            ):
                 continue
             st.regex_lines += how == "regex"
             st.llm_lines += how == "llm"
             good.append(LineMetrics(cand.source, ex, how))  # type: ignore[arg-type]
             if has_timing:
-                timing += 1
-                if timing >= limit:
-                    break
+                per_family.setdefault(family, _FamilyStats()).add(ex.step)
+                best = _pick_family(per_family)
+                if per_family[best].count >= limit:
+                    if "/" not in best:
+                        break
+                    settled_at = st.lines_read if settled_at is None else settled_at
+                else:
+                    settled_at = None  # a longer bar appeared: fill it up first
             else:
                 loss_only += 1
-                if loss_only >= limit:
-                    loss_full_at = st.lines_read
+                if loss_only >= limit and not per_family and settled_at is None:
+                    settled_at = st.lines_read
         st.good_lines = len(good)
         if state.stats.injection_rejected:
             state.notes.append(f"{state.stats.injection_rejected} line(s) with instruction-like text ignored")
@@ -635,6 +667,11 @@ class MetricTracker:
             throughput = self._estimate(
                 good, lambda e: e.throughput if e.throughput_unit == best else None, best
             )
+        if step_time is None:
+            step_time = _step_time_from_stamps(good)
+            if step_time is not None:
+                state.notes.append(f"step time derived from line timestamps and step counters ({step_time.format})")
+                notes = tuple(state.notes)
         estimates = [e for e in (step_time, loss, throughput) if e is not None]
         st.outliers_dropped = sum(len(e.dropped) for e in estimates)
         used = {id(s) for e in estimates for s in e.lines}
@@ -658,8 +695,16 @@ class MetricTracker:
                 groups.setdefault(_family(g.extraction), []).append((g, v))
         if not groups:
             return None
-        fmt = _pick_family({k: len(v) for k, v in groups.items()})
-        rows = groups[fmt]
+        stats: dict[str, _FamilyStats] = {}
+        for k, rows_k in groups.items():
+            fs = stats[k] = _FamilyStats()
+            for g, _ in rows_k:  # newest first, as `good` is
+                fs.add(g.extraction.step)
+        fmt = _pick_family(stats)
+        rows = groups[fmt]  # newest first
+        keep = newest_regime([v for _, v in rows])
+        superseded = tuple(g.line for g, _ in rows[keep:])
+        rows = rows[:keep]
         summary = robust_mean([v for _, v in rows], self.mad_k)
         kept = [rows[i][0] for i in summary.kept]
         methods = {g.method for g in kept}
@@ -667,7 +712,7 @@ class MetricTracker:
         return MetricEstimate(
             summary.mean, unit, summary.median, summary.rel_spread,
             tuple(g.line for g in kept), tuple(rows[i][0].line for i in summary.dropped), method, fmt,
-            tuple(k for k in groups if k != fmt),
+            tuple(k for k in groups if k != fmt), superseded,
         )  # fmt: skip
 
     def _annotate(self, span: Span, result: TrackerResult, state: _PassState) -> None:
@@ -699,17 +744,64 @@ def _confidence(e: MetricEstimate) -> float:
     return round(METHOD_WEIGHT[e.method] * support * share * consistency, 4)
 
 
-def _pick_family(counts: dict[str, int]) -> str:
-    """Among the families stating a metric on at least min(3, most) lines: the framework's own
-    timer first (`FORMAT_PRECEDENCE`), then, between progress bars, the longest bar (a run's
-    training bar outlasts its evaluation bars), then the most lines."""
-    need = min(3, max(counts.values()))
+def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 3, min_ticks: float = 20.0) -> MetricEstimate | None:
+    """A step time for logs that print a step counter and a date-time stamp but no duration
+    (torchtitan's `step: N loss: .. tps: ..`): the slope of stamp over step across the lines of
+    one family, oldest to newest. Needs `min_lines` lines and a span of at least `min_ticks`
+    units of the stamps' resolution (a seconds-only stamp needs >= 20 s), else None."""
+    groups: dict[str, list[tuple[int, float, float, LineMetrics]]] = {}
+    for g in good:
+        ex, src = g.extraction, g.line
+        if ex.step is None or src.timestamp is None or src.timestamp_source != "line":
+            continue
+        res = timestamp_resolution(src.text) or 1.0
+        groups.setdefault(_family(ex), []).append((ex.step, src.timestamp, res, g))
+    if not groups:
+        return None
+    fam = max(groups, key=lambda k: len(groups[k]))
+    rows = sorted(groups[fam], key=lambda r: (r[0], r[1]))
+    if len(rows) < min_lines:
+        return None
+    (s0, t0, r0, _), (s1, t1, r1, _) = rows[0], rows[-1]
+    if s1 <= s0 or t1 - t0 < min_ticks * max(r0, r1):
+        return None
+    value = (t1 - t0) / (s1 - s0)
+    methods = {r[3].method for r in rows}
+    method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
+    lines = tuple(r[3].line for r in sorted(rows, key=lambda r: -r[1]))
+    return MetricEstimate(value, "s", value, 0.0, lines, (), method, f"{fam}+timestamps")
 
-    def rank(k: str) -> tuple[int, int, int]:
+
+@dataclass(slots=True)
+class _FamilyStats:
+    """Lines of one format family seen newest first; `restarted`: its step counter went *up*
+    when walking back in time, i.e. the bar was started again (an evaluation loop, an epoch)."""
+
+    count: int = 0
+    restarted: bool = False
+    last_step: int | None = None
+
+    def add(self, step: int | None) -> None:
+        self.count += 1
+        if step is not None:
+            if self.last_step is not None and step > self.last_step:
+                self.restarted = True
+            self.last_step = step
+
+
+def _pick_family(stats: dict[str, _FamilyStats]) -> str:
+    """The family whose values are used, among those with at least min(3, most) lines: a
+    framework's own timer first (`FORMAT_PRECEDENCE`); between progress bars of one extractor
+    (`tqdm/<total>`), one that never restarted (HF's run-long training bar, not the evaluation
+    bar drawn anew at every evaluation), then the one with most lines, then the longest."""
+    need = min(3, max(fs.count for fs in stats.values()))
+
+    def rank(k: str) -> tuple[int, bool, int, int]:
         name, _, total = k.partition("/")
-        return FORMAT_PRECEDENCE.get(name, len(FORMAT_PRECEDENCE)), -int(total or 0), -counts[k]
+        fs = stats[k]
+        return FORMAT_PRECEDENCE.get(name, len(FORMAT_PRECEDENCE)), fs.restarted, -fs.count, -int(total or 0)
 
-    return min((k for k in counts if counts[k] >= need), key=rank)
+    return min((k for k in stats if stats[k].count >= need), key=rank)
 
 
 def _family(ex: Extraction) -> str:
