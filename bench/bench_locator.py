@@ -1,24 +1,25 @@
 """Failure Locator benchmark: binary search vs linear scan vs "last 500 lines", same judge, same run.
 
-    .venv/bin/python bench/bench_locator.py [--lines 1000000] [--logs 200] [--chunk 256] [--seed 0]
+    .venv/bin/python bench/bench_locator.py [--lines 1000000] [--logs 200] [--corpus both] [--chunk 256]
 
 1. One generated failed log of `--lines` lines (written to a temp file, memory-mapped): index
    time, locate time with a cold classifier (new templates embedded during the search) and warm,
    classifier calls against 2·log2(lines/chunk), lines classified; the linear baseline on the
    same file (cold classifier too) and the tail baseline.
-2. `--logs` generated failed logs (every Acme reason, 4-64 ranks, normal lines interleaved in the
-   cascade, benign error-looking lines before the fault, 1.5k-40k lines): share of logs located
-   within ±5 lines of the true root line, per method, plus calls and time; and, as a rules-only
-   analogue of the paper's "with / without Locator" (Table 4), how often the signature rules
-   classify the located line's window right.
+2. `--logs` failed logs per corpus, every Acme reason in turn, 1.5k-40k lines: share located
+   within ±5 lines of the truth (the root-cause block's first line or the signature line), per
+   method, with calls and time; and, as a rules-only analogue of the paper's "with / without
+   Locator" (Table 4), how often the signature rules classify the located window right.
 
-Logs come from `agents.failure.synthetic` (the evaluation corpus generator `evals.logcorpus` was
-not available when this was written). Writes bench/results/locator.json and prints one line.
+Corpora: `logcorpus` is the evaluation generator `evals.logcorpus` (written independently of the
+rules; the honest one) and `synthetic` is `agents.failure.synthetic` (written alongside the rules:
+a sanity set with long interleaved cascades). Writes bench/results/locator.json, prints one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -27,6 +28,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex
@@ -54,28 +56,73 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
     return out, time.perf_counter() - start
 
 
-def summary(found: Located | None, seconds: float, root: int) -> dict:
+@dataclass
+class Case:
+    """One failed log and where its root cause is: `block` (first line of the root-cause block,
+    e.g. the traceback header) and `first` (the line holding the signature)."""
+
+    index: LogIndex
+    reason: FailureReason
+    block: int
+    first: int
+    ranks: int | None = None
+
+    def error(self, found: Located | None) -> int | None:
+        return None if found is None else min(abs(found.line_no - self.block), abs(found.line_no - self.first))
+
+
+def logcorpus_case(n: int, seed: int, reason: FailureReason | None, path: Path | None = None) -> Case:
+    """A failed log from the evaluation generator `evals.logcorpus` (independent of our rules)."""
+    from schedmate.evals.logcorpus import LogSpec, LogStatus, generate_log
+
+    spec = LogSpec(n_lines=n, status=LogStatus.FAILED, failure_reason=reason)
+    out, labels = generate_log(spec, seed, out=path)
+    index = LogIndex.open(out) if path is not None else LogIndex.from_lines(str(out).split("\n")[:-1])
+    f = labels.failure
+    assert f is not None
+    return Case(index, f.reason, f.block_start, f.first_line, labels.spec.visible_ranks)
+
+
+def synthetic_case(n: int, seed: int, reason: FailureReason, rng: random.Random, bases: dict, path: Path | None = None) -> Case:
+    """A failed log from `agents.failure.synthetic` (written with the rules in mind: a sanity set)."""
+    style, ranks = rng.choice(list(bases))
+    log = make_failed_log(n, seed=seed, reason=reason, ranks=ranks, style=style,
+                          cascade_gap=rng.randint(5, 200), base=bases[(style, ranks)])  # fmt: skip
+    if path is not None:
+        log.write(path)
+        index = LogIndex.open(path)
+    else:
+        index = LogIndex.from_lines(log.lines)
+    return Case(index, reason, log.root_line, log.root_line, ranks)
+
+
+def summary(case: Case, found: Located | None, seconds: float) -> dict:
+    err = case.error(found)
     return {
         "line_no": found.line_no if found else None,
-        "error_lines": abs(found.line_no - root) if found else None,
-        "within_tolerance": bool(found and abs(found.line_no - root) <= TOLERANCE),
+        "error_lines": err,
+        "within_tolerance": err is not None and err <= TOLERANCE,
         "calls": found.calls if found else None,
         "lines_classified": found.lines_classified if found else None,
         "seconds": round(seconds, 3),
     }
 
 
-def big_log(embedder: FlagEmbedder, n: int, chunk: int, seed: int) -> dict:
-    start = time.perf_counter()
-    normal = generate_training_log(n + 64, seed=seed, ranks=16)[:-12]
-    log = make_failed_log(n, seed=seed, reason=FailureReason.NVLINK_ERROR, fault_at=0.995, ranks=16, base=normal)
-    del normal
-    gen_s = time.perf_counter() - start
+def big_log(embedder: FlagEmbedder, n: int, chunk: int, seed: int, source: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "failed.log"
-        log.write(path)
+        start = time.perf_counter()
+        if source == "logcorpus":
+            case = logcorpus_case(n, seed, FailureReason.NVLINK_ERROR, path)
+        else:
+            normal = {("torchrun", 16): generate_training_log(n + 64, seed=seed, ranks=16)[:-12]}
+            case = synthetic_case(int(n / 0.995), seed, FailureReason.NVLINK_ERROR, random.Random(seed), normal, path)
+            del normal
+        gen_s = time.perf_counter() - start
+        case.index.close()
         size = path.stat().st_size
         index, index_s = timed(LogIndex.open, path)
+        case.index = index
         n_lines = len(index)
         bound = 2 * math.log2(math.ceil(n_lines / chunk))
         loc = fresh_locator(embedder, chunk)
@@ -87,44 +134,49 @@ def big_log(embedder: FlagEmbedder, n: int, chunk: int, seed: int) -> dict:
         linear, linear_s = timed(lin_loc.locate_linear, index)
         index.close()
     return {
+        "source": source,
         "lines": n_lines,
         "bytes": size,
-        "root_line": log.root_line,
+        "root_block_line": case.block,
+        "root_signature_line": case.first,
         "generation_seconds": round(gen_s, 1),
         "index_seconds": round(index_s, 3),
         "calls_bound_2log2": round(bound, 1),
-        "binary_cold": summary(cold, cold_s, log.root_line) | {"templates_embedded": cold_templates},
-        "binary_warm": summary(warm, warm_s, log.root_line),
-        "linear_cold": summary(linear, linear_s, log.root_line)
+        "binary_cold": summary(case, cold, cold_s) | {"templates_embedded": cold_templates},
+        "binary_warm": summary(case, warm, warm_s),
+        "linear_cold": summary(case, linear, linear_s)
         | {"templates_embedded": lin_loc.judge.classifier.stats.templates_embedded},
-        "tail_500": summary(tail, tail_s, log.root_line),
+        "tail_500": summary(case, tail, tail_s),
     }
 
 
-def corpus(embedder: FlagEmbedder, n_logs: int, chunk: int, seed: int) -> dict:
+def corpus(embedder: FlagEmbedder, n_logs: int, chunk: int, seed: int, source: str) -> dict:
     rng = random.Random(seed)
     reasons = list(FailureReason)
     rules = RulesClassifier()
-    # a few long normal logs (styles, rank counts) to cut prefixes from: generating is the slow part
-    bases = {
-        (style, ranks): generate_training_log(40_000, seed=seed + i, ranks=ranks, style=style)[:-12]
-        for i, (style, ranks) in enumerate([("torchrun", 4), ("torchrun", 16), ("mpi", 8), ("pdsh", 32), ("torchrun", 64)])
-    }
+    bases: dict = {}
+    if source == "synthetic":  # a few long normal logs to cut prefixes from: generating is the slow part
+        bases = {
+            (style, ranks): generate_training_log(40_000, seed=seed + i, ranks=ranks, style=style)[:-12]
+            for i, (style, ranks) in enumerate([("torchrun", 4), ("torchrun", 16), ("mpi", 8), ("pdsh", 32), ("torchrun", 64)])
+        }
     loc = fresh_locator(embedder, chunk)  # one warm classifier across the corpus, as one worker would be
     rows = []
     for i in range(n_logs):
         reason = reasons[i % len(reasons)]
-        style, ranks = rng.choice(list(bases))
         n = int(math.exp(rng.uniform(math.log(1_500), math.log(40_000))))
-        log = make_failed_log(n, seed=seed * 1000 + i, reason=reason, ranks=ranks, style=style,
-                              cascade_gap=rng.randint(5, 200), base=bases[(style, ranks)])  # fmt: skip
-        index = LogIndex.from_lines(log.lines)
-        row = {"reason": reason.value, "category": log.category.value, "lines": len(index), "root_line": log.root_line,
-               "ranks": ranks, "cascade_lines": len(index) - log.root_line}  # fmt: skip
+        if source == "logcorpus":
+            case = logcorpus_case(n, seed * 100_000 + i, reason)
+        else:
+            case = synthetic_case(n, seed * 1000 + i, reason, rng, bases)
+        index = case.index
+        row = {"reason": reason.value, "category": category_of(reason).value, "lines": len(index),
+               "root_block_line": case.block, "root_signature_line": case.first, "ranks": case.ranks,
+               "lines_after_root": len(index) - case.block}  # fmt: skip
         for method in METHODS:
             fn = {"binary": loc.locate, "linear": loc.locate_linear, "tail": loc.locate_tail}[method]
             found, secs = timed(fn, index)
-            row[method] = summary(found, secs, log.root_line)
+            row[method] = summary(case, found, secs)
             if found is not None:  # rules-only classification of the located window
                 lo = max(0, found.line_no - 100)
                 verdict = rules.classify(index.lines(lo, found.line_no + 100), found.line_no - lo)
@@ -154,10 +206,11 @@ def corpus(embedder: FlagEmbedder, n_logs: int, chunk: int, seed: int) -> dict:
             per_category[cat][method] = round(sum(r[method]["within_tolerance"] for r in sub) / len(sub), 4)
     misses = Counter(r["reason"] for r in rows if not r["binary"]["within_tolerance"])
     return {
+        "source": source,
         "logs": len(rows),
         "mean_lines": round(statistics.mean(r["lines"] for r in rows)),
-        "mean_cascade_lines": round(statistics.mean(r["cascade_lines"] for r in rows)),
-        "share_cascade_over_500": round(sum(r["cascade_lines"] > 500 for r in rows) / len(rows), 4),
+        "mean_lines_after_root": round(statistics.mean(r["lines_after_root"] for r in rows)),
+        "share_root_before_last_500": round(sum(r["lines_after_root"] > 500 for r in rows) / len(rows), 4),
         "methods": agg,
         "within_5_by_category": dict(per_category),
         "binary_misses_by_reason": dict(misses),
@@ -171,11 +224,17 @@ def main() -> None:
     parser.add_argument("--logs", type=int, default=200)
     parser.add_argument("--chunk", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--corpus", choices=("logcorpus", "synthetic", "both"), default="both",
+                        help="log generator(s) for the accuracy corpus (and the big log: the first one)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     import torch
 
+    sources = ["logcorpus", "synthetic"] if args.corpus == "both" else [args.corpus]
+    if "logcorpus" in sources and importlib.util.find_spec("schedmate.evals.logcorpus.generator") is None:
+        sources.remove("logcorpus")  # the evaluation generator is not installed: our own logs only
+    sources = sources or ["synthetic"]
     load_before = os.getloadavg()
     embedder = make_embedder()
     result = {
@@ -183,24 +242,30 @@ def main() -> None:
                     "loadavg_before": [round(x, 2) for x in load_before]},  # fmt: skip
         "chunk": args.chunk,
         "tolerance_lines": TOLERANCE,
-        "big_log": big_log(embedder, args.lines, args.chunk, args.seed),
-        "corpus": corpus(embedder, args.logs, args.chunk, args.seed),
+        "tolerance_rule": "|located - root block start| or |located - signature line| within the tolerance",
+        "big_log": big_log(embedder, args.lines, args.chunk, args.seed, sources[0]),
+        "corpora": {src: corpus(embedder, args.logs, args.chunk, args.seed, src) for src in sources},
     }
     result["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
-    b, c = result["big_log"], result["corpus"]["methods"]
+    b = result["big_log"]
+    parts = []
+    for src, c in result["corpora"].items():
+        m = c["methods"]
+        parts.append(
+            f"{src} {c['logs']} logs within ±{TOLERANCE}: binary {m['binary']['within_5_lines']:.3f} "
+            f"({m['binary']['mean_calls']} calls), linear {m['linear']['within_5_lines']:.3f} "
+            f"({m['linear']['mean_calls']} calls), last-500 {m['tail']['within_5_lines']:.3f}; rules category acc "
+            f"binary {m['binary']['rules_category_accuracy']:.3f} vs last-500 {m['tail']['rules_category_accuracy']:.3f}"
+        )
     print(
-        f"bench_locator: {b['lines']} lines ({b['bytes'] / 1e6:.0f} MB): index {b['index_seconds']}s, "
+        f"bench_locator: {b['source']} {b['lines']} lines ({b['bytes'] / 1e6:.0f} MB): index {b['index_seconds']}s, "
         f"binary {b['binary_cold']['seconds']}s cold / {b['binary_warm']['seconds']}s warm, "
         f"{b['binary_cold']['calls']} calls (2·log2 = {b['calls_bound_2log2']}), "
         f"{b['binary_cold']['lines_classified']} lines classified, err {b['binary_cold']['error_lines']}; "
-        f"linear {b['linear_cold']['seconds']}s/{b['linear_cold']['calls']} calls; tail-500 err {b['tail_500']['error_lines']} | "
-        f"{result['corpus']['logs']} logs within ±{TOLERANCE}: binary {c['binary']['within_5_lines']:.3f} "
-        f"({c['binary']['mean_calls']} calls), linear {c['linear']['within_5_lines']:.3f} "
-        f"({c['linear']['mean_calls']} calls), last-500 {c['tail']['within_5_lines']:.3f}; "
-        f"rules category acc on located window: binary {c['binary']['rules_category_accuracy']:.3f}, "
-        f"last-500 {c['tail']['rules_category_accuracy']:.3f}"
+        f"linear {b['linear_cold']['seconds']}s/{b['linear_cold']['calls']} calls; "
+        f"tail-500 err {b['tail_500']['error_lines']} | " + " | ".join(parts)
     )
 
 

@@ -109,7 +109,8 @@ SIGNATURES = [
     ("OSError: [Errno 5] Input/output error: '/mnt/lustre/ckpt/x.pt'", R.S3_STORAGE_ERROR),
     ("botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the GetObject operation", R.S3_STORAGE_ERROR),
     ("ConnectionResetError: [Errno 104] Connection reset by peer", R.CONNECTION_ERROR),
-    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address.", R.NETWORK_ERROR),
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address.", R.CONNECTION_ERROR),
+    ("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co'): Max retries exceeded (Failed to establish a new connection: [Errno 101] Network is unreachable)", R.CONNECTION_ERROR),
     ("RuntimeError: Error(s) in loading state_dict for GPTModel: Missing key(s)", R.MODEL_LOADING_ERROR),
     ("FileNotFoundError: [Errno 2] No such file or directory: '/data/train.bin'", R.FILE_NOT_FOUND_ERROR),
     ("ModuleNotFoundError: No module named 'flash_attn'", R.IMPORT_ERROR),
@@ -219,6 +220,29 @@ def test_locates_the_first_error_of_every_reason(locator: FailureLocator, reason
     found = locator.locate(log.lines)
     assert found is not None and found.method == "binary"
     assert abs(found.line_no - log.root_line) <= TOLERANCE, (found, log.lines[log.root_line])
+
+
+LOGCORPUS_REASONS = [R.NVLINK_ERROR, R.NODE_FAILURE, R.CONNECTION_ERROR, R.S3_STORAGE_ERROR, R.DATALOADER_KILLED,
+                     R.OUT_OF_MEMORY_ERROR, R.KEY_ERROR, R.ARGUMENT_ERROR]  # fmt: skip
+
+
+@pytest.mark.parametrize("reason", LOGCORPUS_REASONS, ids=lambda r: r.value)
+def test_locates_and_classifies_evaluation_corpus_logs(locator: FailureLocator, reason: FailureReason) -> None:
+    """Logs of the evaluation generator (`evals.logcorpus`, written independently of the rules):
+    red herrings, launcher prefixes that eat indentation, interleaved ranks."""
+    logcorpus = pytest.importorskip("schedmate.evals.logcorpus.generator", reason="evals.logcorpus not installed")
+    from schedmate.evals.logcorpus import LogSpec, LogStatus
+
+    spec = LogSpec(n_lines=2_000, status=LogStatus.FAILED, failure_reason=reason, red_herrings=True)
+    text, labels = logcorpus.generate_log(spec, seed=7)
+    lines = str(text).split("\n")[:-1]
+    truth = labels.failure
+    found = locator.locate(lines)
+    assert found is not None
+    assert min(abs(found.line_no - truth.block_start), abs(found.line_no - truth.first_line)) <= TOLERANCE, (found, truth)
+    lo = max(0, found.line_no - 100)
+    verdict = RulesClassifier().classify(lines[lo : found.line_no + 100], found.line_no - lo)
+    assert verdict is not None and verdict.reason is reason and verdict.component in {truth.component, Component.GPU}
 
 
 def test_binary_search_reads_few_lines_of_a_long_log(locator: FailureLocator, tmp_path: Path) -> None:

@@ -80,8 +80,11 @@ AgentAnswer: type[BaseModel] = create_model(
 
 LLMStatus = Literal["ok", "disabled", "unavailable", "timeout", "step_limit", "invalid_output", "request_error", "error"]
 ANSWER_TOOL = AgentAnswer.__name__
+# Static evidence the LLM may overrule (when its own value is grounded): prose, framework defaults,
+# inferred task, names merely mentioned. Values derived from the resolved configuration (iteration
+# type, model size of a named public model) are not weak.
 WEAK_KINDS = {"readme", "library_default", "inferred", "mention", "call_kwarg", "name:comment", "name:docstring",
-              "name:shell", "derived"}
+              "name:shell"}
 
 SYSTEM_PROMPT = """\
 You are a helpful assistant that answers questions about a machine-learning training job by \
@@ -197,8 +200,7 @@ class ScriptedToolChoice(BaseChatModel):
         return self.model_copy(update={"bound_tools": list(tools)})
 
     def _choice(self, messages: list[BaseMessage]) -> str:
-        names = {getattr(t, "name", None) or (t.get("function", {}).get("name") if isinstance(t, dict) else None)
-                 for t in self.bound_tools}
+        names = {_tool_name(t) for t in self.bound_tools}
         observations = sum(isinstance(m, ToolMessage) for m in messages)
         if observations == 0 and "file_tree" in names:
             return "file_tree"
@@ -214,6 +216,14 @@ class ScriptedToolChoice(BaseChatModel):
         if not isinstance(msg, AIMessage):
             msg = AIMessage(content=str(getattr(msg, "content", msg)))
         return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+def _tool_name(tool: Any) -> str | None:
+    if isinstance(tool, dict):
+        return tool.get("name") or tool.get("function", {}).get("name")
+    if isinstance(tool, type):
+        return tool.__name__
+    return getattr(tool, "name", None)
 
 
 def _with_text(message: BaseMessage) -> BaseMessage:
@@ -295,7 +305,8 @@ def merge_with_static(static: StaticExtraction, proposal: dict[str, Any] | None,
             "agree" if it.source == "agree" and it_type == s_type else "static")
         decisions["iteration_type"] = FieldDecision(field="iteration_type", value=s_type, source=src,
                                                     static_value=s_type, llm_value=it_type,
-                                                    llm_raw=proposal.get("iteration_type"), reason="with iterations")
+                                                    llm_raw=proposal.get("iteration_type"),
+                                                    reason="with iterations" if proposal else "no LLM answer")
     return decisions
 
 

@@ -12,7 +12,6 @@ Both implement `estimator.FallbackEstimator`, so either can be the advisor's no-
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,9 +56,9 @@ class EBMEstimator:
     name = "lucid-ebm"
 
     def __init__(self, features: Sequence[str] = ("user", "gpus", "hour", "weekday"), *, outer_bags: int = 8,
-                 random_state: int = 0, n_jobs: int = 1) -> None:
+                 random_state: int = 0, n_jobs: int = 1, **ebm_kwargs: object) -> None:
         self.features = tuple(features)
-        self.kw = {"outer_bags": outer_bags, "random_state": random_state, "n_jobs": n_jobs}
+        self.kw = {"outer_bags": outer_bags, "random_state": random_state, "n_jobs": n_jobs, **ebm_kwargs}
         self._dur = None
         self._util = None
         self._fallback_d: float | None = None
@@ -130,7 +129,3 @@ class SameUserGpusEstimator:
         if self._by_key.get((job.user or "?", int(job.gpus or 0))):
             return "user+gpus"
         return "user" if self._by_user.get(job.user or "?") else "all"
-
-
-def _finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)

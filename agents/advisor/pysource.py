@@ -377,9 +377,7 @@ def hydra_main(tree: ast.Module) -> tuple[str | None, str | None] | None:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for dec in node.decorator_list:
-            if isinstance(dec, ast.Call) and _dotted(dec.func).endswith("hydra.main") or (
-                isinstance(dec, ast.Call) and _dotted(dec.func) == "main" and False
-            ):
+            if isinstance(dec, ast.Call) and _dotted(dec.func).endswith("hydra.main"):
                 kws = {kw.arg: literal(kw.value) for kw in dec.keywords if kw.arg}
                 path = kws.get("config_path")
                 name = kws.get("config_name")

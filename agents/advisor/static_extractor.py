@@ -336,8 +336,20 @@ _README_HINTS = (
 
 
 def extract_static(repo: Path | str, command: str, *, gpus: int | None = None, nodes: int | None = None) -> StaticExtraction:
-    """Read the workload fingerprint of the job launched by `command` in `repo`."""
-    repo = Path(repo).resolve()
+    """Read the workload fingerprint of the job launched by `command` in `repo`.
+
+    Never raises on a strange repository: an internal failure yields an empty result whose
+    `errors` say why (the advisor then falls back like for any unknown fingerprint).
+    """
+    try:
+        return _extract_static(Path(repo), command)
+    except Exception as exc:  # noqa: BLE001 -- the fallback path must not crash the scheduler
+        return StaticExtraction(fields={f: None for f in FIELDS}, evidence={}, launch=Launch(command=command),
+                                errors=[f"static extraction failed: {type(exc).__name__}: {exc}"[:300]])
+
+
+def _extract_static(repo: Path, command: str) -> StaticExtraction:
+    repo = repo.resolve()
     launch = parse_launch(command, repo)
     facts: list[Fact] = []
     errors: list[str] = []
@@ -538,7 +550,15 @@ def _pick(cands: list[tuple[Fact, Any, int]], *, prefer_known: bool = False) -> 
 
 
 def _evidence(fact: Fact, value: Any, others: list[tuple[Fact, Any]], raw: Any = None) -> FieldEvidence:
-    beaten = [f"{v!r} ({f.kind}, {f.source})" for f, v in others if f is not fact and v != value][:6]
+    seen: set[str] = set()
+    beaten = []
+    for f, v in others:
+        if f is fact or v == value or v == fact.value:
+            continue
+        item = f"{v!r} ({f.kind}, {f.source})"
+        if item not in seen:
+            seen.add(item)
+            beaten.append(item)
     return FieldEvidence(value=value, raw=fact.value if raw is None else raw, key=fact.key, source=fact.source,
                          kind=fact.kind, snippet=fact.snippet, beaten=beaten)
 
@@ -547,6 +567,11 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             errors: list[str]) -> StaticExtraction:
     eff = _effective(facts)
     fields: dict[str, Any] = {f: None for f in FIELDS}
+
+    def overridden(group: str) -> list[tuple[Fact, Any]]:
+        """Facts of this field's keys that lost to a higher-precedence value of the same key."""
+        keys = FIELD_KEYS[group]
+        return [(f, f.value) for f in facts if f.leaf in keys and eff.get(f.key) is not f]
     evidence: dict[str, FieldEvidence] = {}
 
     def numeric(group: str, conv) -> list[tuple[Fact, Any, int]]:  # type: ignore[no-untyped-def]
@@ -564,7 +589,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         best = _pick(cands)
         if best:
             fields[fld] = best[1]
-            evidence[fld] = _evidence(best[0], best[1], [(c[0], c[1]) for c in cands])
+            evidence[fld] = _evidence(best[0], best[1], [(c[0], c[1]) for c in cands] + overridden(group))
 
     # iterations: a positive step budget overrides epochs (HF Trainer / Lightning / Megatron semantics)
     steps = numeric("steps", lambda v: _as_int(v, 1))

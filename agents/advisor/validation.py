@@ -28,16 +28,17 @@ from schedmate.evals.jobcorpus.schema import (
 
 __all__ = ["CONTEXT", "grounded", "normalise_field", "values_equal"]
 
-_NUM_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])[-+]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[kK]?(?![A-Za-z0-9_])")
+_NUM_TOKEN = re.compile(r"(?<![A-Za-z0-9_.])(?:\d[\d_,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[kK]?(?![A-Za-z0-9_])")
 CONTEXT: dict[str, re.Pattern[str]] = {
-    "batch_size": re.compile(r"batch|\bbs\b|\b-b\b", re.I),
+    "batch_size": re.compile(r"batch|\bbs\b|(?:^|\s)-b\b", re.I),
     "learning_rate": re.compile(r"\blr|learning|lr0\b|base_lr|\blr\b", re.I),
-    "num_workers": re.compile(r"worker|\b-j\b", re.I),
+    "num_workers": re.compile(r"worker|(?:^|\s)-j\b", re.I),
     "epochs": re.compile(r"epoch", re.I),
     "steps": re.compile(r"step|iter|batches|updates", re.I),
 }
 
 
+_VALID_CONTEXT = re.compile(r"val|eval|dev\b|test", re.I)
 _GENERIC = {
     "train", "training", "data", "dataset", "datasets", "model", "models", "default", "none", "json", "csv", "text",
     "imagefolder", "custom", "base", "config", "main", "net", "network", "local", "path", "dir", "root", "val",
@@ -144,7 +145,9 @@ def grounded(field: str, raw: Any, value: Any, text: str, *, iteration_type: str
     if field == "iteration_type":
         return None  # checked jointly with iterations
     if field == "model_size_b":
-        for m in re.finditer(r"(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", low):
+        # a size written into a name ("Llama-3-8B", "gpt3-1.3b", "13B"): no space before the unit, so
+        # file sizes in listings ("65 B", "1.2 kB") never count
+        for m in re.finditer(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])", low):
             v = float(m.group(1)) * (1.0 if m.group(2) == "b" else 1e-3)
             if abs(v - float(value)) <= 0.1 * float(value):
                 return m.group(0)
@@ -163,8 +166,12 @@ def grounded(field: str, raw: Any, value: Any, text: str, *, iteration_type: str
         table = MODEL_ALIASES if field == "model_name" else DATASET_ALIASES
         cands = [str(raw)] if isinstance(raw, str) else []
         cands += [value, *table.get(value, ())]
+        lines = [ln.lower() for ln in text.splitlines()]
+        if field == "valid_dataset":  # a validation set must be named where validation is meant
+            lines = [ln for ln in lines if _VALID_CONTEXT.search(ln)]
         for c in cands:
-            if _token_present(c, low):
-                return c
+            for ln in lines:
+                if _token_present(c, ln):
+                    return c
         return None
     return None

@@ -18,10 +18,12 @@ the failing line inside it is already known from the probe. A short look-back
 root cause and restarts the search to its left.
 
 A line "is a failure line" (`FailureLineJudge`) when it is not benign (warnings, retries,
-`errors=0` counters, `validation error: 0.12` metrics, DataLoader teardown noise, argument dumps)
-and either matches a failure signature from `rules` (which also catches lines the embedding
-classifier reads poorly, such as Xid kernel messages) or the embedding classifier labels it
-ERROR with enough score and margin.
+`errors=0` counters, `validation error: 0.12` metrics, DataLoader teardown noise, NCCL INFO,
+argument dumps; and a traceback the program announced and survived, e.g. `WARNING:mlflow...
+will retry:` followed by a traceback) and either matches a failure signature from `rules` (which
+also catches lines the embedding classifier reads poorly, such as Xid kernel messages), opens a
+Python traceback, or is labelled ERROR by the embedding classifier with enough score and margin.
+Host labels (`dgx15: `) are stripped like rank prefixes before any of this (`rules.clean_line`).
 
 Cost: the file is memory-mapped and indexed once into line offsets (numpy, no Python loop over
 lines); each probe reads and classifies only its chunk. One *classifier call* is one
@@ -44,14 +46,23 @@ from typing import Literal
 import numpy as np
 from opentelemetry.trace import Tracer
 
-from schedmate.agents.failure.rules import RulesClassifier
-from schedmate.embeddings.classifier import Category, LineClassifier
+from schedmate.agents.failure.rules import (
+    TB_CARET as _TB_CARET_RE,
+    TB_EXCEPTION as _TB_EXCEPTION_RE,
+    TB_FRAME as _TB_FRAME_RE,
+    CleanLine,
+    RulesClassifier,
+    clean_line,
+    is_traceback_header,
+)
+from schedmate.embeddings.classifier import Category, LineClassifier, LineLabel
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.tracing import get_tracer
 
 Method = Literal["binary", "linear", "tail"]
 _INDEX_BLOCK = 1 << 26  # bytes scanned per numpy pass while indexing newlines
 _LINE_CAP = 4 * DEFAULT_MAX_CHARS  # bytes read per line: what normalise_line keeps anyway
+_LEAD = 3  # context lines read before a chunk (not classified): a warning that excuses a traceback
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +168,9 @@ DEFAULT_BENIGN: tuple[str, ...] = (
     r"^\s*\[?(?:WARNING|WARN)\b|^\s*W\d{4}\s|^\s*\[W[\s\d]|^\s*(?:\S+:\d+: )?\w*Warning\b"
     r"|[\s\[|-](?<!NCCL )(?:WARNING|WARN)[\s\]|:-]|\bwarnings\.warn\(",
     # retried / recovered conditions
-    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? (?:in|after) \d|\battempt \d+ ?(?:/|of) ?\d+",
+    r"\bretrying\b|\bwill retry\b|\bretry loop\b|\bretry(?:ing)? (?:in|after) \d|\battempt \d+ ?(?:/|of) ?\d+",
+    # tokenizer notice that only predicts errors (`... will result in indexing errors`)
+    r"\bToken indices sequence length is longer than\b",
     # zero counters: `errors=0`, `error: 0`, `0 errors`, `no errors`
     r"\b(?:errors?|failures?|failed|exceptions?|timeouts?|nans?)\s*[:=]\s*\[?0(?:\.0+)?(?![.\d])",
     r"\b(?:0|zero|no) (?:errors?|failures?|exceptions?)\b",
@@ -215,37 +228,107 @@ class FailureLineJudge:
         self.lines = 0
         self._keyword_cache: dict[bytes, bool] = {}
 
-    def flags(self, raws: Sequence[bytes | str]) -> list[bool]:
-        """One failure flag per line (one classifier call)."""
+    def flags(self, raws: Sequence[bytes | str], lead: int = 0) -> list[bool]:
+        """One failure flag per line of `raws[lead:]` (one classifier call); the first `lead`
+        lines are context only (a warning just before the chunk can still excuse a traceback)."""
+        targets = raws[lead:]
         self.calls += 1
-        self.lines += len(raws)
-        labels = self.classifier.classify_lines(raws)
-        out = []
-        for raw, label in zip(raws, labels, strict=True):
-            is_error = label.category is Category.ERROR
-            data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
-            if not is_error and not _has_keyword(data, self._keyword_cache):
-                out.append(False)
-                continue
-            line = normalise_line(raw)
-            if line.binary or not line.text.strip():
+        self.lines += len(targets)
+        labels: list[LineLabel | None] = [None] * lead + list(self.classifier.classify_lines(targets))
+        out: list[bool] = []
+        handled = _HandledTraceback(self.benign)
+        for i, (raw, label) in enumerate(zip(raws, labels, strict=True)):
+            is_error = label is not None and label.category is Category.ERROR
+            if not is_error and not handled.active:
+                data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
+                if not _has_keyword(data, self._keyword_cache):
+                    out.append(False)
+                    continue
+            line = clean_line(raw)
+            if line.binary or not line.text.strip() or handled.swallow(line):
                 out.append(False)
             elif self.benign is not None and self.benign.search(line.text):
+                if _ANNOUNCES_TRACEBACK.search(line.text):
+                    handled.warned(line, i)
                 out.append(False)
-            elif self.rules.match(line.text) is not None:
+            elif is_traceback_header(line.text) and handled.excuses(line, i):
+                out.append(False)
+            elif self.rules.match(line.text) is not None or is_traceback_header(line.text):
                 out.append(True)
             else:
                 out.append(
                     is_error
+                    and label is not None
                     and label.confident
                     and label.score >= self.min_score
                     and label.margin >= self.min_margin
                 )
-        return out
+        return out[lead:]
 
-    def first_failure(self, raws: Sequence[bytes | str]) -> int | None:
-        """Index of the first failure line in `raws`, or None."""
-        return next((i for i, bad in enumerate(self.flags(raws)) if bad), None)
+    def first_failure(self, raws: Sequence[bytes | str], lead: int = 0) -> int | None:
+        """Index (in `raws[lead:]`) of the first failure line, or None."""
+        return next((i for i, bad in enumerate(self.flags(raws, lead)) if bad), None)
+
+
+# A benign log record that announces the traceback printed under it (`logger.warning("...",
+# exc_info=True)`): a retry/skip notice, or a message ending in ':'.
+_ANNOUNCES_TRACEBACK = re.compile(
+    r"\bwill retry\b|\bretrying\b|\bretry loop\b|\bignor(?:e|ed|ing)\b|\bskipping\b|\bcontinuing\b|:\s*$", re.IGNORECASE
+)
+
+
+class _HandledTraceback:
+    """Tracebacks a program printed and survived: a benign line announcing it (`WARNING:mlflow...
+    Failed to log metrics, will retry:`) directly followed, from the same source, by a traceback.
+    The whole traceback up to its exception line is then not a failure. An unrelated warning
+    just before a real traceback (`[WARNING] ... allocator cache flushes`) excuses nothing."""
+
+    LIMIT = 80  # lines a handled traceback may span
+
+    def __init__(self, benign: re.Pattern[str] | None) -> None:
+        self.benign = benign
+        self.warn_source: str | None = None
+        self.warn_at = -(10**9)
+        self.source: str | None = None
+        self.left = 0
+        self.after_frame = False
+
+    @property
+    def active(self) -> bool:
+        return self.left > 0
+
+    def warned(self, line: CleanLine, at: int) -> None:
+        self.warn_source, self.warn_at = line.source, at
+
+    def excuses(self, header: CleanLine, at: int) -> bool:
+        """The header comes right after (≤ 2 lines) an announcing line of the same source."""
+        if at - self.warn_at <= 3 and header.source == self.warn_source:
+            self.source, self.left, self.after_frame, self.warn_at = header.source, self.LIMIT, False, -(10**9)
+            return True
+        return False
+
+    def swallow(self, line: CleanLine) -> bool:
+        """True when `line` belongs to the handled traceback (and is then not a failure)."""
+        if not self.active or line.source != self.source:
+            return False
+        self.left -= 1
+        text = line.text
+        if is_traceback_header(text) or (self.benign is not None and self.benign.search(text)):
+            self.left = 0  # a new traceback or log record: the handled one is over (it was cut short)
+            return False
+        if _TB_FRAME_RE.match(text):
+            self.after_frame = True
+            return True
+        if not text.strip() or _TB_CARET_RE.match(text) or text[:1].isspace():
+            return True
+        if _TB_EXCEPTION_RE.match(text):
+            self.left = 0  # the exception line closes it
+            return True
+        if self.after_frame:
+            self.after_frame = False  # the code line under a frame (indentation may be lost)
+            return True
+        self.left = 0  # something else: the handled traceback is over
+        return False
 
 
 class FailureLocator:
@@ -290,7 +373,8 @@ class FailureLocator:
             calls0, lines0 = self.judge.calls, self.judge.lines
             found = None
             for a in range(0, len(index), self.chunk):
-                hit = self.judge.first_failure(index.lines(a, a + self.chunk))
+                lead = min(a, _LEAD)
+                hit = self.judge.first_failure(index.lines(a - lead, a + self.chunk), lead)
                 if hit is not None:
                     found = a + hit
                     break
@@ -304,7 +388,8 @@ class FailureLocator:
             calls0, lines0 = self.judge.calls, self.judge.lines
             found = None
             for a in range(max(0, len(index) - tail), len(index), self.chunk):
-                hit = self.judge.first_failure(index.lines(a, min(a + self.chunk, len(index))))
+                lead = min(a, _LEAD)
+                hit = self.judge.first_failure(index.lines(a - lead, min(a + self.chunk, len(index))), lead)
                 if hit is not None:
                     found = a + hit
                     break
@@ -372,7 +457,8 @@ class _Search:
     def bad(self, c: int) -> int | None:
         if c not in self.first:
             a = c * self.size
-            hit = self.loc.judge.first_failure(self.index.lines(a, a + self.size))
+            lead = min(a, _LEAD)
+            hit = self.loc.judge.first_failure(self.index.lines(a - lead, a + self.size), lead)
             self.first[c] = None if hit is None else a + hit
         return self.first[c]
 

@@ -86,19 +86,22 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         R.NETWORK_ERROR,
         r"\bncclSystemError\b|\bunhandled system error\b|\bncclInternalError\b|\binternal error - please report\b",
     ),
-    _rule(
-        "ib-error",
-        R.NETWORK_ERROR,
-        r"\bNET/IB\b.*\b(?:error|failed)\b|\bnet_ib\.cc\b.*\b(?:error|vendor err)\b|\bvendor err \d+"
-        r"|\bIBV_WC_\w+|\bibv_\w+ failed\b|\bDistNetworkError\b|\bNetwork is unreachable\b|\bNo route to host\b"
-        r"|\blink (?:is )?(?:down|flapping)\b",
-    ),
+    # before the IB rule: `requests.exceptions.ConnectionError: ... Network is unreachable` is a
+    # connection failure; c10d store/socket errors (DistNetworkError) are rendezvous connections
     _rule(
         "connection",
         R.CONNECTION_ERROR,
         r"\bConnection(?:Refused|Reset|Aborted)Error\b|\bConnection refused\b|\bConnection reset by peer\b"
-        r"|" + _EXC + r"ConnectionError\b|\bDistStoreError\b|\bRendezvous\w*Error\b"
-        r"|\bserver socket has failed to listen\b|\bAddress already in use\b|\bconnection timed out\b",
+        r"|" + _EXC + r"ConnectionError\b|\bDistStoreError\b|\bDistNetworkError\b|\bRendezvous\w*Error\b"
+        r"|\bserver socket has failed to listen\b|\bAddress already in use\b|\bconnection timed out\b"
+        r"|\bConnection closed by peer\b|\bclient socket has timed out\b",
+    ),
+    _rule(
+        "ib-error",
+        R.NETWORK_ERROR,
+        r"\bNET/IB\b.*\b(?:error|failed)\b|\bnet_ib\.cc\b.*\b(?:error|vendor err)\b|\bvendor err \d+"
+        r"|\bIBV_WC_\w+|\bibv_\w+ failed\b|\bNetwork is unreachable\b|\bNo route to host\b"
+        r"|\blink (?:is )?(?:down|flapping)\b",
     ),
     # --- infrastructure: node and storage -------------------------------------------------------
     _rule(
@@ -197,7 +200,7 @@ class RulesClassifier:
         self._prefilter = _PREFILTER if rules is DEFAULT_RULES else None
 
     def match(self, text: str) -> SignatureRule | None:
-        """The first rule matching one normalised line, or None."""
+        """The first rule matching one cleaned line (`clean_line(...).text`), or None."""
         if self._prefilter is not None and not self._prefilter.search(text):
             return None
         stripped = text.strip()
@@ -210,7 +213,7 @@ class RulesClassifier:
         """Every reason some rule finds anywhere in `lines` (the grounding check for LLM answers)."""
         found: set[FailureReason] = set()
         for line in lines:
-            stripped = _text(line).strip()
+            stripped = clean_line(line).text.strip()
             if self._prefilter is not None and not self._prefilter.search(stripped):
                 continue
             found.update(rule.reason for rule in self.rules if rule.pattern.search(stripped))
@@ -225,26 +228,27 @@ class RulesClassifier:
         otherwise up to `lookahead` following lines (the details of a one-line error banner).
         The first *specific* match wins; failing that, the first generic one; else None.
         """
-        texts = [_text(line) for line in lines]
-        if not 0 <= focus < len(texts):
+        cleaned = [clean_line(line) for line in lines]
+        if not 0 <= focus < len(cleaned):
             return None
         candidates = [focus]
-        exc = _traceback_exception(texts, focus, self.max_traceback)
+        exc = traceback_exception(cleaned, focus, self.max_traceback)
         if exc is not None:
             candidates.append(exc)
         else:
-            candidates.extend(range(focus + 1, min(len(texts), focus + 1 + self.lookahead)))
+            candidates.extend(range(focus + 1, min(len(cleaned), focus + 1 + self.lookahead)))
         generic: RuleVerdict | None = None
         seen: set[int] = set()
         for i in candidates:
             if i in seen:
                 continue
             seen.add(i)
-            rule = self.match(texts[i])
+            text = cleaned[i].text
+            rule = self.match(text)
             if rule is None:
                 continue
             verdict = RuleVerdict(
-                rule.reason, rule.category, rule.faulty_component, rule.name, rule.specific, texts[i].strip(), i - focus
+                rule.reason, rule.category, rule.faulty_component, rule.name, rule.specific, text.strip(), i - focus
             )
             if rule.specific:
                 return verdict
@@ -258,38 +262,84 @@ def root_cause_text(lines: Sequence[str | bytes], focus: int, verdict: RuleVerdi
     is the first line of every Python failure, so it says nothing by itself.)"""
     if verdict is not None:
         return verdict.evidence
-    texts = [_text(line) for line in lines]
-    exc = _traceback_exception(texts, focus, 120)
-    return texts[exc if exc is not None else focus].strip()
+    cleaned = [clean_line(line) for line in lines]
+    exc = traceback_exception(cleaned, focus, 120)
+    return cleaned[exc if exc is not None else focus].text.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class CleanLine:
+    """A normalised line with any host label also stripped; `source` names what was stripped."""
+
+    text: str
+    source: str | None
+    binary: bool = False
+
+
+# `dgx15: `, `gpu-a100-012: `, `10.0.0.3: ` (pdsh / DeepSpeed launcher host labels that
+# `normalise_line` keeps because a host name is not a rank prefix): a token with a digit, then
+# ': '. Not an exception class (`S3Error: ...`), which also ends in a colon.
+_HOST_PREFIX = re.compile(r"^(?:[A-Za-z][\w-]*\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): +")
+_EXCEPTIONISH = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit)$")
+
+
+def clean_line(raw: str | bytes) -> CleanLine:
+    """`normalise_line`, then host labels stripped (at most two, they nest: `node3: node3: ...`)."""
+    line = normalise_line(raw)
+    text, sources = line.text, [line.source] if line.source else []
+    for _ in range(2):
+        m = _HOST_PREFIX.match(text)
+        if m is None or _EXCEPTIONISH.search(m.group(0)[:-2].rstrip(": ")):
+            break
+        sources.append(m.group(0).strip())
+        text = text[m.end() :]
+    return CleanLine(text, " ".join(sources) or None, line.binary)
 
 
 _TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):")
 _TB_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
-_TB_CHAIN = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+_TB_CHAIN = re.compile(r"^\s*(?:During handling of the above exception|The above exception was the direct cause)")
+_TB_CARET = re.compile(r"^\s*[\^~]+\s*$")
+# `KeyError: 'x'`, `torch.OutOfMemoryError: CUDA ...`, `http.client.RemoteDisconnected: ...`,
+# `KeyboardInterrupt`: a (dotted) name whose last part is capitalised, then ': ' or the end.
+_TB_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?\s*$)")
 
 
-def _traceback_exception(texts: Sequence[str], focus: int, limit: int) -> int | None:
-    """Index of the exception line that ends the traceback at or just after `focus`, if any.
+TB_FRAME, TB_CARET, TB_EXCEPTION = _TB_FRAME, _TB_CARET, _TB_EXCEPTION
 
-    A traceback is a header, frames (`File "...", line N`) with indented code under them, then
-    the exception line: the first non-indented line that is none of those.
+
+def is_traceback_header(text: str) -> bool:
+    return _TB_HEADER.match(text) is not None
+
+
+def traceback_exception(lines: Sequence[CleanLine], focus: int, limit: int = 120) -> int | None:
+    """Index of the exception line that ends the traceback opened at (or just after) `focus`.
+
+    Robust to what launchers do to tracebacks: lines of other ranks/hosts interleaved (skipped
+    by `source`), and Slurm's `--label` prefix eating the indentation of frames and code (so a
+    code line is recognised as the line right after a frame, not by its indentation).
     """
-    start = None
-    for i in range(focus, min(len(texts), focus + 3)):
-        if _TB_HEADER.match(texts[i]) or _TB_FRAME.match(texts[i]):
-            start = i
-            break
+    start = next(
+        (i for i in range(focus, min(len(lines), focus + 3)) if _TB_HEADER.match(lines[i].text) or _TB_FRAME.match(lines[i].text)),
+        None,
+    )
     if start is None:
         return None
-    for i in range(start + 1, min(len(texts), start + limit)):
-        text = texts[i]
-        if not text.strip() or _TB_HEADER.match(text) or _TB_FRAME.match(text) or _TB_CHAIN.match(text):
+    source = lines[start].source
+    after_frame = _TB_FRAME.match(lines[start].text) is not None
+    for i in range(start + 1, min(len(lines), start + limit)):
+        line = lines[i]
+        text = line.text
+        if line.source != source or not text.strip() or _TB_CARET.match(text) or _TB_CHAIN.match(text):
+            continue
+        if _TB_HEADER.match(text) or _TB_FRAME.match(text):
+            after_frame = _TB_FRAME.match(text) is not None
+            continue
+        if after_frame and not _TB_EXCEPTION.match(text):
+            after_frame = False  # the code line printed under a frame
             continue
         if text[:1].isspace():
-            continue  # code line or caret marker under a frame
-        return i
+            continue  # more code or a caret marker under a frame
+        if _TB_EXCEPTION.match(text):
+            return i
     return None
-
-
-def _text(line: str | bytes) -> str:
-    return normalise_line(line).text

@@ -124,6 +124,15 @@ BENIGN_LINES: tuple[str, ...] = (
 )
 
 
+HANDLED_TRACEBACK: list[str] = [
+    "WARNING:mlflow.utils.async_logging:Failed to log metrics, will retry:",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/urllib3/connectionpool.py", line 793, in urlopen',
+    "    response = self._make_request(",
+    "http.client.RemoteDisconnected: Remote end closed connection without response",
+]
+
+
 @dataclass(frozen=True)
 class FailedLog:
     lines: list[str]
@@ -172,10 +181,14 @@ def make_failed_log(
     prefix = list(prefix)
     for _ in range(benign if len(prefix) > 40 else 0):
         pos = rng.randrange(30, len(prefix))
-        prefix.insert(pos, rng.choice(BENIGN_LINES).format(n=rng.randrange(1, 99)))
+        if rng.random() < 0.2:  # a traceback the program logged and survived
+            prefix[pos:pos] = HANDLED_TRACEBACK
+        else:
+            prefix.insert(pos, rng.choice(BENIGN_LINES).format(n=rng.randrange(1, 99)))
     rank = rng.randrange(ranks)
     node = f"gpu-node-{rank // 8:02d}"
-    block = [f"[rank{rank}]:{line}" if rng.random() < 0.5 and not line.startswith(("NVRM", "slurmstepd", "srun")) else line
+    prefixed = rng.random() < 0.5  # a launcher prefixes all of a rank's lines, or none
+    block = [f"[rank{rank}]:{line}" if prefixed and not line.startswith(("NVRM", "slurmstepd", "srun")) else line
              for line in _fault_block(rng, reason, node, rank)]  # fmt: skip
     cascade: list[str] = []
     others = [r for r in range(ranks) if r != rank] or [rank]
