@@ -222,11 +222,15 @@ def test_locates_the_first_error_of_every_reason(locator: FailureLocator, reason
     assert abs(found.line_no - log.root_line) <= TOLERANCE, (found, log.lines[log.root_line])
 
 
-LOGCORPUS_REASONS = [R.NVLINK_ERROR, R.NODE_FAILURE, R.CONNECTION_ERROR, R.S3_STORAGE_ERROR, R.DATALOADER_KILLED,
-                     R.OUT_OF_MEMORY_ERROR, R.KEY_ERROR, R.ARGUMENT_ERROR]  # fmt: skip
+LOGCORPUS_FAST = [R.NVLINK_ERROR, R.NODE_FAILURE, R.DATALOADER_KILLED, R.ARGUMENT_ERROR]
+LOGCORPUS_SLOW = [R.CONNECTION_ERROR, R.S3_STORAGE_ERROR, R.OUT_OF_MEMORY_ERROR, R.KEY_ERROR]
 
 
-@pytest.mark.parametrize("reason", LOGCORPUS_REASONS, ids=lambda r: r.value)
+@pytest.mark.parametrize(
+    "reason",
+    [*LOGCORPUS_FAST, *(pytest.param(r, marks=pytest.mark.slow) for r in LOGCORPUS_SLOW)],
+    ids=lambda r: r.value,
+)
 def test_locates_and_classifies_evaluation_corpus_logs(locator: FailureLocator, reason: FailureReason) -> None:
     """Logs of the evaluation generator (`evals.logcorpus`, written independently of the rules):
     red herrings, launcher prefixes that eat indentation, interleaved ranks."""
