@@ -105,6 +105,8 @@ SIGNATURES = [
     ("RuntimeError: CUDA error: an illegal memory access was encountered", R.CUDA_ERROR),
     ("RuntimeError: CUDA error: device-side assert triggered", R.RUNTIME_ERROR),
     ("RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.", R.DATALOADER_KILLED),
+    ("RuntimeError: DataLoader worker (pid(s) 355098, 355099) exited unexpectedly", R.DATALOADER_KILLED),
+    ("_pickle.UnpicklingError: invalid load key, 'v'.", R.MODEL_LOADING_ERROR),
     ("slurmstepd: error: *** JOB 77 ON gpu-node-03 CANCELLED AT 2024-05-01T12:00:00 DUE TO NODE FAILURE ***", R.NODE_FAILURE),
     ("OSError: [Errno 5] Input/output error: '/mnt/lustre/ckpt/x.pt'", R.S3_STORAGE_ERROR),
     ("botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the GetObject operation", R.S3_STORAGE_ERROR),
@@ -150,6 +152,19 @@ def test_rules_read_the_exception_that_ends_a_traceback() -> None:
     ]
     verdict = RulesClassifier().classify(window, focus=0)
     assert verdict is not None and verdict.reason is R.KEY_ERROR and verdict.offset == 3
+
+
+def test_rules_prefer_the_cause_nccl_names_after_last_error() -> None:
+    block = [
+        "[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread terminated with exception: NCCL error: "
+        "remote process exited or there was a network error, NCCL version 2.19.3",
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+        "Last error:",
+        "NET/IB : Got completion from peer 10.26.0.39<44592> with error 12, opcode 1, len 1, vendor err 249 (Recv)",
+    ]
+    verdict = RulesClassifier().classify(block, 0)
+    assert verdict is not None and verdict.reason is R.NETWORK_ERROR and verdict.offset == 3
+    assert RulesClassifier().classify(block[:2], 0).reason is R.NCCL_REMOTE_ERROR  # type: ignore[union-attr]
 
 
 def test_rules_syntax_error_without_traceback_header() -> None:

@@ -10,7 +10,11 @@ when it only names a container class (`RuntimeError:`, `OSError:`, a segfault) w
 may be elsewhere. `combine` in `llm_classifier` lets a grounded LLM answer override only
 generic matches.
 
-Rules run on normalised text (launcher rank prefixes and colours stripped), never on raw bytes.
+The located line is read together with what it opens: a Python traceback's root exception
+line (then its chained exceptions), or a few following lines for a one-line error banner; and
+the cause NCCL names after `Last error:` when that is a hardware-level signature.
+Rules run on cleaned text (`clean_line`: colours, launcher rank prefixes and host labels
+stripped), never on raw bytes.
 """
 
 from __future__ import annotations
@@ -121,7 +125,7 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
     _rule(
         "dataloader-killed",
         R.DATALOADER_KILLED,
-        r"\bDataLoader worker \(pid[^)]*\) (?:is killed by signal|exited unexpectedly)"
+        r"\bDataLoader worker \(pid(?:\(s\))?[^)]*\) (?:is killed by signal|exited unexpectedly)"
         r"|\bUnexpected bus error encountered in worker\b|\binsufficient shared memory \(shm\)",
     ),
     _rule("host-oom", R.OUT_OF_MEMORY_ERROR, r"\bOut of memory: Killed process\b|\boom-kill(?:er)?\b"),
@@ -130,13 +134,14 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         R.MODEL_LOADING_ERROR,
         r"\bError\(s\) in loading state_dict\b|\bUnable to load weights\b|\bCan't load (?:the )?(?:model|tokenizer|config|weights)\b"
         r"|\bPytorchStreamReader failed\b|\bSafetensorError\b|\bis not a valid model identifier\b"
-        r"|\bdoes not appear to have a file named\b|\b(?:model|checkpoint) (?:loading|load) failed\b",
+        r"|\bdoes not appear to have a file named\b|\b(?:model|checkpoint) (?:loading|load) failed\b"
+        r"|\bUnpicklingError\b|\binvalid load key\b",
     ),
     _rule(
         "dataset-loading",
         R.DATASET_LOADING_ERROR,
         r"\bDataset(?:Generation|NotFound)Error\b|\bCouldn't find a dataset script\b|\bdatasets\.exceptions\.\w+"
-        r"|\b(?:Failed to|Unable to|Error) load(?:ing)? dataset\b",
+        r"|\b(?:Failed to|Unable to|Error) load(?:ing)? dataset\b|\bpyarrow\.lib\.Arrow\w+|\bArrowInvalid\b",
     ),
     _rule("nan-loss", R.RUNTIME_ERROR, r"\bloss (?:is|became) nan\b|\bNaN (?:or Inf )?(?:found in|detected in) (?:the )?loss\b"),
     _rule("nccl-invalid-usage", R.RUNTIME_ERROR, r"\bncclInvalidUsage\b|\bncclInvalidArgument\b"),
@@ -232,9 +237,9 @@ class RulesClassifier:
         if not 0 <= focus < len(cleaned):
             return None
         candidates = [focus]
-        exc = traceback_exception(cleaned, focus, self.max_traceback)
-        if exc is not None:
-            candidates.append(exc)
+        excs = traceback_exceptions(cleaned, focus, self.max_traceback)
+        if excs:
+            candidates.extend(excs)  # the root exception first, chained ones after
         else:
             candidates.extend(range(focus + 1, min(len(cleaned), focus + 1 + self.lookahead)))
         generic: RuleVerdict | None = None
@@ -251,9 +256,28 @@ class RulesClassifier:
                 rule.reason, rule.category, rule.faulty_component, rule.name, rule.specific, text.strip(), i - focus
             )
             if rule.specific:
-                return verdict
+                return self._refine(cleaned, i, verdict, focus)
             generic = generic or verdict
         return generic
+
+    def _refine(self, cleaned: Sequence[CleanLine], at: int, verdict: RuleVerdict, focus: int) -> RuleVerdict:
+        """NCCL wraps the real cause: `ncclRemoteError: ...` then `Last error:` and the line that
+        names it. When that line is a hardware-level signature (`NET/IB : Got completion ...
+        vendor err 129`, a CUDA/ECC/NVLink error) it is the cause; a socket reset there is just
+        how "the remote process exited" looks, so the NCCL reason stays."""
+        if verdict.rule not in _NCCL_WRAPPERS:
+            return verdict
+        for j in range(at + 1, min(len(cleaned), at + 4)):
+            if cleaned[j].source != cleaned[at].source:
+                continue
+            if _LAST_ERROR.match(cleaned[j].text) and j + 1 < len(cleaned):
+                detail = cleaned[j + 1].text
+                rule = self.match(detail)
+                if rule is not None and rule.name in _HARDWARE_DETAIL and rule.reason is not verdict.reason:
+                    return RuleVerdict(rule.reason, rule.category, rule.faulty_component, rule.name, True,
+                                       detail.strip(), j + 1 - focus)  # fmt: skip
+                break
+        return verdict
 
 
 def root_cause_text(lines: Sequence[str | bytes], focus: int, verdict: RuleVerdict | None = None) -> str:
@@ -296,6 +320,9 @@ def clean_line(raw: str | bytes) -> CleanLine:
     return CleanLine(text, " ".join(sources) or None, line.binary)
 
 
+_NCCL_WRAPPERS = frozenset({"nccl-remote", "nccl-system", "nccl-unhandled-cuda", "nccl-watchdog", "nccl-timeout"})
+_HARDWARE_DETAIL = frozenset({"ib-error", "xid-ecc", "ecc", "xid-nvlink", "nvlink", "xid-off-bus", "cuda-error"})
+_LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
 _TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):")
 _TB_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _TB_CHAIN = re.compile(r"^\s*(?:During handling of the above exception|The above exception was the direct cause)")
@@ -312,27 +339,37 @@ def is_traceback_header(text: str) -> bool:
     return _TB_HEADER.match(text) is not None
 
 
-def traceback_exception(lines: Sequence[CleanLine], focus: int, limit: int = 120) -> int | None:
-    """Index of the exception line that ends the traceback opened at (or just after) `focus`.
+def traceback_exceptions(lines: Sequence[CleanLine], focus: int, limit: int = 120) -> list[int]:
+    """Indices of the exception lines of the traceback opened at (or just after) `focus`: the
+    first (the root), then those of chained tracebacks (`During handling of the above exception`,
+    `The above exception was the direct cause`), in order.
 
     Robust to what launchers do to tracebacks: lines of other ranks/hosts interleaved (skipped
     by `source`), and Slurm's `--label` prefix eating the indentation of frames and code (so a
     code line is recognised as the line right after a frame, not by its indentation).
     """
     start = next(
-        (i for i in range(focus, min(len(lines), focus + 3)) if _TB_HEADER.match(lines[i].text) or _TB_FRAME.match(lines[i].text)),
+        (i for i in range(focus, min(len(lines), focus + 3))
+         if _TB_HEADER.match(lines[i].text) or _TB_FRAME.match(lines[i].text)),
         None,
-    )
+    )  # fmt: skip
     if start is None:
-        return None
+        return []
+    found: list[int] = []
     source = lines[start].source
     after_frame = _TB_FRAME.match(lines[start].text) is not None
+    chained = True  # looking for the exception of the current (first or chained) traceback
     for i in range(start + 1, min(len(lines), start + limit)):
         line = lines[i]
         text = line.text
-        if line.source != source or not text.strip() or _TB_CARET.match(text) or _TB_CHAIN.match(text):
+        if line.source != source or not text.strip() or _TB_CARET.match(text):
+            continue
+        if _TB_CHAIN.match(text):
+            chained = True
             continue
         if _TB_HEADER.match(text) or _TB_FRAME.match(text):
+            if not chained:
+                break  # a new, unchained traceback: another failure (the cascade)
             after_frame = _TB_FRAME.match(text) is not None
             continue
         if after_frame and not _TB_EXCEPTION.match(text):
@@ -340,6 +377,15 @@ def traceback_exception(lines: Sequence[CleanLine], focus: int, limit: int = 120
             continue
         if text[:1].isspace():
             continue  # more code or a caret marker under a frame
-        if _TB_EXCEPTION.match(text):
-            return i
-    return None
+        if _TB_EXCEPTION.match(text) and chained:
+            found.append(i)
+            chained = False
+        elif found:
+            break  # the traceback is over
+    return found
+
+
+def traceback_exception(lines: Sequence[CleanLine], focus: int, limit: int = 120) -> int | None:
+    """The root exception line of the traceback opened at `focus` (see `traceback_exceptions`)."""
+    found = traceback_exceptions(lines, focus, limit)
+    return found[0] if found else None
