@@ -1,0 +1,83 @@
+"""What the SchedMate agents tell a scheduler adapter about one job, and where it comes from.
+
+Adapters (`lucid_adapter`, `sia_adapter`, `standalone`) never call the agents themselves: they
+ask an `InsightSource`. In simulation the source is `semantic_sim.SimulationInsights` (real
+advisor / tracker / failure handler over generated code and logs, cached by content hash,
+thinned by a detection rate, or replayed from a precomputed JSON file); in a live deployment
+it would wrap the running services. Every method may return None: "SchedMate does not know",
+and the adapter then keeps the reference scheduler's own behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from schedmate.schedulers.job import JobState
+
+__all__ = ["AdvisorInsight", "FailureInsight", "InsightSource", "TrackerReading"]
+
+
+@dataclass(frozen=True)
+class AdvisorInsight:
+    """The Scheduling Advisor's answer at submission (k' = len(similar_ids) matches above T)."""
+
+    similar_ids: tuple[str, ...]  # historical jobs, most similar first
+    duration_s: float | None  # mean duration of all matches
+    duration_top3_s: float | None  # mean duration of the 3 most similar (standalone SJF)
+    sm_util: float | None  # mean SM utilisation of the matches, percent
+    gpu_mem_gb: float | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)  # mean historical single-job metrics
+    latency_s: float = 0.0  # wall time the advisor took (simulated jobs wait this long)
+
+    @property
+    def matched(self) -> bool:
+        return len(self.similar_ids) > 0
+
+
+@dataclass(frozen=True)
+class TrackerReading:
+    """The Metric Tracker's throughput of a running job, from its own log lines."""
+
+    before: float | None  # steps/s before the reference time (None: no signal)
+    after: float | None  # steps/s after it, once warm-up is over
+
+    @property
+    def ratio(self) -> float | None:
+        if self.before is None or self.after is None or self.before <= 0:
+            return None
+        return self.after / self.before
+
+
+@dataclass(frozen=True)
+class FailureInsight:
+    """The Failure Handler's diagnosis of a failed attempt."""
+
+    infrastructure: bool
+    category: str  # infrastructure / framework / script
+    reason: str
+    component: str | None = None
+    action: str | None = None  # first allow-listed recovery action proposed (dry-run)
+    latency_s: float = 0.0
+
+
+@runtime_checkable
+class InsightSource(Protocol):
+    def advise(self, job: JobState) -> AdvisorInsight | None:
+        """At submission; None when the job has no artefact or was not detected."""
+
+    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+        """Throughput of running `job` before and after an event that changed its speed to
+        `slowdown` × (e.g. a co-located newcomer), `since_s` seconds ago; None: untrackable."""
+
+    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
+        """Diagnosis of the job's failed attempt; None when its log was not diagnosed."""
+
+    def record(self, job: JobState, *, finished: bool) -> None:
+        """Tell the source about a job of this run: at arrival (`finished=False`, its fingerprint
+        becomes history that later jobs can match) and at its end (`finished=True`, with the
+        outcome the simulator measured). Sources with a fixed history may ignore it."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for reports: calls, cache hits, LLM calls, detections."""
