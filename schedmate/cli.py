@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -222,11 +222,11 @@ corpus_app = typer.Typer(help="Generate labelled corpora (training logs, job rep
 app.add_typer(corpus_app, name="corpus")
 
 
-def _count_progress(label: str) -> tuple[Progress, Callable[[int, int], None]]:
+def _count_progress(label: str) -> tuple[Progress, Callable[[int, int | None], None]]:
     progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err)
     task = progress.add_task(label, total=None)
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int | None) -> None:
         progress.update(task, completed=done, total=total)
 
     return progress, update
@@ -306,6 +306,46 @@ def eval_failures(data: EvalData, out: EvalOut = Path("results/eval"), llm: Eval
 def eval_metrics(data: EvalData, out: EvalOut = Path("results/eval"), llm: EvalLLM = False, limit: EvalLimit = None) -> None:
     """Metric Tracker: success rate and RMSRE of step time on clean and noisy halves, beside baselines."""
     _run_eval("metrics", data, out, llm, limit)
+
+
+@eval_app.command("advisor")
+def eval_advisor(
+    data: Annotated[Path, typer.Option("--data", help="A job corpus (manifest.jsonl), or a folder to generate one in.")],
+    out: EvalOut = Path("results/eval-advisor"),
+    history: Annotated[int, typer.Option(help="Historical jobs (when generating).")] = 500,
+    new: Annotated[int, typer.Option(help="New jobs to advise.")] = 200,
+    seed: Annotated[int | None, typer.Option(help="Corpus seed (when generating; never the dev seed).")] = None,
+    threshold: Annotated[float | None, typer.Option(help="Cosine threshold T (default: chosen on the dev split).")] = None,
+    agent_jobs: Annotated[int, typer.Option(help="Also run the local LLM agent on this many new jobs.")] = 0,
+    threads: Annotated[str, typer.Option(help="Concurrent request counts for the throughput figure.")] = "1,2,4",
+) -> None:
+    """Scheduling Advisor: duration / SM-util error CDFs, within-100% share, field accuracy, baselines."""
+    from schedmate.agents.advisor.evaluate import AdvisorEvalConfig, run_advisor_eval, summary_line
+
+    llm_cfg = agent_cfg = None
+    if agent_jobs:
+        from schedmate.agents.advisor.agent import AgentConfig
+        from schedmate.llm import LLMConfig
+
+        llm_cfg = LLMConfig(max_tokens=256, timeout_s=300.0, ctx=8192)
+        agent_cfg = AgentConfig(timeout_s=300.0, max_tool_calls=3, max_model_calls=6)
+    progress, update = _count_progress("advisor eval")
+    steps = 0
+
+    def say(msg: str) -> None:
+        nonlocal steps
+        steps += 1
+        update(steps, None)
+        progress.console.log(msg)
+
+    kwargs: dict[str, Any] = {"seed": seed} if seed is not None else {}
+    cfg = AdvisorEvalConfig(n_history=history, n_new=new, threshold=threshold, agent_jobs=agent_jobs, llm=llm_cfg,
+                            agent=agent_cfg, threads=tuple(int(t) for t in threads.split(",") if t), progress=say,
+                            **kwargs)
+    with progress:
+        report = run_advisor_eval(data, out, cfg)
+    console.print(summary_line(report))
+    console.print(f"wrote {out}/advisor_eval.json and advisor_eval.md")
 
 
 @app.command("data-dir")

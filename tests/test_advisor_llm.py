@@ -90,3 +90,25 @@ def test_evaluation_end_to_end_small(tmp_path: Path) -> None:
     assert saved["threshold"]["chosen_on"] == "dev" and saved["threshold"]["T"] in (0.9, 0.95, 0.99)
     assert set(saved["results"]) >= {"schedmate", "schedmate_oracle", "lucid_ebm", "same_user_gpus"}
     assert saved["extraction"]["static_new"]["mean_scored"] >= 0.9
+
+
+def test_cli_eval_advisor_with_the_real_agent(tmp_path: Path) -> None:
+    """`schedmate eval advisor` end to end on a tiny corpus, the real local LLM agent on 2 jobs."""
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from schedmate.cli import app
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["eval", "advisor", "--data", str(tmp_path / "data"), "--out", str(out),
+                                      "--history", "30", "--new", "8", "--seed", "5", "--agent-jobs", "2",
+                                      "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "advisor: 30+8 jobs" in result.output
+    report = json.loads((out / "advisor_eval.json").read_text())
+    assert report["agent"]["jobs"] == 2
+    assert set(report["results"]) >= {"schedmate", "lucid_ebm", "same_user_gpus"}
