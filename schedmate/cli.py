@@ -348,6 +348,118 @@ def eval_advisor(
     console.print(f"wrote {out}/advisor_eval.json and advisor_eval.md")
 
 
+experiment_app = typer.Typer(
+    help="The paper's case studies: a reference scheduler with and without SchedMate, real agents in the loop.",
+    no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
+ExpOut = Annotated[Path | None, typer.Option("--out", help="Output folder (default results/experiment-<name>).")]
+ExpSeeds = Annotated[int, typer.Option(help="Seeds (repeats).")]
+ExpLLM = Annotated[bool, typer.Option("--llm/--no-llm", help="Run the LLM agents (embedded local model; cached per artefact).")]
+ExpCache = Annotated[Path | None, typer.Option("--cache-dir", help="Agent-result cache (default <out>/cache).")]
+ExpPre = Annotated[bool, typer.Option("--precomputed/--no-precomputed",
+                                      help="Save each run's insights under <out>/insights and replay them on reruns.")]
+ExpHistory = Annotated[int, typer.Option(help="Prior historical jobs ingested before each run.")]
+
+
+def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, history: int) -> Any:
+    from schedmate.integrations.experiments.sources import SemanticSources
+
+    llm_cfg = None
+    if llm:
+        from schedmate.llm import LLMConfig
+
+        llm_cfg = LLMConfig(max_tokens=256, timeout_s=300.0, ctx=8192)
+    return SemanticSources(cache_dir=cache_dir or out / "cache", history=history, llm=llm_cfg,
+                           precomputed=out / "insights" if precomputed else None)
+
+
+def _say() -> Callable[[str], None]:
+    return lambda msg: err.log(msg)
+
+
+@experiment_app.command("lucid")
+def experiment_lucid(
+    out: ExpOut = None,
+    traces: Annotated[str, typer.Option(help="Comma-separated: helios, philly, synthetic.")] = "helios,philly",
+    seeds: ExpSeeds = 3,
+    jobs: Annotated[int, typer.Option(help="Synthetic trace size.")] = 1000,
+    sweep: Annotated[str, typer.Option(help="Detection rates for the sweep ('' for none).")] = "0,0.2,0.4,0.6,0.8,1",
+    gpus: Annotated[int | None, typer.Option(help="Fix the cluster size (skip sizing).")] = None,
+    llm: ExpLLM = False,
+    cache_dir: ExpCache = None,
+    precomputed: ExpPre = True,
+    history: ExpHistory = 500,
+) -> None:
+    """Lucid vs Lucid+SchedMate (bypass profiling, advisor durations, packing cancellation), ablations, sweep."""
+    from schedmate.integrations.experiments.lucid import run_lucid_experiment
+
+    out = out or Path("results/experiment-lucid")
+    names = [t.strip() for t in traces.split(",") if t.strip()]
+    with _sources(out, llm, cache_dir, precomputed, history) as make:
+        result = run_lucid_experiment(
+            out, make_source=make, source_label=make.label, traces=names, seeds=seeds, n_jobs=jobs,
+            sweep=tuple(float(x) for x in sweep.split(",") if x.strip()),
+            cluster_gpus={n: gpus for n in names} if gpus else None, progress=_say())
+        console.print(f"agents: {_agent_counts(make.stats())}")
+    console.print(str(result))
+
+
+@experiment_app.command("sia")
+def experiment_sia(
+    out: ExpOut = None,
+    seeds: ExpSeeds = 3,
+    workloads: Annotated[str | None, typer.Option(help="Comma-separated workload files under sia/workloads/.")] = None,
+    limit: Annotated[int | None, typer.Option(help="First N jobs of each workload.")] = None,
+    detection_rate: Annotated[float, typer.Option("--detection-rate", help="Share of jobs SchedMate sees.")] = 1.0,
+    t_prof: Annotated[float, typer.Option(help="Seconds of seed profiling per GPU type.")] = 120.0,
+    llm: ExpLLM = False,
+    cache_dir: ExpCache = None,
+    precomputed: ExpPre = True,
+    history: ExpHistory = 0,
+) -> None:
+    """Sia vs Sia+SchedMate (bootstrapping from similar jobs) vs a FIFO baseline on Sia's workloads."""
+    from schedmate.integrations.experiments.sia import DEFAULT_WORKLOADS, SiaExperimentConfig, run_sia_experiment
+
+    out = out or Path("results/experiment-sia")
+    cfg = SiaExperimentConfig(
+        workloads=tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS,
+        seeds=tuple(range(seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
+    with _sources(out, llm, cache_dir, precomputed, history) as make:
+        result = run_sia_experiment(out, make_source=make, config=cfg, progress=_say())
+        console.print(f"agents: {_agent_counts(make.stats())}")
+    console.print(str(result))
+
+
+@experiment_app.command("standalone")
+def experiment_standalone(
+    out: ExpOut = None,
+    trace: Annotated[str, typer.Option(help="philly (a week of Oct 2017) or synthetic.")] = "philly",
+    seeds: ExpSeeds = 3,
+    limit: Annotated[int | None, typer.Option(help="Earliest N jobs of the Philly week.")] = None,
+    jobs: Annotated[int, typer.Option(help="Synthetic trace size.")] = 2000,
+    gpus: Annotated[int | None, typer.Option(help="Fix the cluster size (skip sizing).")] = None,
+    llm: ExpLLM = False,
+    cache_dir: ExpCache = None,
+    precomputed: ExpPre = True,
+    history: ExpHistory = 500,
+) -> None:
+    """Standalone SchedMate (SJF on 3 most similar jobs + Failure Handler) vs FIFO, QSSF, Tiresias, failures on."""
+    from schedmate.integrations.experiments.standalone import run_standalone_experiment
+
+    out = out or Path("results/experiment-standalone")
+    with _sources(out, llm, cache_dir, precomputed, history) as make:
+        result = run_standalone_experiment(out, make_source=make, source_label=make.label, trace=trace, limit=limit,
+                                           n_jobs=jobs, seeds=seeds, gpus=gpus, progress=_say())
+        console.print(f"agents: {_agent_counts(make.stats())}")
+    console.print(str(result))
+
+
+def _agent_counts(stats: dict[str, Any]) -> str:
+    keys = ("jobs", "distinct_artefacts", "agent_runs", "cache_hits", "advise_matched", "advise_unmatched",
+            "track_runs", "diagnose_runs", "llm_calls")
+    return ", ".join(f"{k} {stats[k]}" for k in keys if k in stats)
+
+
 @app.command("data-dir")
 def data_dir_cmd() -> None:
     """Print where the shared reference data is looked for."""
