@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -170,12 +171,29 @@ def trace_info(
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/demo"),
-    jobs: Annotated[int, typer.Option(help="Synthetic jobs.")] = 2000,
+    jobs: Annotated[int, typer.Option(help="Synthetic jobs per case study.")] = 400,
+    history: Annotated[int, typer.Option(help="Historical jobs ingested into Redis first.")] = 300,
     seed: int = 0,
+    llm: Annotated[bool, typer.Option("--llm/--no-llm", help="Diagnose the failed job with the local LLM.")] = True,
 ) -> None:
-    """The main job on embedded defaults: baselines side by side on the synthetic default trace."""
-    simulate(trace="synthetic", policies=DEFAULT_POLICIES, cluster="64", limit=None, jobs=jobs, load=1.2,
-             fmt=None, placer="consolidate", seed=seed, colocate_info=None, out=out)
+    """The main job on embedded defaults: the whole pipeline (history → agents → Lucid/standalone case
+    studies → one failure diagnosed) and a report (report.md / report.html)."""
+    from schedmate.integrations.pipeline import MainJobConfig, run_main_job
+
+    t0 = time.perf_counter()
+    with err.status("SchedMate main job") as status:
+        def say(msg: str) -> None:
+            status.update(msg[:100])
+            err.log(msg)
+
+        report = run_main_job(out, MainJobConfig(jobs=jobs, history=history, seed=seed, llm=llm), progress=say)
+    table = Table("step", "status", "s", "result", title="SchedMate main job")
+    for name, step in report.steps.items():
+        table.add_row(name, step["status"], str(step.get("seconds", "")), step.get("summary") or step.get("error", ""))
+    console.print(table)
+    console.print(f"report: {out / 'report.html'} ({time.perf_counter() - t0:.0f} s)")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 redis_app = typer.Typer(help="The embedded Redis store (a real redis-server on loopback).", no_args_is_help=True)

@@ -37,7 +37,7 @@ from .job import FinalStatus, JobSpec, JobState, Phase, Placement
 from .placement import Consolidate, Placer
 from .policy import ClusterView, Policy
 
-_END, _WAKE, _ROUND, _PROGRESS = 0, 1, 2, 3
+_END, _WAKE, _ROUND, _PROGRESS, _RESUBMIT = 0, 1, 2, 3, 4
 _EPS = 1e-6
 
 Scaling = Callable[[JobSpec, int], float]
@@ -65,6 +65,11 @@ class SimConfig:
     restart_cost_large: float = 60.0
     large_job_gpus: int = 8
     checkpoint_interval: float | None = None  # periodic checkpoints (work-seconds); None: only on preemption
+    # A failed job its policy does not resume: None ends it as failed; a delay D means the user
+    # resubmits it D seconds later from its last checkpoint, as a new arrival (the policy sees
+    # `on_finish` for the failed attempt, phase FAILED, then `on_arrival` again; JCT counts from
+    # the first submit).
+    resubmit_delay: float | None = None
     max_time: float | None = None
     record_timeline: bool = True
 
@@ -171,9 +176,12 @@ class Simulator:
                 ai += 1
                 changed = True
             while heap and heap[0][0] <= t and heap[0][1] != _END:
-                _, kind, _, _, _ = heapq.heappop(heap)
+                _, kind, _, job_id, _ = heapq.heappop(heap)
                 self.events += 1
-                if kind == _WAKE:
+                if kind == _RESUBMIT:
+                    self._on_resubmit(self.jobs[job_id])  # type: ignore[index]
+                    changed = True
+                elif kind == _WAKE:
                     self._wake_times.discard(t)
                     changed = True
                 elif kind == _ROUND:
@@ -243,7 +251,7 @@ class Simulator:
             no_arrivals
             and bool(self.waiting)
             and not self.running
-            and not any(kind == _WAKE for _, kind, _, _, _ in self._heap)
+            and not any(kind in (_WAKE, _RESUBMIT) for _, kind, _, _, _ in self._heap)
         )
 
     def _stalled(self) -> None:
@@ -333,16 +341,30 @@ class Simulator:
         saved = max(job.checkpoint, math.floor(job.progress / ci) * ci if ci else 0.0)
         resubmit = self.policy.on_failure(job, self.view)
         self._release(job)
-        if resubmit:
+        delay = self.config.resubmit_delay
+        if resubmit or delay is not None:
             job.wasted_gpu_time += (job.progress - saved) * job.spec.num_gpus
             job.progress = job.checkpoint = saved
+        if resubmit:
             job.phase = Phase.QUEUED
             self.waiting[job.job_id] = job
             self.policy.on_requeue(job, self.view)
+        elif delay is not None:
+            job.phase = Phase.FAILED  # this attempt ended; the scheduler sees it finish
+            self.policy.on_finish(job, self.view)
+            job.phase = Phase.PENDING  # until the user resubmits it
+            heapq.heappush(self._heap, (self.now + delay, _RESUBMIT, next(self._seq), job.job_id, job.version))
         else:
             job.wasted_gpu_time = job.attained_gpu_time
             self._terminate(job, Phase.FAILED)
         return True
+
+    def _on_resubmit(self, job: JobState) -> None:
+        """The user resubmits a failed job (`SimConfig.resubmit_delay`): a new arrival."""
+        job.phase = Phase.QUEUED
+        job.last_update = self.now
+        self.waiting[job.job_id] = job
+        self.policy.on_arrival(job, self.view)
 
     def _terminate(self, job: JobState, phase: Phase) -> None:
         job.phase = phase

@@ -22,8 +22,10 @@ later jobs, as in a deployment.
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.evals.jobcorpus.mapping import size_class
-from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights
+from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models
 from schedmate.schedulers.job import JobSpec
 
 __all__ = ["SemanticSources", "independent_history"]
@@ -73,6 +75,9 @@ class SemanticSources:
     precomputed: Path | None = None  # save each source here / replay it when saved before
     _open: list[tuple[SimulationInsights, Path | None]] = field(default_factory=list, init=False, repr=False)
     _calls: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _models: dict[str, Any] | None = field(default=None, init=False, repr=False)  # MiniLM + classifier, loaded once
+    _redis_url_: str | None = field(default=None, init=False, repr=False)  # one loopback redis-server for all
+    _stack: ExitStack = field(default_factory=ExitStack, init=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -97,13 +102,24 @@ class SemanticSources:
             replay = SimulationInsights.load(saved, detection_rate=detection_rate)
             self._open.append((replay, None))
             return replay
+        if self._models is None:
+            self._models = load_agent_models()
         cfg = SimConfig(seed=seed, detection_rate=detection_rate, cache_dir=self.cache_dir, llm=self.llm,
-                        work_dir=self.work_dir, store_prefix=f"schedmate-sim-{seed}-{len(self._open)}")
-        source = SimulationInsights(cfg)
+                        work_dir=self.work_dir, redis_url=self._redis_url(),
+                        store_prefix=f"schedmate-sim-{seed}-{len(self._open)}")
+        source = SimulationInsights(cfg, **self._models)
         self._open.append((source, saved))
         source.prepare(specs, progress=self.progress)
         source.ingest_history(independent_history(specs, self.history, seed=seed))
         return source
+
+    def _redis_url(self) -> str:
+        if self._redis_url_ is None:
+            from schedmate.embeddings import redis_server
+
+            folder = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="schedmate-sources-"))
+            self._redis_url_ = str(self._stack.enter_context(redis_server.running_server(folder)).url)
+        return self._redis_url_
 
     def stats(self) -> dict[str, Any]:
         """Counters summed over every source built so far."""
@@ -123,6 +139,8 @@ class SemanticSources:
                     source.save(saved)
             finally:
                 source.close()
+        self._stack.close()
+        self._redis_url_ = None
 
     def __enter__(self) -> SemanticSources:
         return self

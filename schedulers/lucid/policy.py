@@ -32,7 +32,13 @@ unmodified):
 - `can_pack(job, view)`: may this job take part in packing at all (e.g. False once evicted);
 - `packing_enabled(view)`: the throttle;
 - `on_packed(job, host, view)`: `job` has just started on `host`'s GPUs (after the engine
-  applied the decision, so `view.now` is the packing time).
+  applied the decision, so `view.now` is the packing time);
+- `arrival_delay(job, view)`: seconds before an arriving job enters the profiler or the main
+  queue (default 0; an adapter charges e.g. its advisor's latency); the job waits, counted in
+  its JCT, and is routed at the first scheduling pass once the delay is over.
+
+A `profiler` passed to the constructor replaces the default one (e.g. one whose measurements
+carry a warm-up bias); it is used as given.
 
 Jobs that come back to the queue (an adapter's `Evict`, a preemption) rejoin the main queue and
 are re-estimated; a job marked `job.info["lucid_no_pack"] = True` is never packed again.
@@ -93,10 +99,11 @@ class Lucid(Policy):
         packing: bool = True,
         rules: BinderRules | None = None,
         seed: int = 0,
+        profiler: Profiler | None = None,
     ) -> None:
         self.table = load_default_table() if table is _DEFAULT else table
         self.analyzer = analyzer if analyzer is not None else (PackingAnalyzer(self.table, seed=seed) if self.table is not None else None)
-        self.profiler = Profiler(t_prof, prof_scale, prof_factor, self.table, keep_profiling_progress)
+        self.profiler = profiler if profiler is not None else Profiler(t_prof, prof_scale, prof_factor, self.table, keep_profiling_progress)
         self.estimator = estimator if estimator is not None else DurationEstimator(config=ebm or EBMConfig(random_state=seed))
         self.throttle = throttle if throttle is not None else Throttle(SubmissionForecaster(seed=seed), throttle_threshold)
         self.packing = packing
@@ -105,6 +112,7 @@ class Lucid(Policy):
         self.passes = {"packing": 0, "exclusive": 0}
         self._groups: dict[int, SortedList] = {}  # GPUs → main-queue keys
         self._pending: list[str] = []  # entered the main queue since the last pass, not yet estimated
+        self._held: list[tuple[float, str]] = []  # (release time, job id): arrival delays
         self._seq = 0
         self._fits_seen = 0
         self._ready = False
@@ -139,6 +147,10 @@ class Lucid(Policy):
     def on_packed(self, job: JobState, host: JobState, view: ClusterView) -> None:
         """`job` now shares the GPUs of `host` (called once the engine has applied it)."""
 
+    def arrival_delay(self, job: JobState, view: ClusterView) -> float:
+        """Seconds before an arriving job is routed (profiler or main queue); Lucid: none."""
+        return 0.0
+
     # ======================================================================== engine hooks
     def _setup(self, view: ClusterView) -> None:
         if self._ready:
@@ -152,12 +164,28 @@ class Lucid(Policy):
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
         self._setup(view)
         self.throttle.forecaster.observe(view.now)
+        delay = self.arrival_delay(job, view)
+        if delay > 0:
+            job.info["lucid_stage"] = "held"
+            heapq.heappush(self._held, (view.now + delay, job.job_id))
+            view.wake_at(view.now + delay)
+            return
+        self._route(job, view)
+
+    def _route(self, job: JobState, view: ClusterView) -> None:
         if self.should_profile(job, view):
             job.info["lucid_stage"] = "queued-profiling"
             self.profiler.enqueue(job)
         else:
             self.profiler.stats.skipped += 1
             self._to_main(job)
+
+    def _release_held(self, view: ClusterView) -> None:
+        while self._held and self._held[0][0] <= view.now + 1e-9:
+            _, job_id = heapq.heappop(self._held)
+            job = view.job(job_id)
+            if job.phase.is_waiting:
+                self._route(job, view)
 
     def on_start(self, job: JobState, view: ClusterView) -> None:
         if job.phase is Phase.PROFILING:
@@ -282,6 +310,8 @@ class Lucid(Policy):
     # ======================================================================== scheduling
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         self._setup(view)
+        if self._held:
+            self._release_held(view)
         self._flush(view)
         plan = view.plan()
         head = self._head()

@@ -1,0 +1,232 @@
+"""The main job: the whole SchedMate pipeline on embedded defaults, in minutes, with one report.
+
+    schedmate demo --out results/demo
+
+1. Redis, embedder and (optionally) the local LLM start on loopback on first use;
+2. a small history of jobs with generated code is ingested into Redis (`SemanticSources`);
+3. case 1 on the synthetic default trace: Lucid vs Lucid+SchedMate (real advisor and tracker);
+4. case 3 on the same kind of trace with failures on: standalone SchedMate (± Failure Handler)
+   vs FIFO, QSSF, Tiresias (real advisor and failure handler);
+5. one failed job's log is diagnosed end to end (locate → classify → similar → dry-run plan),
+   with the local LLM when it is installed (rules alone otherwise: the report says which);
+6. `report.md` and `report.html` (tables + JCT CDF plots) and `report.json` under `out`.
+
+Every step is timed; a step that fails is reported as failed and the rest still runs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MainJobConfig", "MainJobReport", "run_main_job"]
+
+
+@dataclass(frozen=True)
+class MainJobConfig:
+    jobs: int = 400  # synthetic trace size per case study
+    history: int = 300
+    seed: int = 0
+    llm: bool = True  # diagnose the failed job with the local LLM when available
+    cache_dir: Path | None = None  # agent-result cache (default <out>/cache)
+
+
+@dataclass
+class MainJobReport:
+    out: Path
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {status, seconds, summary}
+    lucid: Any = None
+    standalone: Any = None
+    diagnosis: dict[str, Any] | None = None
+    agents: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(s["status"] == "ok" for s in self.steps.values())
+
+
+Say = Callable[[str], None]
+
+
+@contextmanager
+def _step(report: MainJobReport, name: str, say: Say) -> Iterator[dict[str, Any]]:
+    entry: dict[str, Any] = {"status": "running"}
+    report.steps[name] = entry
+    say(f"{name} …")
+    t0 = time.perf_counter()
+    try:
+        yield entry
+        entry["status"] = "ok"
+    except Exception as exc:  # noqa: BLE001 -- one failed step must not lose the others' results
+        entry["status"] = "failed"
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+        entry["trace"] = traceback.format_exc(limit=6)
+        say(f"{name} failed: {entry['error']}")
+    finally:
+        entry["seconds"] = round(time.perf_counter() - t0, 1)
+
+
+def run_main_job(out: Path | str, config: MainJobConfig | None = None, *, progress: Say | None = None) -> MainJobReport:
+    from schedmate.integrations.experiments.lucid import run_lucid_experiment
+    from schedmate.integrations.experiments.sources import SemanticSources
+    from schedmate.integrations.experiments.standalone import run_standalone_experiment
+
+    cfg = config or MainJobConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _m: None)
+    report = MainJobReport(out)
+    with SemanticSources(cache_dir=cfg.cache_dir or out / "cache", history=cfg.history) as make:
+        with _step(report, "case 1: Lucid vs Lucid+SchedMate", say) as st:
+            report.lucid = run_lucid_experiment(
+                out / "lucid", make_source=make, source_label=make.label, traces=["synthetic"], seeds=[cfg.seed],
+                n_jobs=cfg.jobs, sweep=(), arms=["lucid", "lucid+sm", "tiresias", "qssf"], progress=say)
+            st["summary"] = report.lucid.summary
+        with _step(report, "case 3: standalone SchedMate with failures", say) as st:
+            report.standalone = run_standalone_experiment(
+                out / "standalone", make_source=make, source_label=make.label, trace="synthetic", n_jobs=cfg.jobs,
+                seeds=[cfg.seed], progress=say)
+            st["summary"] = report.standalone.summary
+        report.agents = make.stats()
+    with _step(report, "diagnose one failed job", say) as st:
+        report.diagnosis = diagnose_example(out / "failed-job", seed=cfg.seed, llm=cfg.llm, say=say)
+        st["summary"] = (f"{report.diagnosis['category']} / {report.diagnosis['reason']} "
+                         f"at line {report.diagnosis['line']} (LLM: {report.diagnosis['llm_status']})")
+    write_report(report)
+    return report
+
+
+def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[str, Any]:
+    """Generate one failed multi-node log (an InfiniBand fault under NCCL) and diagnose it."""
+    from contextlib import ExitStack
+
+    from schedmate.agents.failure.handler import FailureHandler
+    from schedmate.embeddings.classifier import LineClassifier
+    from schedmate.embeddings.embedder import make_embedder
+    from schedmate.evals.logcorpus.generator import generate_log
+    from schedmate.evals.logcorpus.spec import LogSpec, LogStatus
+    from schedmate.evals.logcorpus.taxonomy import FailureReason
+
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "train.log"
+    spec = LogSpec(n_lines=20_000, status=LogStatus.FAILED, failure_reason=FailureReason.NETWORK_ERROR, world_size=16)
+    _, labels = generate_log(spec, seed, out=log, log_id="demo-failed-job")
+    with ExitStack() as stack:
+        chat, llm_note = None, "disabled"
+        if llm:
+            try:
+                from schedmate.llm import LLMConfig, open_chat_model
+
+                chat = stack.enter_context(open_chat_model(LLMConfig()))
+            except Exception as exc:  # noqa: BLE001 -- no local model: rules only, said in the report
+                llm_note = f"unavailable ({type(exc).__name__}: {exc})"[:200]
+                say(f"local LLM unavailable, rules only: {llm_note}")
+        handler = FailureHandler(LineClassifier(make_embedder()), chat_model=chat)
+        diag = handler.diagnose(log, {"job_id": "demo-failed-job", "nodes": ["gpu-node-07", "gpu-node-08"]})
+    truth = labels.model_dump(mode="json")
+    first_line = (truth.get("failure") or {}).get("first_line")
+    line = diag.located.line_no if diag.located is not None else None
+    return {
+        "log": str(log), "lines": spec.n_lines, "status": diag.status,
+        "category": str(diag.category) if diag.category else None, "reason": str(diag.reason) if diag.reason else None,
+        "component": str(diag.component) if diag.component else None, "root_cause": diag.root_cause, "line": line,
+        "truth": {"reason": (truth.get("failure") or {}).get("reason"), "first_error_line": first_line},
+        "llm_status": diag.llm_status if chat is not None else llm_note,
+        "plan": diag.model_dump(mode="json").get("plan"), "diagnosis": diag.model_dump(mode="json"),
+    }
+
+
+# ===================================================================================== report
+
+
+def _table(rows: list[dict[str, Any]], cols: list[str]) -> list[list[str]]:
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v / 3600:.2f} h" if v > 1000 else f"{v:.3g}"
+        return "" if v is None else str(v)
+
+    return [[fmt(r.get(c)) for c in cols] for r in rows]
+
+
+def _rows(result: Any) -> list[dict[str, Any]]:
+    return list(getattr(result, "aggregate", None) or [])
+
+
+COLS = ["arm", "mean_jct_mean", "mean_wait_mean", "p99_jct_mean", "makespan_mean"]
+
+
+def write_report(report: MainJobReport) -> None:
+    out = report.out
+    plots = sorted(p for p in out.rglob("*.png") if "cache" not in p.parts)
+    md: list[str] = ["# SchedMate main job", ""]
+    md += ["| step | status | seconds | result |", "|---|---|---|---|"]
+    md += [f"| {n} | {s['status']} | {s.get('seconds', '')} | {s.get('summary') or s.get('error', '')} |"
+           for n, s in report.steps.items()]
+    for title, result in (("Case 1: Lucid vs Lucid+SchedMate", report.lucid),
+                          ("Case 3: standalone SchedMate, failures on", report.standalone)):
+        rows = _rows(result)
+        if not rows:
+            continue
+        cols = [c for c in COLS if c in rows[0]]
+        md += ["", f"## {title}", "", "| " + " | ".join(c.removesuffix("_mean") for c in cols) + " |",
+               "|" + "---|" * len(cols)]
+        md += ["| " + " | ".join(r) + " |" for r in _table(rows, cols)]
+    if report.diagnosis:
+        d = report.diagnosis
+        md += ["", "## A failed job, diagnosed", "",
+               f"- log: `{d['log']}` ({d['lines']} lines); truth: {d['truth']['reason']} at line {d['truth']['first_error_line']}",
+               f"- found: **{d['category']} / {d['reason']}** (component {d['component']}) at line {d['line']}; "
+               f"LLM: {d['llm_status']}", f"- root cause: `{d['root_cause']}`",
+               f"- recovery plan (dry-run): `{json.dumps(d['plan'], default=str)[:400]}`"]
+    if report.agents:
+        keys = ("jobs", "distinct_artefacts", "agent_runs", "cache_hits", "advise_matched", "advise_unmatched",
+                "track_runs", "diagnose_runs")
+        md += ["", "## Agent work", "", ", ".join(f"{k}: {report.agents[k]}" for k in keys if k in report.agents)]
+    md += ["", "## Plots", ""] + [f"![{p.stem}]({p.relative_to(out)})" for p in plots]
+    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    (out / "report.html").write_text(_html(md), encoding="utf-8")
+    (out / "report.json").write_text(json.dumps({
+        "steps": report.steps, "lucid": _rows(report.lucid), "standalone": _rows(report.standalone),
+        "diagnosis": report.diagnosis, "agents": report.agents}, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def _html(md: list[str]) -> str:
+    """A minimal rendering of the markdown above (headings, tables, bullets, images)."""
+    body: list[str] = []
+    in_table = False
+    for line in md:
+        if line.startswith("|"):
+            cells = [html.escape(c.strip()) for c in line.strip("|").split("|")]
+            if set("".join(cells)) <= {"-"}:
+                continue
+            if not in_table:
+                body.append("<table>")
+                in_table = True
+            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            body.append("</table>")
+            in_table = False
+        if line.startswith("## "):
+            body.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("# "):
+            body.append(f"<h1>{html.escape(line[2:])}</h1>")
+        elif line.startswith("!["):
+            src = line[line.index("(") + 1: -1]
+            body.append(f'<img src="{html.escape(src)}" style="max-width:48%">')
+        elif line.startswith("- "):
+            body.append(f"<p>• {html.escape(line[2:])}</p>")
+        elif line:
+            body.append(f"<p>{html.escape(line)}</p>")
+    if in_table:
+        body.append("</table>")
+    style = "body{font-family:sans-serif;max-width:1100px;margin:auto}td{border:1px solid #ccc;padding:3px 8px}"
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>SchedMate</title><style>{style}</style></head>" \
+           f"<body>{''.join(body)}</body></html>\n"

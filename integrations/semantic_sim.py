@@ -1,0 +1,862 @@
+"""`SimulationInsights`: the real SchedMate agents on generated artefacts, for the simulator.
+
+Spec §8: public traces carry no code or logs, so every job is given generated ones
+(`artefacts.plan_artefact`: a training repository + launch command and a log style, matched to
+its GPU request and length) and the **real** modules process them:
+
+- `advise`: the Metadata Extractor (static by default; the LLM agent when `SimConfig.llm` is set)
+  reads the repository; the fingerprint is embedded (MiniLM) and matched in a Redis `JobStore`
+  (cosine ≥ T, top-k); the answer is the mean duration / SM utilisation / memory / Lucid-style
+  single-job metrics of the matches;
+- `track`: a log of the job's workload whose step time grows by 1/slowdown when a co-located job
+  arrives is written in two parts and tailed by the Metric Tracker's `JobLogRegistry`, whose
+  `throughput_before_after` gives the reading;
+- `diagnose`: a failed log with the attempt's root cause (`artefacts.failure_truth`, Acme
+  taxonomy) goes through the `FailureHandler` (rules; LLM optional); `failure_truth` is the label.
+
+Costs are bounded: jobs share artefacts (608 distinct for 2,000 synthetic jobs, 883 for 10,000),
+and each agent result is cached by content hash (`insight_cache`) in memory and in `cache_dir`,
+so a second run makes zero agent calls. Models and Redis start only when first needed.
+`track` also answers None until `min_after_lines` progress lines can have been written since the
+event (`since_s` vs the log's interval × step time / slowdown), as a live tracker would.
+
+**Determinism.** Same trace, seed and config → same answers: artefacts, failures and detection
+are hash draws; the advisor's reported latency is a fixed `advisor_latency_s` (default 9 s, the
+paper's) and the diagnosis latency `diagnosis_latency_s` (default 10 s, spec §8.3) unless set to
+None (then the measured agent time, which varies run to run).
+
+**Detection** (`detection_rate` d): a job is seen by SchedMate iff hash(seed, job id) < d; unseen
+jobs get None from `advise` / `track` and are not recorded as history (diagnosis is unaffected).
+
+**History**: `ingest_history(specs)` stores earlier jobs (a trace prefix, or `synthetic_history`)
+with their trace durations and modelled utilisation; `record(job, finished=False)` stores a job
+of this run at arrival (matchable at once, no outcome yet: its id can appear in `similar_ids`,
+which is what Sia needs), `finished=True` stores its measured outcome. Durations and metrics are
+averaged over the (≤ k) best matches *that have an outcome*; `similar_ids` are the k best of all.
+
+**Precomputed mode**: `save(path)` writes, and `SimulationInsights.load(path)` replays without
+Redis or models (a question the saved run never asked answers None, counted as `replay_misses`):
+
+    {"format": "schedmate.sim-insights", "version": 1,
+     "config": {SimConfig fields except llm/redis/paths}, "modes": {"extract"|"track"|"diagnose": str},
+     "calibration": {"scale", "alpha", "cap", "count_share", "gpu_share"},
+     "artefacts": {artefact key: Artefact.to_dict()},
+     "jobs": {job id: [artefact key, GPU-seconds, GPUs]},
+     "advice": {job id: AdvisorInsight fields},              # as answered in the saved run
+     "track_logs": {"<artefact key>|<speed bucket>": log sha256},
+     "failure_logs": {failure log key: log sha256},
+     "cache": {"extract"|"track"|"diagnose": {"<sha256>:<mode>": result}}}
+
+Construction, as adapters and experiments use it:
+
+    with SimulationInsights(SimConfig(seed=1, detection_rate=0.8, cache_dir=".cache/sim")) as src:
+        src.prepare(trace_specs)                       # artefacts + extraction (cached)
+        src.ingest_history(synthetic_history(trace_specs, 500, seed=1))
+        ... simulate with src as the adapters' InsightSource ...
+        src.save("insights.json")
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from schedmate.integrations.artefacts import (
+    DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, failure_log_key,
+    failure_log_spec, failure_truth, modelled_metrics, plan_artefact, repo_hash, slowdown_bucket, track_log_spec,
+    unit_hash,
+)
+from schedmate.integrations.insight_cache import ContentCache
+from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
+
+if TYPE_CHECKING:
+    from schedmate.llm import LLMConfig
+
+__all__ = ["FORMAT", "PrepareReport", "SimConfig", "SimulationInsights", "load_agent_models", "synthetic_history"]
+
+FORMAT = "schedmate.sim-insights"
+_METRIC_KEYS = ("speed", "gpu_util", "gmem_util", "gmem")
+_BASE_COUNTERS = (
+    "advise_calls", "advise_matched", "advise_unmatched", "advise_undetected", "advise_no_fingerprint",
+    "track_calls", "track_undetected", "track_no_signal", "track_too_early", "diagnose_calls",
+    "diagnose_no_failure_found", "extract_runs", "extract_cache_hits", "track_runs", "track_cache_hits",
+    "diagnose_runs", "diagnose_cache_hits", "llm_calls", "no_artefact", "store_errors", "extract_errors",
+    "track_errors", "diagnose_errors", "replay_misses", "recorded_arrivals", "recorded_finished",
+    "history_ingested", "unmappable_jobs",
+)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """How simulated jobs get artefacts and how the agents answer; defaults are deterministic."""
+
+    seed: int = 0
+    detection_rate: float = 1.0
+    threshold: float = 0.9999  # T calibrated for MiniLM fingerprints (bench/results/advisor/advisor_eval.json)
+    top_k: int = 3
+    length_ratio: float = DEFAULT_RATIO  # log-scale grid of config lengths (×2 per cell)
+    variants: int = DEFAULT_VARIANTS  # code-style variants per (family, GPUs, length cell)
+    advisor_latency_s: float | None = 9.0  # None: measured extraction + retrieval time
+    diagnosis_latency_s: float | None = 10.0  # None: measured handler time
+    slowdown_step: float = 0.05  # speed ratios are bucketed to this step (one log per bucket)
+    min_after_lines: int = 3  # progress lines needed after the event (registry default)
+    track_lines: int = 600
+    failure_lines: int = 500
+    failure_variants: int = 2  # distinct failure logs per (log style, world size, reason)
+    infra_count_share: float = 0.11  # Acme: infrastructure share of failures ...
+    infra_gpu_share: float = 0.82  # ... and of failure GPU time
+    llm: LLMConfig | None = None  # None: static extractor, regex tracker, rule-based handler
+    llm_modules: tuple[str, ...] = ("advisor", "tracker", "failure")  # which agents use the LLM
+    redis_url: str | None = None  # None: a loopback redis-server of this source's own, started on demand
+    store_prefix: str = "schedmate-sim"
+    fresh_store: bool = True  # delete the prefix's keys on connect (each run its own history)
+    work_dir: Path | None = None  # generated repos / logs; None: a temporary folder
+    cache_dir: Path | None = None  # None: in-memory cache only
+    torch_threads: int | None = 1  # process-wide torch threads set when the embedder loads (batch-1
+    # embeddings on a shared CPU are ~10x faster with one thread); None leaves torch's setting
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.detection_rate <= 1.0:
+            raise ValueError(f"detection_rate must be in [0, 1], got {self.detection_rate}")
+        if self.top_k < 1 or self.variants < 1 or self.failure_variants < 1:
+            raise ValueError("top_k, variants and failure_variants must be >= 1")
+        if self.length_ratio <= 1.0 or not 0.0 < self.slowdown_step <= 0.5:
+            raise ValueError("length_ratio must be > 1 and slowdown_step in (0, 0.5]")
+        unknown = set(self.llm_modules) - {"advisor", "tracker", "failure"}
+        if unknown:
+            raise ValueError(f"unknown llm_modules {sorted(unknown)}")
+
+    def portable(self) -> dict[str, Any]:
+        """The fields a saved file records (no LLM, server or paths)."""
+        skip = {"llm", "redis_url", "work_dir", "cache_dir", "torch_threads"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        out["llm_modules"] = list(self.llm_modules)
+        return out
+
+
+@dataclass(frozen=True)
+class PrepareReport:
+    jobs: int
+    distinct_artefacts: int
+    detected_jobs: int
+    extractions_run: int
+    extraction_cache_hits: int
+    seconds: float
+    calibration: InfraCalibration | None = None
+
+
+@dataclass
+class _Job:
+    artefact: str
+    gpu_time: float
+    gpus: int
+
+
+@dataclass
+class _Agents:
+    """Lazily built models and services (none of them in replay mode)."""
+
+    embedder: Any = None
+    classifier: Any = None
+    tracker: Any = None
+    handler: Any = None
+    extractor: Any = None
+    chat: Any = None
+    retriever: Any = None
+    store: Any = None
+    store_down_until: float = 0.0
+    vectors: dict[str, Any] = field(default_factory=dict)  # artefact key -> fingerprint embedding
+    stack: ExitStack = field(default_factory=ExitStack)
+
+
+def load_agent_models(torch_threads: int | None = 1) -> dict[str, Any]:
+    """MiniLM and the line classifier, to share between sources (`SimulationInsights(cfg,
+    **models)`): loading them costs seconds per source, and a sweep builds dozens of sources."""
+    from schedmate.embeddings.classifier import LineClassifier
+    from schedmate.embeddings.embedder import make_embedder
+
+    if torch_threads:
+        import torch
+
+        torch.set_num_threads(torch_threads)
+    embedder = make_embedder()
+    return {"embedder": embedder, "classifier": LineClassifier(embedder)}
+
+
+def synthetic_history(specs: Sequence[JobSpec], n: int, *, seed: int, prefix: str = "hist") -> list[JobSpec]:
+    """`n` earlier jobs drawn from the same mix as `specs` (GPUs, status, duration × e^N(0, 0.15)),
+    ids `<prefix>-<i>`, submitted at 0: a history for traces that have no prefix of their own."""
+    if not specs or n <= 0:
+        return []
+    rng = np.random.default_rng([seed, 7919])
+    picks = rng.integers(len(specs), size=n)
+    noise = np.exp(rng.normal(0.0, 0.15, size=n))
+    out = []
+    for i, (j, f) in enumerate(zip(picks.tolist(), noise.tolist(), strict=True)):
+        s = specs[j]
+        attrs = {k: v for k, v in s.attributes.items() if k in ("application", "batch_size")}
+        out.append(JobSpec(job_id=f"{prefix}-{i}", submit_time=0.0, num_gpus=s.num_gpus,
+                           duration=max(1.0, s.duration * f), status=s.status, attributes=attrs))
+    return out
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return float(np.mean(vals)) if vals else None
+
+
+def _summarise(matches: Sequence[Any], k: int, latency_s: float) -> AdvisorInsight:
+    """k best matches' ids; means over the (≤ k) best that have an outcome (see module doc)."""
+    done = [m for m in matches if m.record is not None and m.record.outcome.duration is not None][:k]
+    outs = [m.record.outcome for m in done]
+    mets = [m.record.submitted.get("metrics") or {} for m in done]
+    metrics = {key: v for key in _METRIC_KEYS if (v := _mean(mt.get(key) for mt in mets)) is not None}
+    return AdvisorInsight(
+        similar_ids=tuple(m.job_id for m in matches[:k]),
+        duration_s=_mean(o.duration for o in outs),
+        duration_top3_s=_mean(o.duration for o in outs[:3]),
+        sm_util=_mean(o.sm_util for o in outs),
+        gpu_mem_gb=_mean(o.gpu_memory for o in outs),
+        metrics=metrics,
+        latency_s=latency_s,
+    )
+
+
+def _advice_dict(a: AdvisorInsight) -> dict[str, Any]:
+    d = asdict(a)
+    d["similar_ids"] = list(a.similar_ids)
+    d["metrics"] = dict(a.metrics)
+    return d
+
+
+def _advice_from(d: Mapping[str, Any]) -> AdvisorInsight:
+    return AdvisorInsight(**{**d, "similar_ids": tuple(d["similar_ids"]), "metrics": dict(d.get("metrics") or {})})
+
+
+def _fingerprint_of(extraction: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The extracted fields that are known (None when nothing was extracted)."""
+    fp = {k: v for k, v in (extraction.get("fields") or {}).items() if v is not None}
+    return fp or None
+
+
+def _final_status(job: JobState) -> FinalStatus:
+    return {Phase.COMPLETED: FinalStatus.COMPLETED, Phase.FAILED: FinalStatus.FAILED,
+            Phase.CANCELLED: FinalStatus.CANCELLED}.get(job.phase, job.spec.status)
+
+
+class SimulationInsights:
+    """`InsightSource` over the real agents (see the module docstring)."""
+
+    def __init__(self, config: SimConfig | None = None, *, embedder: Any = None, classifier: Any = None,
+                 chat_model: Any = None) -> None:
+        self.config = config or SimConfig()
+        self._replay = False
+        self._cache = ContentCache.open(self.config.cache_dir)
+        self._agents = _Agents(embedder=embedder, classifier=classifier, chat=chat_model)
+        self._own_work_dir = self.config.work_dir is None
+        self._work_dir = Path(tempfile.mkdtemp(prefix="schedmate-sim-")) if self._own_work_dir else Path(
+            self.config.work_dir)  # type: ignore[arg-type]
+        self._jobs: dict[str, _Job] = {}
+        self._artefacts: dict[str, Artefact] = {}
+        self._repo_hashes: dict[str, str] = {}
+        self._track_logs: dict[str, str] = {}
+        self._failure_logs: dict[str, str] = {}
+        self._advice: dict[str, dict[str, Any]] = {}
+        self._calibration: InfraCalibration | None = None
+        self._counts: Counter[str] = Counter()
+        self._modes = self._mode_names()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> SimulationInsights:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush the cache file, close the store, stop what was started, drop a temporary work dir."""
+        self._cache.flush()
+        self._agents.stack.close()
+        self._agents = _Agents()
+        if self._own_work_dir:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+
+    def flush(self) -> None:
+        self._cache.flush()
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    def prepare(self, specs: Iterable[JobSpec], *, extract: bool = True,
+                progress: Callable[[int, int], None] | None = None) -> PrepareReport:
+        """Give each job its artefact; with `extract`, run (or fetch) extraction once per distinct
+        artefact of a detected job. Recalibrates the failure model over all prepared jobs, so
+        prepare the whole trace in one call."""
+        t0 = time.perf_counter()
+        specs = list(specs)
+        keys: dict[str, None] = {}
+        for spec in specs:
+            try:
+                art = plan_artefact(spec, self.config.seed, ratio=self.config.length_ratio,
+                                    variants=self.config.variants)
+            except (KeyError, ValueError):
+                self._counts["unmappable_jobs"] += 1
+                continue
+            self._artefacts.setdefault(art.key, art)
+            self._jobs[spec.job_id] = _Job(art.key, spec.gpu_time, spec.num_gpus)
+            if self.detected(spec.job_id):
+                keys[art.key] = None
+        self._calibration = calibrate_infra([j.gpu_time for j in self._jobs.values()],
+                                            count_share=self.config.infra_count_share,
+                                            gpu_share=self.config.infra_gpu_share)
+        before = Counter(self._counts)
+        if extract and not self._replay:
+            for i, key in enumerate(keys):
+                self._fingerprint(self._artefacts[key])
+                if progress is not None:
+                    progress(i + 1, len(keys))
+            self._cache.flush()
+        return PrepareReport(
+            jobs=len(specs),
+            distinct_artefacts=len({self._jobs[s.job_id].artefact for s in specs if s.job_id in self._jobs}),
+            detected_jobs=sum(1 for s in specs if s.job_id in self._jobs and self.detected(s.job_id)),
+            extractions_run=self._counts["extract_runs"] - before["extract_runs"],
+            extraction_cache_hits=self._counts["extract_cache_hits"] - before["extract_cache_hits"],
+            seconds=round(time.perf_counter() - t0, 3), calibration=self._calibration,
+        )
+
+    def ingest_history(self, specs: Iterable[JobSpec], *, batch_size: int = 256) -> int:
+        """Store earlier jobs (trace duration, modelled utilisation and single-job metrics) as
+        matchable history. Raises if the store is unreachable (this is setup, not a query)."""
+        from schedmate.agents.advisor.retriever import HistoricalJob
+        from schedmate.embeddings.store import JobOutcome
+
+        if self._replay:
+            raise RuntimeError("a replayed source has a fixed history")
+        hist: list[Any] = []
+        for spec in specs:
+            art = plan_artefact(spec, self.config.seed, ratio=self.config.length_ratio, variants=self.config.variants)
+            art = self._artefacts.setdefault(art.key, art)
+            fp = self._fingerprint(art)
+            if not fp:
+                self._counts["history_without_fingerprint"] += 1
+                continue
+            m = modelled_metrics(art, spec.job_id, self.config.seed)
+            outcome = JobOutcome(duration=spec.duration, sm_util=m["sm_util"], gpu_util=m["gpu_util"],
+                                 gpu_memory=m["gpu_mem_gb"], final_status=spec.status)
+            hist.append(HistoricalJob(job_id=spec.job_id, metadata=fp, outcome=outcome, gpus=art.gpus, nodes=art.nodes,
+                                      submitted={"submit_time": spec.submit_time, "source": "history",
+                                                 "metrics": {k: m[k] for k in _METRIC_KEYS}}))
+        self._cache.flush()
+        n = self._retriever().ingest(hist, batch_size=batch_size) if hist else 0
+        self._counts["history_ingested"] += n
+        return n
+
+    # -- InsightSource --------------------------------------------------------------------------
+
+    def detected(self, job_id: str) -> bool:
+        """Whether SchedMate sees this job (deterministic in seed and job id)."""
+        return unit_hash("detect", self.config.seed, job_id) < self.config.detection_rate
+
+    def artefact(self, job_id: str) -> Artefact | None:
+        job = self._jobs.get(job_id)
+        return self._artefacts.get(job.artefact) if job else None
+
+    def advise(self, job: JobState) -> AdvisorInsight | None:
+        self._counts["advise_calls"] += 1
+        art = self._seen(job, "advise")
+        if art is None:
+            return None
+        if self._replay:
+            rec = self._advice.get(job.job_id)
+            if rec is None:
+                self._counts["replay_misses"] += 1
+                return None
+            return _advice_from(rec)
+        extraction = self._extraction(art)
+        if not _fingerprint_of(extraction):
+            self._counts["advise_no_fingerprint"] += 1
+            return None
+        t0 = time.perf_counter()
+        try:
+            matches = self._search(art, exclude=job.job_id)
+        except Exception as exc:  # noqa: BLE001 -- store/embedder down: SchedMate does not know
+            return self._failed("store_errors", exc)
+        measured = float(extraction.get("seconds", 0.0)) + (time.perf_counter() - t0)
+        latency = self.config.advisor_latency_s if self.config.advisor_latency_s is not None else measured
+        insight = _summarise(matches, self.config.top_k, latency)
+        self._counts["advise_matched" if insight.matched else "advise_unmatched"] += 1
+        self._advice[job.job_id] = _advice_dict(insight)
+        return insight
+
+    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+        self._counts["track_calls"] += 1
+        art = self._seen(job, "track")
+        if art is None:
+            return None
+        q = slowdown_bucket(slowdown, self.config.slowdown_step)
+        rec = self._track_record(art, q)
+        if rec is None:
+            return None
+        if rec.get("before") is None or rec.get("after") is None:
+            self._counts["track_no_signal"] += 1
+            return None
+        # the tracker needs `min_after_lines` progress lines written since the event
+        need_s = self.config.min_after_lines * art.log_interval * art.step_time_s / q
+        if since_s < need_s:
+            self._counts["track_too_early"] += 1
+            return None
+        return TrackerReading(before=rec["before"], after=rec["after"])
+
+    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
+        self._counts["diagnose_calls"] += 1
+        art = self.artefact(job.job_id)
+        if art is None or self._calibration is None:
+            self._counts["no_artefact"] += 1
+            return None
+        truth = failure_truth(job.spec, attempt, self.config.seed, self._calibration)
+        variant = int(unit_hash("failure-log", self.config.seed, job.job_id, attempt) * self.config.failure_variants)
+        rec = self._diagnosis_record(failure_log_key(art, truth.reason, variant))
+        if rec is None:
+            return None
+        if rec.get("status") != "failure_found" or rec.get("category") is None:
+            self._counts["diagnose_no_failure_found"] += 1
+            return None
+        measured = float(rec.get("seconds") or 0.0)
+        latency = self.config.diagnosis_latency_s if self.config.diagnosis_latency_s is not None else measured
+        return FailureInsight(infrastructure=rec["category"] == "infrastructure", category=rec["category"],
+                              reason=rec.get("reason") or "", component=rec.get("component"),
+                              action=rec.get("action"), latency_s=latency)
+
+    def failure_truth(self, job: JobState, attempt: int) -> FailureInsight | None:
+        """The injected root cause of the failed attempt (the label the diagnosis is judged by)."""
+        if self.artefact(job.job_id) is None or self._calibration is None:
+            return None
+        t = failure_truth(job.spec, attempt, self.config.seed, self._calibration)
+        infra = t.category == "infrastructure"
+        return FailureInsight(infrastructure=infra, category=t.category, reason=t.reason, component=t.component,
+                              action="resubmit_from_checkpoint" if infra else None, latency_s=0.0)
+
+    def record(self, job: JobState, *, finished: bool) -> None:
+        if self._replay:
+            self._counts["record_ignored_replay"] += 1
+            return
+        art = self.artefact(job.job_id)
+        if art is None or not self.detected(job.job_id):
+            return
+        fp = self._fingerprint(art)
+        if not fp:
+            return
+        from schedmate.agents.advisor.retriever import HistoricalJob
+        from schedmate.embeddings.store import JobOutcome
+
+        submitted: dict[str, Any] = {"submit_time": job.spec.submit_time, "source": "run"}
+        outcome = JobOutcome()
+        if finished:
+            m = modelled_metrics(art, job.job_id, self.config.seed)
+            measured = job.run_time if job.run_time > 0 else job.spec.duration
+            outcome = JobOutcome(duration=measured, sm_util=m["sm_util"], gpu_util=m["gpu_util"],
+                                 gpu_memory=m["gpu_mem_gb"], final_status=_final_status(job))
+            submitted["metrics"] = {k: m[k] for k in _METRIC_KEYS}
+        try:
+            self._retriever().ingest([HistoricalJob(job_id=job.job_id, metadata=fp, outcome=outcome, gpus=art.gpus,
+                                                    nodes=art.nodes, submitted=submitted)])
+            self._counts["recorded_finished" if finished else "recorded_arrivals"] += 1
+        except Exception as exc:  # noqa: BLE001 -- history is best effort
+            self._failed("store_errors", exc)
+
+    def stats(self) -> dict[str, Any]:
+        c = self._counts
+        cal = self._calibration
+        return {
+            **{k: 0 for k in _BASE_COUNTERS},
+            **dict(sorted(c.items())),
+            "agent_runs": c["extract_runs"] + c["track_runs"] + c["diagnose_runs"],
+            "cache_hits": c["extract_cache_hits"] + c["track_cache_hits"] + c["diagnose_cache_hits"],
+            "cache_misses": c["extract_runs"] + c["track_runs"] + c["diagnose_runs"],
+            "jobs": len(self._jobs),
+            "detected_jobs": sum(1 for j in self._jobs if self.detected(j)),
+            "distinct_artefacts": len({j.artefact for j in self._jobs.values()}),
+            "cache_entries": len(self._cache),
+            "modes": dict(self._modes),
+            "replay": self._replay,
+            "store_connected": self._agents.store is not None,
+            "models_loaded": self._agents.embedder is not None or self._agents.classifier is not None,
+            "detection_rate": self.config.detection_rate,
+            "infra_calibration": asdict(cal) if cal else None,
+        }
+
+    # -- precomputed mode -----------------------------------------------------------------------
+
+    def save(self, path: Path | str) -> None:
+        """Write everything this run answered (format in the module docstring)."""
+        used = {j.artefact for j in self._jobs.values()}
+        payload = {
+            "format": FORMAT, "version": 1, "config": self.config.portable(), "modes": self._modes,
+            "calibration": asdict(self._calibration) if self._calibration else None,
+            "artefacts": {k: self._artefacts[k].to_dict() for k in sorted(used)},
+            "jobs": {jid: [j.artefact, j.gpu_time, j.gpus] for jid, j in self._jobs.items()},
+            "advice": self._advice, "track_logs": self._track_logs, "failure_logs": self._failure_logs,
+            "cache": self._cache.tables,
+        }
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, sort_keys=True), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path | str, *, detection_rate: float | None = None) -> SimulationInsights:
+        """Replay a saved run without Redis or models. A different `detection_rate` thins the
+        saved answers (advice was computed with the saved run's history, so this is approximate)."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a {FORMAT} file")
+        cfg = dict(data["config"])
+        cfg["llm_modules"] = tuple(cfg.get("llm_modules", ()))
+        if detection_rate is not None:
+            cfg["detection_rate"] = detection_rate
+        self = cls(SimConfig(**cfg))
+        self._replay = True
+        self._modes = dict(data["modes"])
+        cal = data.get("calibration")
+        self._calibration = InfraCalibration(**cal) if cal else None
+        self._artefacts = {k: Artefact.from_dict(v) for k, v in data["artefacts"].items()}
+        self._jobs = {jid: _Job(a, float(g), int(n)) for jid, (a, g, n) in data["jobs"].items()}
+        self._advice = dict(data["advice"])
+        self._track_logs = dict(data["track_logs"])
+        self._failure_logs = dict(data["failure_logs"])
+        for table, entries in data["cache"].items():
+            self._cache.tables.setdefault(table, {}).update(entries)
+        return self
+
+    # -- internals: artefacts and extraction ----------------------------------------------------
+
+    def _seen(self, job: JobState, what: str) -> Artefact | None:
+        art = self.artefact(job.job_id)
+        if art is None:
+            self._counts["no_artefact"] += 1
+            return None
+        if not self.detected(job.job_id):
+            self._counts[f"{what}_undetected"] += 1
+            return None
+        return art
+
+    def _failed(self, counter: str, exc: BaseException) -> None:
+        self._counts[counter] += 1
+        self._counts[f"{counter}:{type(exc).__name__}"] += 1
+        return None
+
+    def _mode_names(self) -> dict[str, str]:
+        def llm_name(module: str) -> str | None:
+            if module not in self.config.llm_modules:
+                return None
+            if self._agents.chat is not None:
+                return f"llm:{getattr(self._agents.chat, 'model_name', 'chat')}"
+            if self.config.llm is not None:
+                return f"llm:{self.config.llm.model or self.config.llm.local_model_package}"
+            return None
+
+        return {"extract": llm_name("advisor") or "static", "track": llm_name("tracker") or "regex",
+                "diagnose": llm_name("failure") or "rules"}
+
+    def _repo_hash(self, art: Artefact) -> str:
+        h = self._repo_hashes.get(art.key)
+        if h is None:
+            h = self._repo_hashes[art.key] = repo_hash(art.render())
+        return h
+
+    def _extraction(self, art: Artefact) -> dict[str, Any]:
+        """The cached extraction record of `art` (running the extractor on a miss)."""
+        key = f"{self._repo_hash(art)}:{self._modes['extract']}"
+        rec = self._cache.get("extract", key)
+        if rec is not None:
+            self._counts["extract_cache_hits"] += 1
+            return rec
+        if self._replay:
+            self._counts["replay_misses"] += 1
+            return {"fields": {}, "error": "not in the saved run"}
+        try:
+            rec = self._run_extraction(art)
+        except Exception as exc:  # noqa: BLE001 -- a broken artefact is "no fingerprint", not a crash
+            self._failed("extract_errors", exc)
+            return {"fields": {}, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        self._cache.put("extract", key, rec)
+        return rec
+
+    def _fingerprint(self, art: Artefact) -> dict[str, Any] | None:
+        return _fingerprint_of(self._extraction(art))
+
+    def _run_extraction(self, art: Artefact) -> dict[str, Any]:
+        repo = art.render()
+        dest = self._work_dir / "repos" / self._repo_hash(art)[:20]
+        if not dest.is_dir():
+            repo.write(dest)
+        self._counts["extract_runs"] += 1
+        t0 = time.perf_counter()
+        if self._modes["extract"] == "static":
+            from schedmate.agents.advisor.static_extractor import extract_static
+
+            st = extract_static(dest, repo.command, gpus=art.gpus, nodes=art.nodes)
+            return {"fields": st.fields, "mode": "static", "seconds": round(time.perf_counter() - t0, 4)}
+        res = self._extractor().extract(dest, repo.command, gpus=art.gpus, nodes=art.nodes)
+        self._counts["llm_calls"] += res.model_calls
+        return {"fields": res.fields, "mode": self._modes["extract"], "llm_status": res.llm_status,
+                "model_calls": res.model_calls, "seconds": round(time.perf_counter() - t0, 4)}
+
+    def _search(self, art: Artefact, *, exclude: str) -> list[Any]:
+        """The store's best matches (cosine >= T) of the artefact's fingerprint, best first,
+        without the asking job itself: a pool of 4k, so `_summarise` finds k with outcomes."""
+        retriever = self._retriever()
+        vec = self._vector(art)
+        pool = max(4 * self.config.top_k, 12)
+        matches = retriever.store.search(vec, k=pool + 1, threshold=self.config.threshold, with_records=True)
+        return [m for m in matches if m.job_id != exclude][:pool]
+
+    def _vector(self, art: Artefact) -> Any:
+        """Fingerprint embedding of `art`; on a miss, every known detected artefact is embedded
+        in one batch (batches cost a fraction of single texts per text)."""
+        vectors = self._agents.vectors
+        if art.key not in vectors:
+            todo: dict[str, Artefact] = {art.key: art}
+            for jid, j in self._jobs.items():
+                if j.artefact not in vectors and j.artefact not in todo and self.detected(jid):
+                    todo[j.artefact] = self._artefacts[j.artefact]
+            texts: dict[str, str] = {}
+            retriever = self._retriever()
+            for key, a in todo.items():
+                fp = self._fingerprint(a)
+                if fp:
+                    texts[key] = retriever.text(fp, a.gpus, a.nodes)
+            rows = self._embedder().embed(list(texts.values())) if texts else []
+            vectors.update(zip(texts, rows, strict=True))
+        return vectors[art.key]
+
+    # -- internals: logs --------------------------------------------------------------------------
+
+    def _log_path(self, kind: str, h: str) -> Path:
+        path = self._work_dir / "logs" / f"{kind}-{h[:20]}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _track_text(self, art: Artefact, q: float) -> tuple[str, int]:
+        """The slowed log and the line where the co-located job's effect starts."""
+        from schedmate.evals.logcorpus.generator import generate_log
+
+        spec, seed = track_log_spec(art, q, n_lines=self.config.track_lines)
+        text, labels = generate_log(spec, seed)
+        assert isinstance(text, str)
+        slow = labels.truth.slowdown
+        lines = labels.truth.progress_lines
+        if slow is not None:
+            split = slow.at_line
+        else:  # no slowdown (speed ratio 1): the middle progress line
+            split = int(lines[len(lines) // 2]) if len(lines) else text.count("\n") // 2
+        return text, int(split)
+
+    def _track_record(self, art: Artefact, q: float) -> dict[str, Any] | None:
+        memo = f"{art.key}|{q}"
+        h = self._track_logs.get(memo)
+        made: tuple[str, int] | None = None
+        if h is None:
+            if self._replay:
+                self._counts["replay_misses"] += 1
+                return None
+            made = self._track_text(art, q)
+            h = self._track_logs[memo] = content_hash(made[0].encode("utf-8"))
+        key = f"{h}:{self._modes['track']}"
+        rec = self._cache.get("track", key)
+        if rec is not None:
+            self._counts["track_cache_hits"] += 1
+            return rec
+        if self._replay:
+            self._counts["replay_misses"] += 1
+            return None
+        try:
+            text, split = made or self._track_text(art, q)
+            rec = self._run_tracker(text, split, self._log_path("track", h))
+        except Exception as exc:  # noqa: BLE001 -- an agent failure is "no signal", not a crash
+            return self._failed("track_errors", exc)
+        self._cache.put("track", key, rec)
+        return rec
+
+    def _run_tracker(self, text: str, split: int, path: Path) -> dict[str, Any]:
+        """Write the log up to the event, poll, append the rest, poll again: the registry's own
+        before/after comparison, around a time just after the last line seen before the event."""
+        from schedmate.agents.tracker.registry import JobLogRegistry
+
+        self._counts["track_runs"] += 1
+        t0 = time.perf_counter()
+        lines = text.splitlines(keepends=True)
+        path.write_text("".join(lines[:split]), encoding="utf-8")
+        clock = [1000.0]
+        reg = JobLogRegistry(self._tracker(), clock=lambda: clock[0], attach_bytes=None)
+        try:
+            reg.register("job", path, start="begin")
+            current = reg.current_throughput("job")
+            last_seen = current.window[1] if current is not None and current.window[1] is not None else clock[0]
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write("".join(lines[split:]))
+            clock[0] = 2000.0
+            cmp = reg.throughput_before_after("job", last_seen + 1e-3, min_after_lines=self.config.min_after_lines)
+        finally:
+            reg.close()
+        llm = sum(t.report.stats.llm_calls for t in (cmp.before, cmp.after) if t is not None)
+        self._counts["llm_calls"] += llm
+        before = after = None
+        if cmp.ratio is not None and cmp.before is not None and cmp.after is not None:
+            if cmp.before.unit == cmp.after.unit:
+                before, after = cmp.before.value, cmp.after.value
+            else:
+                b, a = cmp.before.report.throughput, cmp.after.report.throughput
+                before, after = (b.value, a.value) if b is not None and a is not None else (None, None)
+        return {"before": before, "after": after, "unit": cmp.unit, "reason": cmp.reason, "llm_calls": llm,
+                "seconds": round(time.perf_counter() - t0, 4)}
+
+    def _diagnosis_record(self, fkey: str) -> dict[str, Any] | None:
+        from schedmate.evals.logcorpus.generator import generate_log
+
+        h = self._failure_logs.get(fkey)
+        text: str | None = None
+        if h is None:
+            if self._replay:
+                self._counts["replay_misses"] += 1
+                return None
+            spec, seed = failure_log_spec(fkey, n_lines=self.config.failure_lines)
+            out, _ = generate_log(spec, seed)
+            text = str(out)
+            h = self._failure_logs[fkey] = content_hash(text.encode("utf-8"))
+        key = f"{h}:{self._modes['diagnose']}"
+        rec = self._cache.get("diagnose", key)
+        if rec is not None:
+            self._counts["diagnose_cache_hits"] += 1
+            return rec
+        if self._replay:
+            self._counts["replay_misses"] += 1
+            return None
+        try:
+            if text is None:
+                spec, seed = failure_log_spec(fkey, n_lines=self.config.failure_lines)
+                text = str(generate_log(spec, seed)[0])
+            path = self._log_path("failure", h)
+            path.write_text(text, encoding="utf-8")
+            rec = self._run_handler(path, int(fkey.split("|")[1][1:]))
+        except Exception as exc:  # noqa: BLE001 -- an agent failure is "no diagnosis", not a crash
+            return self._failed("diagnose_errors", exc)
+        self._cache.put("diagnose", key, rec)
+        return rec
+
+    def _run_handler(self, path: Path, world: int) -> dict[str, Any]:
+        self._counts["diagnose_runs"] += 1
+        d = self._handler().diagnose(path, {"job_id": "sim-failure", "nodes": ["node-0"], "num_gpus": world})
+        if d.llm_status == "ok":
+            self._counts["llm_calls"] += 1
+        action = d.plan.actions[0].kind.value if d.plan is not None and d.plan.actions else None
+        return {"status": d.status, "category": d.category.value if d.category else None,
+                "reason": d.reason.value if d.reason else None,
+                "component": d.component.value if d.component else None, "action": action,
+                "llm_status": d.llm_status, "seconds": float(d.timings_s.get("total", 0.0))}
+
+    # -- internals: models and services (lazy) --------------------------------------------------
+
+    def _embedder(self) -> Any:
+        if self._agents.embedder is None:
+            from schedmate.embeddings.embedder import make_embedder
+
+            if self.config.torch_threads:
+                import torch
+
+                torch.set_num_threads(self.config.torch_threads)
+            self._agents.embedder = make_embedder()
+        return self._agents.embedder
+
+    def _classifier(self) -> Any:
+        if self._agents.classifier is None:
+            from schedmate.embeddings.classifier import LineClassifier
+
+            self._agents.classifier = LineClassifier(self._embedder())
+        return self._agents.classifier
+
+    def _chat(self, module: str) -> Any:
+        if module not in self.config.llm_modules:
+            return None
+        if self._agents.chat is None and self.config.llm is not None:
+            from schedmate.llm import open_chat_model
+
+            self._agents.chat = self._agents.stack.enter_context(open_chat_model(self.config.llm))
+        return self._agents.chat
+
+    def _tracker(self) -> Any:
+        if self._agents.tracker is None:
+            from schedmate.agents.tracker.tracker import MetricTracker
+
+            self._agents.tracker = MetricTracker(self._classifier(), self._chat("tracker"))
+        return self._agents.tracker
+
+    def _handler(self) -> Any:
+        if self._agents.handler is None:
+            from schedmate.agents.failure.handler import FailureHandler
+
+            self._agents.handler = FailureHandler(self._classifier(), chat_model=self._chat("failure"))
+        return self._agents.handler
+
+    def _extractor(self) -> Any:
+        if self._agents.extractor is None:
+            from schedmate.agents.advisor.agent import MetadataExtractor
+
+            self._agents.extractor = MetadataExtractor(self._chat("advisor"))
+        return self._agents.extractor
+
+    def _retriever(self) -> Any:
+        """The retriever over the run's store (connecting, or starting redis, on first use).
+        After a failed connect, further attempts wait 30 s so an outage costs one timeout."""
+        a = self._agents
+        if a.retriever is not None:
+            return a.retriever
+        if time.monotonic() < a.store_down_until:
+            raise ConnectionError("job store unavailable (recent connect failed)")
+        from schedmate.agents.advisor.retriever import SimilarJobRetriever
+        from schedmate.embeddings.store import JobStore
+
+        try:
+            url = self.config.redis_url
+            if url is None:
+                from schedmate.embeddings.redis_server import running_server
+
+                # a server of its own (own data dir): sources sharing a work dir never stop each other's
+                self._work_dir.mkdir(parents=True, exist_ok=True)
+                data = Path(tempfile.mkdtemp(prefix="redis-", dir=self._work_dir))
+                a.stack.callback(shutil.rmtree, data, True)
+                url = a.stack.enter_context(running_server(data)).url
+            embedder = self._embedder()
+            if self.config.fresh_store:
+                _clear_prefix(url, self.config.store_prefix)
+            a.store = JobStore.connect(url, embedder.dim, prefix=self.config.store_prefix, retries=1, timeout_s=2.0)
+        except Exception:
+            a.store_down_until = time.monotonic() + 30.0
+            raise
+        a.stack.callback(a.store.close)
+        a.retriever = SimilarJobRetriever(a.store, embedder, threshold=self.config.threshold, top_k=self.config.top_k)
+        return a.retriever
+
+
+def _clear_prefix(url: str, prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url, protocol=2, socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        for start in range(0, len(keys), 1000):
+            client.delete(*keys[start:start + 1000])
+    finally:
+        client.close()

@@ -1,0 +1,168 @@
+"""Sia+SchedMate (spec §5.2): pre-profiling-free bootstrapping on top of the unmodified Sia policy.
+
+Vanilla Sia profiles every new job on one GPU of each type for `profile_seconds` (t_prof, spec
+§8.2: 120 s) before it enters the ILP. `SiaSchedMate` subclasses `Sia` and overrides only its
+bootstrapping hooks:
+
+- at arrival it tells the `InsightSource` about the job (`record(job, finished=False)`) and asks
+  the advisor (`advise(job)`);
+- if the advisor names similar jobs, the most similar *earlier* job of this run that already has
+  a model (`Sia.model_of`: measured, not still profiling) is the donor: the new job starts from a
+  copy of the donor's current model — per-GPU-type fitted `PerfParams`, every recorded
+  (nodes, replicas, batch) → (step, sync) point and the latest gradient statistics — under its
+  *own* application's batch limits, skips profiling and only waits the advisor's latency
+  (`AdvisorInsight.latency_s` when positive, else `advisor_latency_s`, ≈ 9 s, holding no GPUs);
+- otherwise (no insight, no match, or no donor with a model yet) it profiles as Sia does; an
+  advised job still waits the advisor latency first.
+
+Either way Sia's profile-as-you-go refines the job's model as it runs; Sia keeps every job's live
+model (and finished jobs' final ones), which is the registry later jobs copy from. A donor of a
+different application is still used (the advisor said it is similar) and counted as `wrong_app`:
+an honest signal of match quality, whose cost shows up in the JCTs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.schedulers.job import JobState
+from schedmate.schedulers.policy import ClusterView
+from schedmate.schedulers.sia.jobs import SiaJobModel, job_application
+from schedmate.schedulers.sia.policy import Sia
+from schedmate.schedulers.sia.profiles import load_app
+
+__all__ = ["Bootstrap", "SiaSchedMate", "SiaSMCounters", "copy_model", "pick_donor"]
+
+DEFAULT_ADVISOR_LATENCY_S = 9.0
+
+
+@dataclass
+class SiaSMCounters:
+    """What the adapter did with the advisor's answers (one count per arriving job)."""
+
+    arrivals: int = 0
+    advised: int = 0  # the source answered (detected)
+    matched: int = 0  # ... with at least one similar job
+    bootstrapped: int = 0  # ... and a donor with a model: profiling skipped
+    no_donor: int = 0  # matched, but no earlier job of this run had a model: profiled
+    wrong_app: int = 0  # bootstrapped from a job of another application
+    advisor_seconds: float = 0.0  # latency charged to advised jobs
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How one job was bootstrapped (`donor` None: Sia's own profiling)."""
+
+    job_id: str
+    app: str
+    donor: str | None
+    donor_app: str | None
+    delay_s: float
+
+    @property
+    def wrong_app(self) -> bool:
+        return self.donor is not None and self.donor_app != self.app
+
+
+def pick_donor(
+    similar_ids: Sequence[str], job_id: str, model_of: Callable[[str], SiaJobModel | None]
+) -> str | None:
+    """The most similar job (first in `similar_ids`) other than `job_id` that has a model."""
+    for sid in similar_ids:
+        if sid != job_id and model_of(sid) is not None:
+            return sid
+    return None
+
+
+def copy_model(donor: SiaJobModel, app_name: str, *, root: Path | str | None = None) -> SiaJobModel:
+    """An independent copy of `donor`'s throughput model for a job of application `app_name`.
+
+    Profiles, fitted params, gradient statistics and run-on types are the donor's; batch limits
+    (and the restart penalty Sia reads from the model) are the new job's own application's.
+    """
+    model = donor.copy()
+    if donor.app.name != app_name:
+        model.app = load_app(app_name, root)
+    model.source = "history"
+    return model
+
+
+class SiaSchedMate(Sia):
+    """Sia with SchedMate's pre-profiling-free bootstrapping (see the module docstring).
+
+    `source`: the insight source; `advisor_latency_s`: seconds an advised job waits when the
+    source reports no latency of its own; other keyword arguments go to `Sia` (e.g.
+    `profile_seconds`, the t_prof charged to jobs that are not bootstrapped).
+    """
+
+    name = "sia+sm"
+
+    def __init__(self, source: InsightSource, *, advisor_latency_s: float = DEFAULT_ADVISOR_LATENCY_S, **sia_kwargs: Any) -> None:
+        super().__init__(**sia_kwargs)
+        self.source = source
+        self.advisor_latency_s = advisor_latency_s
+        self.counters = SiaSMCounters()
+        self.bootstraps: dict[str, Bootstrap] = {}
+
+    # ------------------------------------------------------------------ Sia's hooks
+    def bootstrap(self, job: JobState, view: ClusterView) -> SiaJobModel:
+        c = self.counters
+        c.arrivals += 1
+        app = job_application(job.spec)
+        self.source.record(job, finished=False)
+        insight = self.source.advise(job)
+        delay = self._latency(insight)
+        donor = None
+        if insight is not None:
+            c.advised += 1
+            c.advisor_seconds += delay
+            if insight.matched:
+                c.matched += 1
+                donor = pick_donor(insight.similar_ids, job.job_id, self.model_of)
+                if donor is None:
+                    c.no_donor += 1
+        if donor is None:
+            self.bootstraps[job.job_id] = Bootstrap(job.job_id, app, None, None, delay)
+            return super().bootstrap(job, view)
+        source_model = self.model_of(donor)
+        assert source_model is not None
+        record = Bootstrap(job.job_id, app, donor, source_model.app.name, delay)
+        self.bootstraps[job.job_id] = record
+        c.bootstrapped += 1
+        c.wrong_app += record.wrong_app
+        return copy_model(source_model, app, root=self.throughput.root)
+
+    def profiling_seconds(self, job: JobState, model: SiaJobModel) -> float:
+        b = self.bootstraps.get(job.job_id)
+        return 0.0 if b is not None and b.donor is not None else super().profiling_seconds(job, model)
+
+    def delay_seconds(self, job: JobState, model: SiaJobModel) -> float:
+        b = self.bootstraps.get(job.job_id)
+        return b.delay_s if b is not None else 0.0
+
+    def on_finish(self, job: JobState, view: ClusterView) -> None:
+        super().on_finish(job, view)
+        self.source.record(job, finished=True)
+
+    # ------------------------------------------------------------------ reporting
+    def _latency(self, insight: AdvisorInsight | None) -> float:
+        if insight is None:
+            return 0.0
+        return insight.latency_s if insight.latency_s > 0 else self.advisor_latency_s
+
+    def info(self) -> dict[str, Any]:
+        """Counters for reports: bootstrap share, profiling GPU-hours, wrong-app copies, source."""
+        c = self.counters
+        return {
+            **asdict(c),
+            "bootstrap_share": c.bootstrapped / c.arrivals if c.arrivals else 0.0,
+            "wrong_app_share": c.wrong_app / c.bootstrapped if c.bootstrapped else 0.0,
+            "profiled_jobs": self.stats.profiled_jobs,
+            "profiling_gpu_hours": self.stats.profiling_gpu_seconds / 3600.0,
+            "t_prof_s": self.profile_seconds,
+            "source": self.source.stats(),
+        }

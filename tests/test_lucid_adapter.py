@@ -1,0 +1,291 @@
+"""Lucid+SchedMate: each enhancement on hand-worked scenarios, with a fixed InsightSource.
+
+The source is a plain class answering fixed insights (this tests the scheduler, not the store).
+Unless a test says otherwise the cluster has one 1-GPU main node and no profiling pool, the
+table below gives the workloads' metrics, and co-location speeds are constant. JCT = end - submit;
+a relaunch pays the engine's 40 s restart cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pytest
+
+from schedmate.integrations.experiments.common import NullInsights, OracleInsights
+from schedmate.integrations.insights import AdvisorInsight, InsightSource, TrackerReading
+from schedmate.integrations.lucid_adapter import Cancellation, Flags, LucidSchedMate, metrics_from_advice
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.engine import simulate
+from schedmate.schedulers.interference import ConstantInterference
+from schedmate.schedulers.job import JobSpec, JobState, Phase
+from schedmate.schedulers.lucid import EBMConfig, Lucid, Metrics, WorkloadTable
+from schedmate.schedulers.policy import ClusterView
+
+
+def workload(model: str) -> dict[str, object]:
+    return {"model": model, "dataset": "d", "batch_size": 32, "amp": 0}
+
+
+LIGHT, MEDIUM, HEAVY = workload("light"), workload("medium"), workload("heavy")
+TABLE = WorkloadTable(
+    {
+        ("light", "d", 32, 0): (Metrics(speed=900, gpu_util=20, gmem_util=5, gmem=2000), 0),
+        ("medium", "d", 32, 0): (Metrics(speed=500, gpu_util=55, gmem_util=30, gmem=6000), 1),
+        ("heavy", "d", 32, 0): (Metrics(speed=100, gpu_util=98, gmem_util=80, gmem=9000), 2),
+    }
+)
+ADVISED = Metrics(speed=950, gpu_util=22, gmem_util=6, gmem=2100)  # what history says about a job
+
+
+def match(duration: float, metrics: Metrics | None = ADVISED, latency: float = 0.0) -> AdvisorInsight:
+    return AdvisorInsight(
+        similar_ids=("hist-1", "hist-2"),
+        duration_s=duration,
+        duration_top3_s=duration,
+        sm_util=metrics.gpu_util if metrics else None,
+        metrics=asdict(metrics) if metrics else {},
+        latency_s=latency,
+    )
+
+
+NO_MATCH = AdvisorInsight(similar_ids=(), duration_s=None, duration_top3_s=None, sm_util=None)
+
+
+@dataclass
+class FixedInsights:
+    """Answers fixed advice per job id; tracks every job as before = 1, after = slowdown."""
+
+    advice: dict[str, AdvisorInsight] = field(default_factory=dict)
+    trackable: bool = True
+    reads_after: bool = True
+    ready_after_s: float = 0.0  # no reading at all before this long after the event (too few lines)
+    track_calls: list[tuple[str, float, float]] = field(default_factory=list)
+    recorded: list[tuple[str, bool]] = field(default_factory=list)
+
+    def advise(self, job: JobState) -> AdvisorInsight | None:
+        return self.advice.get(job.job_id)
+
+    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+        self.track_calls.append((job.job_id, round(slowdown, 6), round(since_s, 6)))
+        if not self.trackable or since_s < self.ready_after_s:
+            return None
+        return TrackerReading(before=1.0, after=slowdown if since_s > 0 and self.reads_after else None)
+
+    def diagnose(self, job, *, attempt):
+        return None
+
+    def record(self, job: JobState, *, finished: bool) -> None:
+        self.recorded.append((job.job_id, finished))
+
+    def stats(self) -> dict:
+        return {"track_calls": len(self.track_calls)}
+
+
+class Spy(LucidSchedMate):
+    """Records every start: (time, job, phase)."""
+
+    def __init__(self, source: InsightSource, **kw) -> None:
+        kw.setdefault("table", TABLE)
+        kw.setdefault("ebm", EBMConfig.fast())
+        super().__init__(source, **kw)
+        self.starts: list[tuple[float, str, Phase]] = []
+
+    def on_start(self, job: JobState, view: ClusterView) -> None:
+        self.starts.append((view.now, job.job_id, job.phase))
+        super().on_start(job, view)
+
+
+def run(policy, jobs, cluster="1", factor=0.4) -> dict[str, JobState]:
+    result = simulate(jobs, ClusterSpec.parse(cluster), policy, interference=ConstantInterference(factor))
+    assert all(j.phase.is_terminal for j in result.jobs)
+    return {j.job_id: j for j in result.jobs}
+
+
+def ends(jobs: dict[str, JobState]) -> dict[str, float]:
+    return {k: round(j.end_time, 6) for k, j in jobs.items()}
+
+
+# ======================================================================== bypass + duration
+
+
+def test_a_matched_job_skips_the_profiler_and_is_ranked_by_the_advisors_duration():
+    # Pool = node 0 (4 GPUs), main = node 1. M is matched: it starts on the main node at 0 and is
+    # scored on the advised metrics. U has no match: Lucid profiles it on the pool and its
+    # estimate comes from the EBM, not from any advice.
+    source = FixedInsights({"M": match(123.0), "U": NO_MATCH})
+    policy = Spy(source, prof_scale=1, t_prof=100, packing=False)
+    jobs = run(policy, [JobSpec("M", 0, 1, 300, attributes=LIGHT), JobSpec("U", 0, 1, 300, attributes=LIGHT)], "2x4")
+    assert (0, "M", Phase.RUNNING) in policy.starts and (0, "U", Phase.PROFILING) in policy.starts
+    assert not any(j == "M" and p is Phase.PROFILING for _, j, p in policy.starts)
+    assert jobs["M"].info["lucid_estimate"] == 123.0 and jobs["U"].info["lucid_estimate"] != 123.0
+    assert jobs["M"].info["lucid_features"][5:] == tuple(ADVISED.as_list())
+    assert "lucid_metrics" not in jobs["M"].info and jobs["U"].info["lucid_metrics"] == TABLE.lookup(LIGHT)
+    sm = policy.info()["schedmate"]
+    assert (sm["advised"], sm["matched"], sm["bypassed"], sm["advisor_estimated"]) == (2, 1, 1, 1)
+    assert sm["profiler_gpu_s_saved"] == 100.0  # min(T_prof, 300 s) x 1 GPU
+    assert policy.profiler.stats.profiled == 1
+    assert sorted(source.recorded) == [("M", False), ("M", True), ("U", False), ("U", True)]
+
+
+def test_an_incomplete_advised_profile_is_not_used_the_job_is_profiled_but_its_duration_is():
+    partial = AdvisorInsight(("h",), 77.0, 77.0, sm_util=40.0, metrics={})
+    policy = Spy(FixedInsights({"J": partial}), prof_scale=1, t_prof=100, packing=False)
+    jobs = run(policy, [JobSpec("J", 0, 1, 300, attributes=LIGHT)], "2x4")
+    assert policy.starts[0] == (0, "J", Phase.PROFILING)
+    assert jobs["J"].info["lucid_estimate"] == 77.0
+
+
+def test_metrics_from_advice_reads_aliases_and_needs_all_four():
+    full = AdvisorInsight(("h",), 1.0, 1.0, sm_util=50.0, gpu_mem_gb=2.0, metrics={"speed": 10.0, "mem_util": 7.0})
+    assert metrics_from_advice(full) == Metrics(speed=10.0, gpu_util=50.0, gmem_util=7.0, gmem=2048.0)
+    assert metrics_from_advice(AdvisorInsight(("h",), 1.0, 1.0, sm_util=50.0)) is None
+    assert metrics_from_advice(NO_MATCH) is None and metrics_from_advice(None) is None
+
+
+@pytest.mark.parametrize("charged", [True, False])
+def test_the_advisors_latency_delays_the_jobs_entry(charged):
+    policy = Spy(FixedInsights({"M": match(100.0, latency=9.0)}), flags=Flags(advisor_latency=charged))
+    jobs = run(policy, [JobSpec("M", 5, 1, 100, attributes=LIGHT)])
+    assert ends(jobs) == {"M": 114.0 if charged else 105.0}
+    assert policy.info()["schedmate"]["advisor_delay_s"] == (9.0 if charged else 0.0)
+
+
+def test_each_enhancement_can_run_alone():
+    source = FixedInsights({"M": match(123.0)})
+    only_duration = Spy(source, flags=Flags.only("advisor_duration"), prof_scale=1, packing=False)
+    jobs = run(only_duration, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
+    assert only_duration.starts[0][2] is Phase.PROFILING and jobs["M"].info["lucid_estimate"] == 123.0
+    only_bypass = Spy(source, flags=Flags.only("bypass_profiling"), prof_scale=1, packing=False)
+    jobs = run(only_bypass, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
+    assert only_bypass.starts[0][2] is Phase.RUNNING and jobs["M"].info["lucid_estimate"] != 123.0
+    with pytest.raises(ValueError):
+        Flags.only("everything")
+
+
+# ======================================================================== packing cancellation
+
+# One GPU. A (1000 s) starts alone at 0; B (500 s) arrives at 10 and is packed onto A (both
+# light, 500 <= 2 x 1000). Both then run at the co-location factor.
+PAIR = [JobSpec("A", 0, 1, 1000, attributes=LIGHT), JobSpec("B", 10, 1, 500, attributes=LIGHT)]
+KNOWN = {"A": match(1000.0, TABLE.lookup(LIGHT)), "B": match(500.0, TABLE.lookup(LIGHT))}
+
+
+def test_a_bad_packing_evicts_the_newcomer_once_and_it_is_never_packed_again():
+    # Factor 0.4 < theta 0.5. Check at 10 + 60 = 70: A ran 60 s at 0.4 → ratio 0.4 → B evicted,
+    # its 24 s of work lost (24 GPU-s wasted). A (34 s done) runs alone to 70 + 966 = 1036. B may
+    # not share again: it waits for the GPU and reruns all 500 s after a 40 s restart: 1576.
+    source = FixedInsights(dict(KNOWN))
+    policy = Spy(source)
+    jobs = run(policy, PAIR, factor=0.4)
+    assert ends(jobs) == {"A": 1036.0, "B": 1576.0}
+    assert source.track_calls == [("A", 0.4, 60.0)]  # A only, one check
+    assert jobs["B"].info["lucid_no_pack"] and jobs["B"].restarts == 1
+    assert jobs["B"].wasted_gpu_time == pytest.approx(24.0) and jobs["A"].restarts == 0
+    sm = policy.info()["schedmate"]
+    assert (sm["packs"], sm["checks"], sm["evictions"], sm["untracked"]) == (1, 1, 1, 0)
+    assert sm["eviction_wasted_gpu_s"] == pytest.approx(24.0) and policy.packed == 1
+
+
+@pytest.mark.parametrize(("factor", "theta", "evicted"), [(0.6, 0.5, False), (0.6, 0.65, True), (0.5, 0.5, False)])
+def test_the_pair_is_kept_unless_the_ratio_falls_below_theta(factor, theta, evicted):
+    policy = Spy(FixedInsights(dict(KNOWN)), cancellation=Cancellation(theta=theta))
+    jobs = run(policy, PAIR, factor=factor)
+    assert bool(jobs["B"].info.get("sm_evicted")) is evicted
+    assert policy.info()["schedmate"]["evictions"] == int(evicted)
+
+
+def test_an_untracked_pair_is_kept_after_the_retries():
+    # No reading at 60 s, nor at the retries 120, 240 and 480 s after packing: the pair stays.
+    untracked = FixedInsights(dict(KNOWN), trackable=False)
+    policy = Spy(untracked)
+    jobs = run(policy, PAIR, factor=0.4)
+    reference = run(Spy(FixedInsights(dict(KNOWN)), flags=Flags(packing_cancellation=False)), PAIR, factor=0.4)
+    assert ends(jobs) == ends(reference)
+    assert [since for _, _, since in untracked.track_calls] == [60.0, 120.0, 240.0, 480.0]
+    sm = policy.info()["schedmate"]
+    assert (sm["untracked"], sm["retried"], sm["checks"], sm["evictions"]) == (1, 3, 0, 0)
+
+
+def test_no_reading_after_packing_keeps_the_pair():
+    source = FixedInsights(dict(KNOWN), reads_after=False)
+    policy = Spy(source, cancellation=Cancellation(retries=0))
+    jobs = run(policy, PAIR, factor=0.4)
+    assert not jobs["B"].info.get("sm_evicted") and len(source.track_calls) == 1
+    assert policy.info()["schedmate"]["no_reading_after"] == 1
+
+
+def test_a_reading_that_is_not_ready_at_the_first_check_is_read_at_a_retry():
+    # The tracker needs 100 s of lines after packing: nothing at 70, a reading at 130 (120 s
+    # after packing) → ratio 0.4 → B evicted at 130 with 48 s of work lost. A (58 s done) ends
+    # at 130 + 942 = 1072; B reruns 500 s after the 40 s restart: 1612.
+    source = FixedInsights(dict(KNOWN), ready_after_s=100.0)
+    policy = Spy(source)
+    jobs = run(policy, PAIR, factor=0.4)
+    assert ends(jobs) == {"A": 1072.0, "B": 1612.0}
+    assert source.track_calls == [("A", 0.4, 60.0), ("A", 0.4, 120.0)]
+    assert jobs["B"].wasted_gpu_time == pytest.approx(48.0)
+
+
+def test_a_pair_that_splits_before_its_check_is_not_checked():
+    # B is only 20 s long: at 0.4 it ends at 10 + 50 = 60, before the check at 70.
+    short = [PAIR[0], JobSpec("B", 10, 1, 20, attributes=LIGHT)]
+    source = FixedInsights({"A": KNOWN["A"], "B": match(20.0, TABLE.lookup(LIGHT))})
+    policy = Spy(source)
+    run(policy, short, factor=0.4)
+    assert policy.info()["schedmate"]["ended_before_check"] == 1 and source.track_calls == []
+
+
+def test_eviction_can_keep_progress_with_the_engines_evict():
+    policy = Spy(FixedInsights(dict(KNOWN)), cancellation=Cancellation(discard_progress=False))
+    jobs = run(policy, PAIR, factor=0.4)
+    # B keeps its 24 s: it reruns 476 s after the restart cost: 1036 + 40 + 476 = 1552.
+    assert ends(jobs) == {"A": 1036.0, "B": 1552.0}
+    assert jobs["B"].wasted_gpu_time == 0 and jobs["B"].info["evicted"]
+
+
+# ======================================================================== no information = Lucid
+
+
+def mixed_trace(n: int, seed: int = 0) -> list[JobSpec]:
+    rng = np.random.default_rng(seed)
+    models = [LIGHT, MEDIUM, HEAVY]
+    jobs, t = [], 0.0
+    for i in range(n):
+        t += float(rng.exponential(40))
+        jobs.append(
+            JobSpec(
+                f"j{i:03d}", round(t), int(rng.choice([1, 1, 2, 4])), float(round(rng.lognormal(6, 1.2)) + 1),
+                user=f"u{int(rng.integers(4))}", vc="vc", attributes=models[int(rng.integers(3))],
+            )
+        )
+    return jobs
+
+
+@pytest.mark.parametrize("source", [NullInsights(), OracleInsights(detection_rate=0.0)], ids=["null", "oracle-d0"])
+def test_with_nothing_detected_lucid_schedmate_is_plain_lucid(source):
+    trace = mixed_trace(120)
+    plain = run(Lucid(table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100), trace, "3x4", factor=0.5)
+    adapted = run(LucidSchedMate(source, table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100), trace, "3x4", factor=0.5)
+    assert ends(adapted) == ends(plain)
+    assert sum(j.info.get("lucid_packed_with") is not None for j in plain.values()) > 0  # packing did happen
+
+
+def test_with_everything_detected_an_oracle_saves_profiling_and_evicts_bad_pairs():
+    class Packings(LucidSchedMate):
+        def on_packed(self, job, host, view):
+            self.pairs = [*getattr(self, "pairs", []), (view.now, job.job_id, host.job_id)]
+            super().on_packed(job, host, view)
+
+    trace = mixed_trace(120)
+    oracle = OracleInsights(detection_rate=1.0, metrics_of=lambda s: asdict(TABLE.lookup(s.attributes)))
+    policy = Packings(oracle, table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100)
+    jobs = run(policy, trace, "3x4", factor=0.3)
+    sm = policy.info()["schedmate"]
+    assert sm["bypassed"] == 120 and policy.profiler.stats.profiled == 0 and sm["profiler_gpu_s_saved"] > 0
+    assert sm["evictions"] == sm["checks"] > 0  # every measured pair runs at 0.3 < 0.5
+    evicted = {k for k, j in jobs.items() if j.info.get("sm_evicted")}
+    assert len(evicted) == sm["evictions"]  # each evicted once
+    for job_id in evicted:  # ... and never part of a packing after its eviction
+        assert [p for p in policy.pairs if job_id in p[1:]] == [p for p in policy.pairs if p[1] == job_id][:1]

@@ -1,0 +1,344 @@
+"""SimulationInsights: real agents on generated artefacts, cached by content, thinned by detection.
+
+The expensive pieces (MiniLM, the line classifier) are loaded once per module and shared; Redis
+is the session's real redis-server (tests/conftest.py), each source under its own key prefix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from schedmate.integrations.artefacts import (
+    calibrate_infra, failure_truth, length_bucket, plan_artefact, repo_hash, slowdown_bucket,
+)
+from schedmate.integrations.insights import InsightSource
+from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models, synthetic_history
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
+
+SEED = 7
+
+
+def spec(job_id: str, gpus: int = 4, duration: float = 3600.0, **attrs: Any) -> JobSpec:
+    return JobSpec(job_id=job_id, submit_time=0.0, num_gpus=gpus, duration=duration, attributes=dict(attrs))
+
+
+def twin_of(target: JobSpec, prefix: str, n: int = 1) -> list[JobSpec]:
+    """History jobs (other ids) that land in the same artefact cell as `target`."""
+    key = plan_artefact(target, SEED).key
+    out = []
+    for i in itertools.count():
+        cand = spec(f"{prefix}-{i}", target.num_gpus, target.duration * (1.0 + 0.05 * (i % 3)))
+        if plan_artefact(cand, SEED).key == key:
+            out.append(cand)
+            if len(out) == n:
+                return out
+
+
+TRACE = [spec(f"j{i}", gpus, dur) for i, (gpus, dur) in enumerate(
+    itertools.product((1, 4, 8, 16), (600.0, 7200.0, 86400.0)))]
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, Any]:
+    return load_agent_models()  # shared by every source of this module
+
+
+def make(models: dict[str, Any], url: str, tmp: Path, prefix: str, **cfg: Any) -> SimulationInsights:
+    config = SimConfig(seed=SEED, redis_url=url, store_prefix=prefix, work_dir=tmp / f"work-{prefix}", **cfg)
+    return SimulationInsights(config, **models)
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("content-cache")  # content-addressed: safe to share between tests
+
+
+@pytest.fixture
+def source(models: dict[str, Any], redis_url: str, tmp_path: Path, shared_cache: Path) -> Iterator[SimulationInsights]:
+    with make(models, redis_url, tmp_path, "main", cache_dir=shared_cache) as src:
+        src.prepare(TRACE)
+        yield src
+
+
+# -- artefacts (pure) --------------------------------------------------------------------------
+
+
+def test_jobs_of_one_cell_share_identical_artefacts() -> None:
+    target = spec("a", 8, 5000.0)
+    (twin,) = twin_of(target, "b")
+    a, b = plan_artefact(target, SEED), plan_artefact(twin, SEED)
+    assert a == b and repo_hash(a.render()) == repo_hash(b.render())
+    assert length_bucket(4000.0, 2.0) == length_bucket(4500.0, 2.0) != length_bucket(16000.0, 2.0)
+
+
+def test_distinct_artefacts_are_bounded_on_a_synthetic_trace() -> None:
+    from schedmate.schedulers.traces import generate_trace
+
+    specs = generate_trace(1000, 3).jobs
+    keys = {plan_artefact(s, SEED).key for s in specs}
+    assert len(keys) < 0.6 * len(specs)
+
+
+def test_sia_jobs_share_an_artefact_per_application_and_batch() -> None:
+    a = plan_artefact(spec("s1", 2, application="bert", batch_size=384), SEED)
+    b = plan_artefact(spec("s2", 8, application="bert", batch_size=384), SEED)
+    c = plan_artefact(spec("s3", 2, application="bert", batch_size=768), SEED)
+    d = plan_artefact(spec("s4", 2, application="imagenet", batch_size=3200), SEED)
+    assert a == b and a.family == "bert-base-squad" and d.family == "resnet50-in1k"
+    assert c.key != a.key and repo_hash(c.render()) != repo_hash(a.render())
+
+
+def test_infra_calibration_hits_acme_shares_on_a_heavy_tailed_mix() -> None:
+    rng = np.random.default_rng(0)
+    gpu_times = np.exp(rng.normal(8.0, 3.0, size=3000))
+    cal = calibrate_infra(gpu_times)
+    p = np.array([cal.p_infra(g) for g in gpu_times])
+    assert p.mean() == pytest.approx(0.11, abs=0.01) == cal.count_share
+    gpu_share = (p * gpu_times).sum() / gpu_times.sum()
+    assert gpu_share == pytest.approx(0.82, abs=0.03) and gpu_share == pytest.approx(cal.gpu_share, abs=1e-3)
+    even = calibrate_infra(np.exp(rng.normal(8.0, 1.0, size=2000)))  # too even to reach 82%: says so
+    assert even.count_share == pytest.approx(0.11, abs=0.01) and even.gpu_share < 0.6
+    big, small = spec("big", 64, 86400.0), spec("small", 1, 60.0)
+    assert cal.p_infra(big.gpu_time) > 0.5 > cal.p_infra(small.gpu_time)
+
+
+def test_a_user_bug_fails_the_retry_the_same_way() -> None:
+    cal = calibrate_infra([1.0, 10.0, 100.0])
+    for i in range(50):
+        s = spec(f"f{i}", 1, 60.0)
+        first = failure_truth(s, 0, SEED, cal)
+        if first.category != "infrastructure":
+            assert failure_truth(s, 1, SEED, cal) == first
+
+
+def test_slowdown_buckets() -> None:
+    assert slowdown_bucket(0.512, 0.05) == 0.5 and slowdown_bucket(1.3, 0.05) == 1.0
+    assert slowdown_bucket(0.001, 0.05) == 0.05 and slowdown_bucket(math.nan, 0.05) == 1.0
+
+
+# -- the real agents ---------------------------------------------------------------------------
+
+
+def test_is_an_insight_source(source: SimulationInsights) -> None:
+    assert isinstance(source, InsightSource)
+
+
+def test_a_matched_job_gets_a_duration_near_its_history(source: SimulationInsights) -> None:
+    target = TRACE[4]  # 4 GPUs, 2 h
+    history = twin_of(target, "h", n=3)
+    assert source.ingest_history(history) == 3
+    got = source.advise(JobState(target))
+    assert got is not None and got.matched and set(got.similar_ids) == {h.job_id for h in history}
+    assert got.duration_s == pytest.approx(np.mean([h.duration for h in history]))
+    assert abs(got.duration_s - target.duration) / target.duration < 0.2
+    assert got.sm_util and 0 < got.sm_util <= 100 and got.gpu_mem_gb and got.latency_s == 9.0
+    assert set(got.metrics) == {"speed", "gpu_util", "gmem_util", "gmem"}
+
+
+def test_an_unknown_workload_is_answered_but_unmatched(source: SimulationInsights) -> None:
+    got = source.advise(JobState(TRACE[0]))
+    assert got is not None and not got.matched and got.duration_s is None
+
+
+def test_online_history_makes_earlier_jobs_of_the_run_matchable(models, redis_url, tmp_path) -> None:
+    early, late = spec("sia-1", 2, application="yolov3", batch_size=64), spec("sia-2", 4, application="yolov3",
+                                                                             batch_size=64)
+    with make(models, redis_url, tmp_path, "sia") as src:
+        src.prepare([early, late])
+        assert not src.advise(JobState(late)).matched  # type: ignore[union-attr]
+        src.record(JobState(early), finished=False)
+        arrived = src.advise(JobState(late))
+        assert arrived is not None and arrived.similar_ids == ("sia-1",) and arrived.duration_s is None
+        src.record(JobState(early, phase=Phase.COMPLETED, run_time=1234.0), finished=True)
+        done = src.advise(JobState(late))
+        assert done is not None and done.duration_s == pytest.approx(1234.0)
+
+
+def test_track_measures_the_injected_slowdown(source: SimulationInsights) -> None:
+    for job in TRACE[3:9]:
+        reading = source.track(JobState(job), slowdown=0.5, since_s=1e9)
+        if reading is not None:  # a format without a trackable signal answers None
+            assert reading.ratio == pytest.approx(0.5, rel=0.06)
+    assert source.stats()["track_calls"] == 6
+    assert source.track(JobState(TRACE[3]), slowdown=0.5, since_s=0.0) is None  # no lines after the event yet
+    assert source.stats()["track_too_early"] == 1
+
+
+def test_diagnosis_agrees_with_the_truth_on_infrastructure_failures(source: SimulationInsights) -> None:
+    big = [JobState(s) for s in TRACE if s.num_gpus >= 8 and s.duration >= 86400.0]
+    infra = [(j, a) for j in big for a in range(3)
+             if source.failure_truth(j, a).infrastructure]  # type: ignore[union-attr]
+    assert infra, "big long jobs must draw infrastructure failures"
+    for job, attempt in infra[:2]:
+        truth, got = source.failure_truth(job, attempt), source.diagnose(job, attempt=attempt)
+        assert got is not None and got.infrastructure and got.category == truth.category  # type: ignore[union-attr]
+        assert got.action == "run_diagnostic" and got.latency_s == 10.0
+
+
+def test_same_inputs_same_answers_without_any_shared_cache(models, redis_url, tmp_path) -> None:
+    def run(name: str) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        with make(models, redis_url, tmp_path, name) as src:  # in-memory cache only
+            src.prepare(TRACE)
+            src.ingest_history(synthetic_history(TRACE, 8, seed=SEED))
+            jobs = [JobState(s) for s in TRACE[6:10]]
+            return ([src.advise(j) for j in jobs], [src.diagnose(j, attempt=0) for j in jobs],
+                    {k: src.stats()[k] for k in ("extract_runs", "diagnose_runs", "distinct_artefacts")})
+
+    first, second = run("det-a"), run("det-b")
+    assert first == second and first[2]["extract_runs"] > 0
+
+
+def test_a_second_run_makes_no_agent_call_and_answers_the_same(models, redis_url, tmp_path) -> None:
+    cache = tmp_path / "shared-cache"
+    answers = []
+    for run in range(2):
+        with make(models, redis_url, tmp_path, f"run{run}", cache_dir=cache) as src:
+            src.prepare(TRACE)
+            src.ingest_history(synthetic_history(TRACE, 12, seed=SEED))
+            jobs = [JobState(s) for s in TRACE[:6]]
+            answers.append(([src.advise(j) for j in jobs], [src.track(j, slowdown=0.6, since_s=1e9) for j in jobs],
+                            [src.diagnose(j, attempt=0) for j in jobs]))
+            stats = src.stats()
+        if run == 0:
+            assert stats["agent_runs"] > 0
+        else:
+            assert stats["agent_runs"] == 0 and stats["cache_misses"] == 0 and stats["cache_hits"] > 0
+    assert answers[0] == answers[1]
+
+
+def test_detection_rate_zero_sees_nothing_and_costs_nothing(tmp_path: Path) -> None:
+    with SimulationInsights(SimConfig(seed=SEED, detection_rate=0.0, redis_url="redis://127.0.0.1:1/0",
+                                      work_dir=tmp_path / "w")) as src:
+        report = src.prepare(TRACE)
+        jobs = [JobState(s) for s in TRACE]
+        assert all(src.advise(j) is None for j in jobs)
+        assert all(src.track(j, slowdown=0.5, since_s=1e9) is None for j in jobs)
+        for j in jobs:
+            src.record(j, finished=True)
+        stats = src.stats()
+    assert report.detected_jobs == 0 and report.extractions_run == 0
+    assert stats["advise_undetected"] == len(TRACE) and stats["agent_runs"] == 0 and stats["store_errors"] == 0
+    assert not stats["store_connected"] and not stats["models_loaded"]
+
+
+def test_sources_sharing_a_work_dir_run_their_own_redis(models, tmp_path: Path) -> None:
+    shared = tmp_path / "shared-work"
+    a = SimulationInsights(SimConfig(seed=SEED, work_dir=shared, store_prefix="a"), **models)
+    b = SimulationInsights(SimConfig(seed=SEED, work_dir=shared, store_prefix="b"), **models)
+    target = TRACE[4]
+    (twin,) = twin_of(target, "w")
+    try:
+        for src in (a, b):
+            src.prepare([target, twin])
+            src.record(JobState(twin, phase=Phase.COMPLETED, run_time=100.0), finished=True)
+        a.close()  # stops a's server only
+        got = b.advise(JobState(target))
+        assert got is not None and got.duration_s == 100.0 and b.stats()["store_errors"] == 0
+    finally:
+        b.close()
+
+
+def test_detection_rate_one_sees_every_job_and_half_sees_about_half() -> None:
+    full = SimulationInsights(SimConfig(detection_rate=1.0))
+    half = SimulationInsights(SimConfig(detection_rate=0.5))
+    try:
+        ids = [f"job-{i}" for i in range(2000)]
+        assert all(full.detected(i) for i in ids)
+        share = np.mean([half.detected(i) for i in ids])
+        assert 0.45 < share < 0.55 and [half.detected(i) for i in ids] == [half.detected(i) for i in ids]
+    finally:
+        full.close(), half.close()
+
+
+def test_saved_answers_replay_identically_without_redis_or_models(source: SimulationInsights, tmp_path) -> None:
+    source.ingest_history(synthetic_history(TRACE, 12, seed=SEED))
+    jobs = [JobState(s) for s in TRACE]
+    original = ([source.advise(j) for j in jobs], [source.track(j, slowdown=0.7, since_s=1e9) for j in jobs[:5]],
+                [source.diagnose(j, attempt=0) for j in jobs[:5]], [source.failure_truth(j, 1) for j in jobs])
+    path = tmp_path / "insights.json"
+    source.save(path)
+    with SimulationInsights.load(path) as replay:
+        again = ([replay.advise(j) for j in jobs], [replay.track(j, slowdown=0.7, since_s=1e9) for j in jobs[:5]],
+                 [replay.diagnose(j, attempt=0) for j in jobs[:5]], [replay.failure_truth(j, 1) for j in jobs])
+        assert replay.track(jobs[0], slowdown=0.2, since_s=1e9) is None  # never asked: not invented
+        stats = replay.stats()
+    assert again == original
+    assert stats["replay"] and stats["agent_runs"] == 0 and stats["replay_misses"] == 1
+    assert not stats["store_connected"] and not stats["models_loaded"]
+
+
+def test_redis_down_means_no_answer_and_a_counter_never_a_crash(models, tmp_path) -> None:
+    with SimulationInsights(SimConfig(seed=SEED, redis_url="redis://127.0.0.1:1/0", work_dir=tmp_path / "w"),
+                            **models) as src:
+        src.prepare(TRACE[:2])
+        job = JobState(TRACE[0])
+        assert src.advise(job) is None and src.advise(job) is None
+        src.record(job, finished=True)
+        stats = src.stats()
+    assert stats["store_errors"] == 3 and stats["extract_runs"] >= 1
+
+
+def test_jobs_without_an_artefact_get_none(source: SimulationInsights) -> None:
+    stranger = JobState(spec("never-prepared"))
+    assert source.advise(stranger) is None
+    assert source.track(stranger, slowdown=0.5, since_s=1e9) is None
+    assert source.diagnose(stranger, attempt=0) is None and source.failure_truth(stranger, 0) is None
+    source.record(stranger, finished=True)
+    assert source.stats()["no_artefact"] == 3
+
+
+def test_unknown_sia_application_is_counted_not_fatal(tmp_path: Path) -> None:
+    with SimulationInsights(SimConfig(work_dir=tmp_path / "w")) as src:
+        report = src.prepare([spec("x", 1, application="alphafold", batch_size=1)], extract=False)
+        assert report.jobs == 1 and src.stats()["unmappable_jobs"] == 1 and src.artefact("x") is None
+
+
+def test_finished_record_uses_the_measured_outcome(models, redis_url, tmp_path) -> None:
+    target = TRACE[5]
+    (twin,) = twin_of(target, "r")
+    with make(models, redis_url, tmp_path, "rec") as src:
+        src.prepare([target, twin])
+        src.record(JobState(twin, phase=Phase.FAILED, run_time=42.0), finished=True)
+        got = src.advise(JobState(target))
+        rec = src._agents.store.get(twin.job_id)  # noqa: SLF001 -- what the store holds
+    assert got is not None and got.duration_s == 42.0
+    assert rec.outcome.final_status is FinalStatus.FAILED and rec.submitted["metrics"]["gpu_util"] > 0
+
+
+@pytest.mark.slow
+def test_llm_extraction_runs_once_per_artefact_then_comes_from_the_cache(redis_url, tmp_path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python not installed")
+    from schedmate.llm import LLMConfig
+
+    cfg = {"seed": SEED, "redis_url": redis_url, "cache_dir": tmp_path / "c", "llm_modules": ("advisor",),
+           "llm": LLMConfig(max_tokens=256, timeout_s=120, ctx=8192)}
+    jobs = [TRACE[4], *twin_of(TRACE[4], "llm")]
+    with SimulationInsights(SimConfig(**cfg, work_dir=tmp_path / "w1")) as src:
+        report = src.prepare(jobs)
+        first = src.stats()
+    assert report.distinct_artefacts == 1 and report.extractions_run == 1
+    assert first["modes"]["extract"].startswith("llm") and first["llm_calls"] > 0
+    with SimulationInsights(SimConfig(**cfg, work_dir=tmp_path / "w2")) as src:
+        src.prepare(jobs)
+        assert src.stats()["agent_runs"] == 0 and src.stats()["llm_calls"] == 0
+
+
+def test_sources_sharing_a_cache_file_keep_each_others_entries(tmp_path: Path) -> None:
+    from schedmate.integrations.insight_cache import ContentCache
+
+    a, b = ContentCache.open(tmp_path), ContentCache.open(tmp_path)
+    a.put("extract", "h1:static", {"fields": {"model_name": "x"}})
+    b.put("track", "h2:regex", {"before": 2.0, "after": 1.0})
+    a.flush(), b.flush()
+    merged = ContentCache.open(tmp_path)
+    assert merged.get("extract", "h1:static") and merged.get("track", "h2:regex") and len(merged) == 2
