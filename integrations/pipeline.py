@@ -124,7 +124,8 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
             try:
                 from schedmate.llm import LLMConfig, open_chat_model
 
-                chat = stack.enter_context(open_chat_model(LLMConfig()))
+                # a busy 2-core machine needs more than the 30 s default for a 3k-character window
+                chat = stack.enter_context(open_chat_model(LLMConfig(timeout_s=240.0, max_retries=0)))
             except Exception as exc:  # noqa: BLE001 -- no local model: rules only, said in the report
                 llm_note = f"unavailable ({type(exc).__name__}: {exc})"[:200]
                 say(f"local LLM unavailable, rules only: {llm_note}")
