@@ -91,6 +91,7 @@ class AdapterStats:
     advised: int = 0  # advisor calls
     matched: int = 0  # k' > 0
     bypassed: int = 0  # profiler skipped thanks to a complete advised profile
+    kept_short_in_profiler: int = 0  # matched, but predicted to finish within T_prof: profiled as usual
     profiler_gpu_s_saved: float = 0.0  # GPU-s Lucid's profiler would have spent on bypassed jobs
     advisor_estimated: int = 0  # jobs whose priority used the advisor's duration
     advisor_delay_s: float = 0.0  # total advisor latency charged
@@ -187,9 +188,15 @@ class LucidSchedMate(Lucid):
 
     def should_profile(self, job: JobState, view: ClusterView) -> bool:
         lucid_would = super().should_profile(job, view)
-        profile = metrics_from_advice(self._advice.get(job.job_id)) if self.flags.bypass_profiling else None
+        advice = self._advice.get(job.job_id)
+        profile = metrics_from_advice(advice) if self.flags.bypass_profiling else None
         if profile is None:
             return lucid_would
+        if lucid_would and advice is not None and advice.duration_s is not None and advice.duration_s <= self.profiler.t_prof:
+            # predicted to end within T_prof: it would finish in the profiling pool (Lucid's fast
+            # lane for short jobs), so profiling costs it nothing and skipping would queue it
+            self.sm.kept_short_in_profiler += 1
+            return True
         self._profiles[job.job_id] = profile
         self.sm.bypassed += 1
         if lucid_would:

@@ -152,14 +152,24 @@ def test_the_advisors_latency_delays_the_jobs_entry(charged):
     assert policy.info()["schedmate"]["advisor_delay_s"] == (9.0 if charged else 0.0)
 
 
+def test_a_match_predicted_to_end_within_t_prof_still_goes_through_the_profiler():
+    """Short jobs finish in the profiling pool; skipping it would only queue them."""
+    policy = Spy(FixedInsights({"S": match(120.0)}), flags=Flags.only("bypass_profiling"), prof_scale=1,
+                 packing=False)
+    run(policy, [JobSpec("S", 0, 1, 150, attributes=LIGHT)], "2x4")
+    assert policy.starts[0][2] is Phase.PROFILING  # T_prof is 200 s by default
+    stats = policy.info()["schedmate"]
+    assert stats["kept_short_in_profiler"] == 1 and stats["bypassed"] == 0
+
+
 def test_each_enhancement_can_run_alone():
-    source = FixedInsights({"M": match(123.0)})
+    source = FixedInsights({"M": match(323.0)})
     only_duration = Spy(source, flags=Flags.only("advisor_duration"), prof_scale=1, packing=False)
     jobs = run(only_duration, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
-    assert only_duration.starts[0][2] is Phase.PROFILING and jobs["M"].info["lucid_estimate"] == 123.0
+    assert only_duration.starts[0][2] is Phase.PROFILING and jobs["M"].info["lucid_estimate"] == 323.0
     only_bypass = Spy(source, flags=Flags.only("bypass_profiling"), prof_scale=1, packing=False)
     jobs = run(only_bypass, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
-    assert only_bypass.starts[0][2] is Phase.RUNNING and jobs["M"].info["lucid_estimate"] != 123.0
+    assert only_bypass.starts[0][2] is Phase.RUNNING and jobs["M"].info["lucid_estimate"] != 323.0
     with pytest.raises(ValueError):
         Flags.only("everything")
 
@@ -283,7 +293,9 @@ def test_with_everything_detected_an_oracle_saves_profiling_and_evicts_bad_pairs
     policy = Packings(oracle, table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100)
     jobs = run(policy, trace, "3x4", factor=0.3)
     sm = policy.info()["schedmate"]
-    assert sm["bypassed"] == 120 and policy.profiler.stats.profiled == 0 and sm["profiler_gpu_s_saved"] > 0
+    short = sum(s.duration <= 100 for s in trace)  # these still finish inside the profiler
+    assert sm["bypassed"] == 120 - short and sm["kept_short_in_profiler"] == short
+    assert policy.profiler.stats.profiled == short and sm["profiler_gpu_s_saved"] > 0
     assert sm["evictions"] == sm["checks"] > 0  # every measured pair runs at 0.3 < 0.5
     evicted = {k for k, j in jobs.items() if j.info.get("sm_evicted")}
     assert len(evicted) == sm["evictions"]  # each evicted once
