@@ -29,9 +29,13 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
 
 from schedmate.integrations.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.decisions import Colocate, Decision, Evict, Preempt
@@ -50,6 +54,9 @@ METRIC_ALIASES: Mapping[str, tuple[str, ...]] = {
 }
 
 
+_MIN_RATIOS = 10  # matched jobs seen before the fallback calibration applies
+
+
 @dataclass(frozen=True)
 class Flags:
     """Which enhancements run; each can run alone (the experiment's ablation arms)."""
@@ -58,6 +65,10 @@ class Flags:
     advisor_duration: bool = True
     packing_cancellation: bool = True
     advisor_latency: bool = True  # charge AdvisorInsight.latency_s before a job enters the queues
+    # put the EBM's estimates of unmatched jobs on the advisor's scale (median advisor/EBM ratio
+    # over recent matched jobs): mixing two differently biased estimators in one priority queue
+    # otherwise reorders jobs by which estimator saw them, not by length
+    calibrate_fallback: bool = True
 
     @property
     def uses_advisor(self) -> bool:
@@ -91,6 +102,7 @@ class AdapterStats:
     advised: int = 0  # advisor calls
     matched: int = 0  # k' > 0
     bypassed: int = 0  # profiler skipped thanks to a complete advised profile
+    fallback_scale: float = 1.0  # last factor applied to the EBM's estimates (calibrate_fallback)
     kept_short_in_profiler: int = 0  # matched, but predicted to finish within T_prof: profiled as usual
     profiler_gpu_s_saved: float = 0.0  # GPU-s Lucid's profiler would have spent on bypassed jobs
     advisor_estimated: int = 0  # jobs whose priority used the advisor's duration
@@ -169,6 +181,7 @@ class LucidSchedMate(Lucid):
         self._pre_speed: dict[str, float] = {}  # host → its speed just before a packing we decided
         self._start_speed: dict[str, float] = {}  # job → its speed when it last started alone
         self._checks: list[_Check] = []
+        self._log_ratios: deque[float] = deque(maxlen=200)  # log(advisor / EBM) of recent matched jobs
 
     # ================================================================ enhancements 1 and 2
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
@@ -215,7 +228,18 @@ class LucidSchedMate(Lucid):
         if job.job_id not in self._estimated:
             self._estimated.add(job.job_id)
             self.sm.advisor_estimated += 1
+            if self.flags.calibrate_fallback and "lucid_features" in job.info:
+                (ebm,) = self.estimator.predict_many([job.info["lucid_features"]])
+                self._log_ratios.append(math.log(max(1.0, float(advice.duration_s)) / max(1.0, ebm)))
         return max(1.0, float(advice.duration_s))
+
+    def adjust_estimates(self, estimated: list[JobState], view: ClusterView) -> None:
+        if not (self.flags.calibrate_fallback and len(self._log_ratios) >= _MIN_RATIOS):
+            return
+        factor = math.exp(float(np.median(self._log_ratios)))
+        self.sm.fallback_scale = factor
+        for job in estimated:
+            job.info["lucid_estimate"] *= factor
 
     # ================================================================ enhancement 3
     def schedule(self, view: ClusterView) -> Sequence[Decision]:

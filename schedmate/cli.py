@@ -403,6 +403,7 @@ def experiment_lucid(
     jobs: Annotated[int, typer.Option(help="Synthetic trace size.")] = 1000,
     sweep: Annotated[str, typer.Option(help="Detection rates for the sweep ('' for none).")] = "0,0.2,0.4,0.6,0.8,1",
     gpus: Annotated[int | None, typer.Option(help="Fix the cluster size (skip sizing).")] = None,
+    arms: Annotated[str | None, typer.Option(help="Comma-separated arms (default: all; e.g. lucid,lucid+sm,tiresias,qssf).")] = None,
     llm: ExpLLM = False,
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
@@ -417,7 +418,8 @@ def experiment_lucid(
         result = run_lucid_experiment(
             out, make_source=make, source_label=make.label, traces=names, seeds=seeds, n_jobs=jobs,
             sweep=tuple(float(x) for x in sweep.split(",") if x.strip()),
-            cluster_gpus={n: gpus for n in names} if gpus else None, progress=_say())
+            cluster_gpus={n: gpus for n in names} if gpus else None, progress=_say(),
+            arms=[a.strip() for a in arms.split(",")] if arms else None)
         console.print(f"agents: {_agent_counts(make.stats())}")
     console.print(str(result))
 

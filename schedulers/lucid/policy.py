@@ -29,6 +29,7 @@ unmodified):
 - `sharing_score(job)`: its sharing score (default: the analyzer on `known_metrics`);
 - `estimate_duration(job, view)`: an estimate to use instead of the EBM, or None for the EBM
   (all None jobs are estimated in one batched EBM call);
+- `adjust_estimates(jobs, view)`: rescale the EBM's estimates of those jobs before priorities;
 - `can_pack(job, view)`: may this job take part in packing at all (e.g. False once evicted);
 - `packing_enabled(view)`: the throttle;
 - `on_packed(job, host, view)`: `job` has just started on `host`'s GPUs (after the engine
@@ -147,6 +148,10 @@ class Lucid(Policy):
     def on_packed(self, job: JobState, host: JobState, view: ClusterView) -> None:
         """`job` now shares the GPUs of `host` (called once the engine has applied it)."""
 
+    def adjust_estimates(self, estimated: list[JobState], view: ClusterView) -> None:
+        """Called with the jobs the EBM just estimated (`info["lucid_estimate"]`), before their
+        priorities are set; an adapter may rescale them (e.g. onto its own estimates' scale)."""
+
     def arrival_delay(self, job: JobState, view: ClusterView) -> float:
         """Seconds before an arriving job is routed (profiler or main queue); Lucid: none."""
         return 0.0
@@ -242,6 +247,7 @@ class Lucid(Policy):
         preds = self.estimator.predict_many([j.info["lucid_features"] for j in need])
         for job, est in zip(need, preds, strict=True):
             job.info["lucid_estimate"] = est
+        self.adjust_estimates(need, view)
         for job in jobs:
             job.info["lucid_priority"] = job.info["lucid_estimate"] * job.spec.num_gpus
 
