@@ -152,6 +152,32 @@ def test_the_advisors_latency_delays_the_jobs_entry(charged):
     assert policy.info()["schedmate"]["advisor_delay_s"] == (9.0 if charged else 0.0)
 
 
+@pytest.mark.parametrize("calibrate", [True, False])
+def test_unmatched_estimates_are_put_on_the_advisors_scale(calibrate):
+    """Matched jobs whose advised durations are 7x what the EBM says for them teach the adapter
+    a 7x factor; an unmatched job's EBM estimate is scaled by it, so both estimators rank jobs on
+    one scale. Without calibration the EBM's value is kept."""
+
+    class Seen(Spy):
+        def estimate_duration(self, job, view):
+            self.ebm = getattr(self, "ebm", {})
+            (self.ebm[job.job_id],) = self.estimator.predict_many([job.info["lucid_features"]])
+            advice = self._advice.get(job.job_id)
+            if advice is not None and advice.matched:  # advised = 7x the EBM, whatever it says
+                self._advice[job.job_id] = match(7.0 * self.ebm[job.job_id])
+            return super().estimate_duration(job, view)
+
+    trace = [JobSpec(f"M{i}", i, 1, 500, attributes=LIGHT) for i in range(12)]
+    trace.append(JobSpec("U", 20, 1, 500, attributes=LIGHT))
+    advised = {f"M{i}": match(1.0) for i in range(12)} | {"U": NO_MATCH}
+    flags = Flags(bypass_profiling=False, packing_cancellation=False, calibrate_fallback=calibrate)
+    policy = Seen(FixedInsights(advised), flags=flags, prof_scale=1, packing=False)
+    jobs = run(policy, trace, "2x4")
+    scale = 7.0 if calibrate else 1.0
+    assert jobs["U"].info["lucid_estimate"] == pytest.approx(scale * policy.ebm["U"], rel=1e-6)
+    assert policy.info()["schedmate"]["fallback_scale"] == pytest.approx(scale, rel=1e-6)
+
+
 def test_a_match_predicted_to_end_within_t_prof_still_goes_through_the_profiler():
     """Short jobs finish in the profiling pool; skipping it would only queue them."""
     policy = Spy(FixedInsights({"S": match(120.0)}), flags=Flags.only("bypass_profiling"), prof_scale=1,
