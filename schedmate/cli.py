@@ -432,6 +432,7 @@ def experiment_sia(
     limit: Annotated[int | None, typer.Option(help="First N jobs of each workload.")] = None,
     detection_rate: Annotated[float, typer.Option("--detection-rate", help="Share of jobs SchedMate sees.")] = 1.0,
     t_prof: Annotated[float, typer.Option(help="Seconds of seed profiling per GPU type.")] = 120.0,
+    first_seed: Annotated[int, typer.Option(help="Seeds run are first_seed .. first_seed+seeds-1.")] = 0,
     llm: ExpLLM = False,
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
@@ -443,7 +444,7 @@ def experiment_sia(
     out = out or Path("results/experiment-sia")
     cfg = SiaExperimentConfig(
         workloads=tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS,
-        seeds=tuple(range(seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
+        seeds=tuple(range(first_seed, first_seed + seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
     with _sources(out, llm, cache_dir, precomputed, history) as make:
         result = run_sia_experiment(out, make_source=make, config=cfg, progress=_say())
         console.print(f"agents: {_agent_counts(make.stats())}")

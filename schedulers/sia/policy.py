@@ -28,8 +28,12 @@ Bootstrapping is a hook: `bootstrap(job, view)` returns the job's initial `SiaJo
 1-GPU seed measurements on every GPU type, as Sia's seeding) and `profiling_seconds(job, model)`
 how long the job must first profile (default `profile_seconds`, 0 like Sia's simulator). A
 profiling job holds one GPU of each type and makes no progress, then re-queues for the ILP.
+With `reserve_profiling` each round leaves one GPU of each type free per job waiting to profile
+(otherwise such jobs wait until GPUs of every type happen to be free). `delay_seconds(job, model)`
+(default 0) keeps a new job out of profiling and the ILP, holding no GPUs, for that long.
 A SchedMate adapter overrides `bootstrap` to copy a similar historical job's model (and returns 0
-profiling seconds for matched jobs).
+profiling seconds for matched jobs, its advisor's latency as delay); `model_of(job_id)` gives a
+job's current model once it has measurements.
 
 Run it with the throughput model it owns: `Simulator(jobs, cluster, policy,
 throughput=policy.throughput)` (or `simulate_sia`).
@@ -65,6 +69,7 @@ class SiaStats:
     refits: int = 0
     repacks: int = 0
     profiled_jobs: int = 0
+    profiling_gpu_seconds: float = 0.0  # GPUs held by profiling jobs × profiling seconds
 
 
 def restart_penalty(app: str) -> float:
@@ -151,6 +156,7 @@ class Sia(Policy):
         share_max_replicas: bool = True,
         project_throughputs: bool = True,
         pin_restarting: bool = True,
+        reserve_profiling: bool = False,
         throughput: SiaThroughput | None = None,
         root: Path | str | None = None,
         round_interval: float | None = None,
@@ -170,6 +176,7 @@ class Sia(Policy):
         self.share_max_replicas = share_max_replicas
         self.project_throughputs = project_throughputs
         self.pin_restarting = pin_restarting
+        self.reserve_profiling = reserve_profiling
         self.throughput = throughput or SiaThroughput(root)
         if round_interval is not None:
             self.round_interval = round_interval
@@ -179,6 +186,8 @@ class Sia(Policy):
         self.stats = SiaStats()
         self._profile_wait: dict[str, float] = {}  # job -> profiling seconds still to do
         self._profile_end: dict[str, float] = {}  # profiling job -> end time
+        self._ready_at: dict[str, float] = {}  # job -> time it may first profile or be scheduled
+        self._relaunching: set[str] = set()  # stopped by a cyclic move, restarted in the same batch
         self._configs_key: tuple | None = None
         self._configs: list[Config] = []
 
@@ -195,6 +204,27 @@ class Sia(Policy):
         """Seconds the job profiles (1 GPU of each type, no progress) before it is scheduled."""
         return self.profile_seconds
 
+    def delay_seconds(self, job: JobState, model: SiaJobModel) -> float:
+        """Seconds a new job waits, holding no GPUs, before it profiles or enters the ILP
+        (default 0; a SchedMate adapter charges its advisor's latency here)."""
+        return 0.0
+
+    def model_of(self, job_id: str) -> SiaJobModel | None:
+        """A job's current model (live while it is active, final once it ended); None while the
+        job still waits for or does its profiling (its model holds no measurements yet)."""
+        if job_id in self._profile_wait or job_id in self._profile_end:
+            return None
+        return self.models.get(job_id) or self.history.get(job_id)
+
+    def _ready(self, job_id: str, now: float) -> bool:
+        t = self._ready_at.get(job_id)
+        if t is None:
+            return True
+        if t <= now + 1e-9:
+            del self._ready_at[job_id]
+            return True
+        return False
+
     # ------------------------------------------------------------------ hooks
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
         model = self.bootstrap(job, view)
@@ -204,6 +234,10 @@ class Sia(Policy):
         t = float(self.profiling_seconds(job, model))
         if t > 0:
             self._profile_wait[job.job_id] = t
+        delay = float(self.delay_seconds(job, model))
+        if delay > 0:
+            self._ready_at[job.job_id] = view.now + delay
+            view.wake_at(view.now + delay)
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
         model = self.models.pop(job.job_id, None)
@@ -212,8 +246,12 @@ class Sia(Policy):
         self.assigned.pop(job.job_id, None)
         self._profile_wait.pop(job.job_id, None)
         self._profile_end.pop(job.job_id, None)
+        self._ready_at.pop(job.job_id, None)
 
     def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        if job.job_id in self._relaunching:  # our own stop-then-start: it keeps its new configuration
+            self._relaunching.discard(job.job_id)
+            return
         self.assigned.pop(job.job_id, None)
 
     # ------------------------------------------------------------------ profiling (optional)
@@ -237,7 +275,7 @@ class Sia(Policy):
             types = cluster_types(view.cluster, usable)
             for job in list(view.waiting()):
                 t = self._profile_wait.get(job.job_id)
-                if t is None:
+                if t is None or not self._ready(job.job_id, now):
                     continue
                 placement = []
                 for info in types.values():
@@ -255,6 +293,7 @@ class Sia(Policy):
                 self._profile_end[job.job_id] = now + t
                 view.wake_at(now + t)
                 self.stats.profiled_jobs += 1
+                self.stats.profiling_gpu_seconds += t * len(placement)
         return out
 
     # ------------------------------------------------------------------ the round
@@ -341,7 +380,10 @@ class Sia(Policy):
         waiting = [
             j
             for j in view.waiting()
-            if j.job_id in self.models and j.job_id not in self._profile_wait and j.job_id not in self._profile_end
+            if j.job_id in self.models
+            and j.job_id not in self._profile_wait
+            and j.job_id not in self._profile_end
+            and self._ready(j.job_id, now)
         ]
         active = running + waiting
         if not active:
@@ -358,6 +400,10 @@ class Sia(Policy):
                 for n, g in j.placement:
                     if n in node_type:
                         capacity[node_type[n]] -= g
+        if self.reserve_profiling:  # leave one GPU of each type free per job ready to profile
+            capacity -= sum(
+                1 for j in view.waiting() if j.job_id in self._profile_wait and self._ready(j.job_id, now)
+            )
         capacity = np.maximum(capacity, 0)
         speed = np.vstack([self._speedup_row(j, self.models[j.job_id], configs, profiles, now) for j in active])
         pinned: dict[int, int] = {}
@@ -525,6 +571,9 @@ class Sia(Policy):
             for job, _ in pending:
                 if job.phase is Phase.RUNNING:
                     out.append(Preempt(job.job_id))
+                    # Without this the requeue would forget the configuration and the next round
+                    # would see neither pin nor reallocation factor (two jobs could swap forever).
+                    self._relaunching.add(job.job_id)
                     for n, g in job.placement:
                         free[n] += g
             for job, pl in pending:
