@@ -70,6 +70,7 @@ class SemanticSources:
     cache_dir: Path | None = None
     history: int = 500
     llm: Any = None  # schedmate.llm.LLMConfig: the LLM agents (slow on CPU; cached per artefact)
+    llm_modules: tuple[str, ...] = ("advisor", "tracker", "failure")  # which agents use it
     work_dir: Path | None = None
     progress: Any = None  # callable(done, total) for artefact extraction
     precomputed: Path | None = None  # save each source here / replay it when saved before
@@ -105,6 +106,7 @@ class SemanticSources:
         if self._models is None:
             self._models = load_agent_models()
         cfg = SimConfig(seed=seed, detection_rate=detection_rate, cache_dir=self.cache_dir, llm=self.llm,
+                        llm_modules=self.llm_modules,
                         work_dir=self.work_dir, redis_url=self._redis_url(),
                         store_prefix=f"schedmate-sim-{seed}-{len(self._open)}")
         source = SimulationInsights(cfg, **self._models)
