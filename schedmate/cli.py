@@ -307,7 +307,8 @@ def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -
         if llm:
             from schedmate.llm import LLMConfig, open_chat_model
 
-            model = stack.enter_context(open_chat_model(LLMConfig()))
+            # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
+            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
         run = run_failure_eval if suite == "failures" else run_metrics_eval
         summary = run(data, out, llm=model, limit=limit, progress=update)
     console.print(summary["summary_line"])

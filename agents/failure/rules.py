@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from schedmate.embeddings.logtext import normalise_line
+from schedmate.embeddings.logtext import normalise_line, strip_rank_prefix
 from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
 
 R = FailureReason
@@ -171,13 +171,20 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
     _rule("segfault", R.RUNTIME_ERROR, r"\bSegmentation fault\b|\bcore dumped\b|\bSIGSEGV\b", specific=False),
 )
 
-# Cheap pre-filter: a line none of these words occurs in cannot match any default rule.
-_PREFILTER = re.compile(
-    r"xid|ecc|nvlink|fallen|assert|cuda|cublas|cudnn|nccl|net/ib|net_ib|vendor err|ibv|network|route|link|connection|refused"
-    r"|reset|socket|address|node|botocore|s3|errno|space left|stale|dataloader|bus error|shm|memory|oom"
-    r"|load|dataset|nan|error|exception|segmentation|core dumped|sigsegv|exit status|timed out|timeout",
-    re.IGNORECASE,
-)
+# Cheap pre-filter: a line none of these words occurs in (lower-cased) cannot match any default
+# rule. Substring tests, not one IGNORECASE regex alternation: ~50x faster on long lines.
+_PREFILTER_WORDS: tuple[str, ...] = (
+    "xid", "ecc", "nvlink", "fallen", "assert", "cuda", "cublas", "cudnn", "nccl", "net/ib", "net_ib", "vendor err",
+    "ibv", "network", "route", "link", "connection", "refused", "reset", "socket", "address", "node", "botocore",
+    "s3", "errno", "space left", "stale", "dataloader", "bus error", "shm", "memory", "oom", "load", "dataset", "nan",
+    "error", "exception", "segmentation", "core dumped", "sigsegv", "exit status", "timed out", "timeout",
+    "does not appear", "not a valid", "notready", "not responding",
+)  # fmt: skip
+
+
+def _may_match(text: str) -> bool:
+    low = text.lower()
+    return any(word in low for word in _PREFILTER_WORDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +209,11 @@ class RulesClassifier:
         self.rules = tuple(rules)
         self.lookahead = lookahead
         self.max_traceback = max_traceback
-        self._prefilter = _PREFILTER if rules is DEFAULT_RULES else None
+        self._prefilter = rules is DEFAULT_RULES
 
     def match(self, text: str) -> SignatureRule | None:
         """The first rule matching one cleaned line (`clean_line(...).text`), or None."""
-        if self._prefilter is not None and not self._prefilter.search(text):
+        if self._prefilter and not _may_match(text):
             return None
         stripped = text.strip()
         for rule in self.rules:
@@ -219,7 +226,7 @@ class RulesClassifier:
         found: set[FailureReason] = set()
         for line in lines:
             stripped = clean_line(line).text.strip()
-            if self._prefilter is not None and not self._prefilter.search(stripped):
+            if self._prefilter and not _may_match(stripped):
                 continue
             found.update(rule.reason for rule in self.rules if rule.pattern.search(stripped))
         return found
@@ -304,19 +311,47 @@ class CleanLine:
 # `normalise_line` keeps because a host name is not a rank prefix): a token with a digit, then
 # ': '. Not an exception class (`S3Error: ...`), which also ends in a colon.
 _HOST_PREFIX = re.compile(r"^(?:[A-Za-z][\w-]*\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): +")
-_EXCEPTIONISH = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit)$")
+# A digit-free host label (`localhost: `, `trainer-a: `, `host: `) is indistinguishable from a
+# `key: value` field (`errors: 0`, `warning: ...`), so it is stripped only in front of what a
+# launcher forwards from a crashing rank: a traceback header, frame or exception line, or another
+# launcher prefix. Ray's `(RayTrainWorker pid=123, ip=10.0.0.1) ` and `[worker-3] ` are labels too.
+_BARE_HOST_PREFIX = re.compile(r"^[A-Za-z][\w-]*(?:\.[A-Za-z][\w-]*)*: +")
+_OTHER_PREFIX = re.compile(r"^(?:\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)|\[(?:worker|node|host|gpu)[-_]?\d+\]:?) +")
+_EXCEPTIONISH = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Iteration)$")
+_NOT_HOSTS = frozenset({"error", "warning", "warn", "info", "debug", "note", "fatal", "critical", "exception",
+                        "traceback", "caused", "reason", "message", "msg", "details", "usage", "hint"})  # fmt: skip
+
+
+def _host_label(text: str) -> re.Match[str] | None:
+    """The host label `text` starts with, or None (see `_HOST_PREFIX`, `_BARE_HOST_PREFIX`)."""
+    m = _HOST_PREFIX.match(text) or _OTHER_PREFIX.match(text)
+    if m is not None:
+        return None if _EXCEPTIONISH.search(m.group(0)[:-2].rstrip(": ")) else m
+    m = _BARE_HOST_PREFIX.match(text)
+    if m is None:
+        return None
+    label = m.group(0).rstrip(": ")
+    if _EXCEPTIONISH.search(label) or label.lower() in _NOT_HOSTS or label.endswith((".py", ".sh")):
+        return None
+    rest = text[m.end() :]
+    forwarded = (_TB_HEADER.match(rest) or _TB_FRAME.match(rest) or _TB_EXCEPTION_STRICT.match(rest)
+                 or strip_rank_prefix(rest)[1] is not None)  # fmt: skip
+    return m if forwarded else None
 
 
 def clean_line(raw: str | bytes) -> CleanLine:
-    """`normalise_line`, then host labels stripped (at most two, they nest: `node3: node3: ...`)."""
+    """`normalise_line`, then host labels stripped, and rank prefixes behind them (they nest:
+    `node3: node3: ...`, `gpu-node-07: [rank3]: Traceback ...`; at most three)."""
     line = normalise_line(raw)
     text, sources = line.text, [line.source] if line.source else []
-    for _ in range(2):
-        m = _HOST_PREFIX.match(text)
-        if m is None or _EXCEPTIONISH.search(m.group(0)[:-2].rstrip(": ")):
+    for _ in range(3):
+        m = _host_label(text)
+        if m is None:
             break
         sources.append(m.group(0).strip())
-        text = text[m.end() :]
+        text, rank = strip_rank_prefix(text[m.end() :])
+        if rank is not None:
+            sources.append(rank)
     return CleanLine(text, " ".join(sources) or None, line.binary)
 
 
@@ -330,6 +365,8 @@ _TB_CARET = re.compile(r"^\s*[\^~]+\s*$")
 # `KeyError: 'x'`, `torch.OutOfMemoryError: CUDA ...`, `http.client.RemoteDisconnected: ...`,
 # `KeyboardInterrupt`: a (dotted) name whose last part is capitalised, then ': ' or the end.
 _TB_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?\s*$)")
+# An exception line proper (`KeyError: 'x'`, `torch.OutOfMemoryError: ...`), not any `Word: value`.
+_TB_EXCEPTION_STRICT = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure)\b:?")
 
 
 TB_FRAME, TB_CARET, TB_EXCEPTION = _TB_FRAME, _TB_CARET, _TB_EXCEPTION

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from schedmate.agents.failure import FailureHandlerConfig
 from schedmate.evals.harness.common import Progress
 from schedmate.evals.harness.failures import run_failures
 from schedmate.evals.harness.metrics import run_metrics
@@ -24,10 +25,11 @@ from schedmate.evals.harness.report import summary_line, write_report
 
 def run_failure_eval(data_dir: str | Path, out_dir: str | Path | None = None, *, llm: BaseChatModel | None = None,
                      limit: int | None = None, progress: Progress | None = None, classifier: Any = None,
-                     include_clean: bool = True) -> dict[str, Any]:  # fmt: skip
-    """Failures suite; returns the summary (with `summary_line`), written to out_dir if given."""
+                     include_clean: bool = True, config: FailureHandlerConfig | None = None) -> dict[str, Any]:  # fmt: skip
+    """Failures suite; returns the summary (with `summary_line`), written to out_dir if given.
+    `config` sets the handler (e.g. a smaller LLM prompt budget for a slow CPU model)."""
     summary, rows = run_failures(data_dir, llm=llm, limit=limit, progress=progress, classifier=classifier,
-                                 include_clean=include_clean)  # fmt: skip
+                                 include_clean=include_clean, config=config)  # fmt: skip
     line = write_report(out_dir, "failures", summary, rows) if out_dir is not None else summary_line("failures", summary)
     return {**summary, "summary_line": line}
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +38,22 @@ def default_classifier():  # type: ignore[no-untyped-def]
     from schedmate.embeddings.embedder import make_embedder
 
     return LineClassifier(make_embedder())
+
+
+def default_classifiers(names: Sequence[str]) -> dict[str, Any]:
+    """One MiniLM line classifier per name, all over one loaded model but each with its own
+    embedding cache and template caches: no system's latency profits from lines another system
+    embedded first, and the model (seconds to load, ~100 MB) is loaded once."""
+    from schedmate.embeddings.classifier import LineClassifier
+    from schedmate.embeddings.embedder import EmbeddingCache, make_embedder
+
+    model = make_embedder()
+    out: dict[str, Any] = {}
+    for name in names:
+        embedder = copy.copy(model)  # shares the torch model, not the cache
+        embedder.cache = EmbeddingCache(model.cache.capacity)
+        out[name] = LineClassifier(embedder)
+    return out
 
 
 def latency_summary(values: Sequence[float]) -> dict[str, float | int | None]:

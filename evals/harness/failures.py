@@ -43,12 +43,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from schedmate.agents.failure import FailureHandler, FailureHandlerConfig, LLMFailureClassifier, combine
-from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex
+from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex, classification_window
 from schedmate.agents.failure.rules import RulesClassifier
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.evals.harness.common import (
     Progress,
-    default_classifier,
+    default_classifiers,
     f1_scores,
     latency_summary,
     load_corpus,
@@ -150,10 +150,8 @@ class _Systems:
                 pred.status = "no_failure_found"
             else:
                 pred.line, pred.lines_classified = located.line_no, located.lines_classified
-                half = self.config.window_lines // 2
-                start = max(0, located.line_no - half)
-                window = [x.decode("utf-8", "replace") for x in index.lines(start, located.line_no + half)]
-                verdict = self.rules.classify(window, located.line_no - start)
+                window, focus = classification_window(index, located, self.config.window_lines)
+                verdict = self.rules.classify(window, focus)
                 _verdict_fields(pred, verdict)
                 if verdict is None:
                     pred.status = "no_verdict"
@@ -301,7 +299,7 @@ def run_failures(
     # latency profits from lines another one embedded first; a given `classifier` is shared by all.
     names = ["locator+rules", "locator+llm", "linear-scan", "last-500"]
     classifiers = ({n: classifier for n in names} if classifier is not None
-                   else {n: default_classifier() for n in names if llm is not None or n != "locator+llm"})  # fmt: skip
+                   else default_classifiers([n for n in names if llm is not None or n != "locator+llm"]))  # fmt: skip
     load_s = time.perf_counter() - t_cls
     sy = _Systems(classifiers, llm, config, tail_lines)
     rows: list[dict[str, Any]] = []

@@ -69,7 +69,8 @@ def _failures_md(s: dict[str, Any]) -> list[str]:
         "",
         "First-error line (% of failed logs). exact: = label first_line; exact-block: anywhere in [block_start, first_line] "
         "(the root-cause block, e.g. its `Traceback` header, counts as exact); ±5: |line − first_line| ≤ 5; "
-        "±5 block: in [block_start − 5, first_line + 5]. Calls: classifier calls (one `classify_lines` pass over ≤ 1 chunk) "
+        "±5 block: in [block_start − 5, first_line + 5]. Calls: classifier calls (one judged chunk: keyword gate, rules, then one "
+        "embedding batch for what they leave) "
         "per located failure; bound = max(2, 2·log2(lines/chunk)).",
         "",
         "| system | found | exact | exact-block | ±5 | ±5 block | early | late | calls mean | calls max | bound mean | ≤ bound | lines classified | latency mean ms | p50 | p95 | max |",
