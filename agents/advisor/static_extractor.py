@@ -190,7 +190,7 @@ def _dataset_name(value: str) -> str:
 # ----------------------------------------------------------------------------------------- values
 
 
-def _num(value: Any) -> float | None:
+def parse_number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
@@ -209,14 +209,14 @@ def _num(value: Any) -> float | None:
 
 
 def _as_int(value: Any, minimum: int) -> int | None:
-    v = _num(value)
+    v = parse_number(value)
     if v is None or v != int(v) or v < minimum:
         return None
     return int(v)
 
 
 def _as_lr(value: Any) -> float | None:
-    v = _num(value)
+    v = parse_number(value)
     return v if v is not None and 0 < v < 100 else None
 
 

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any
 
+from schedmate.agents.advisor.static_extractor import parse_number
 from schedmate.evals.jobcorpus.schema import (
     DATASET_ALIASES, MODEL_ALIASES, TASK_ALIASES, normalize_dataset, normalize_iteration_type, normalize_model_name,
     normalize_task_type, parse_model_size_b,
@@ -77,21 +78,8 @@ def normalise_field(field: str, raw: Any) -> Any:
 
 
 def _to_float(raw: Any) -> float | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, (int, float)):
-        return float(raw) if math.isfinite(float(raw)) else None
-    if isinstance(raw, str):
-        s = raw.strip().lower().replace("_", "").replace(",", "")
-        mult = 1.0
-        if s.endswith("k"):
-            s, mult = s[:-1], 1000.0
-        try:
-            v = float(s) * mult
-        except ValueError:
-            return None
-        return v if math.isfinite(v) else None
-    return None
+    """A number from an LLM answer or a literal, read as the static extractor reads it (`1_000`, `2k`)."""
+    return parse_number(raw)
 
 
 def values_equal(field: str, a: Any, b: Any) -> bool:
