@@ -491,6 +491,7 @@ class SimulationInsights:
             "distinct_artefacts": len({j.artefact for j in self._jobs.values()}),
             "cache_entries": len(self._cache),
             "modes": dict(self._modes),
+            "source": "SimulationInsights (replayed)" if self._replay else "SimulationInsights (real agents)",
             "replay": self._replay,
             "store_connected": self._agents.store is not None,
             "models_loaded": self._agents.embedder is not None or self._agents.classifier is not None,
