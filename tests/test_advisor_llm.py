@@ -8,8 +8,6 @@ anything else is the static extractor's value -- or the whole result is a report
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,16 +18,11 @@ from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.agents.advisor.validation import grounded
 from schedmate.evals.jobcorpus import generate_job
 from schedmate.llm import LLMConfig, open_chat_model
-from schedmate.llm_local import DEFAULT_GGUF_PACKAGE
+from .local_llm import skip_module_without_local_llm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("llama-cpp-python not installed", allow_module_level=True)
-try:
-    importlib.metadata.distribution(DEFAULT_GGUF_PACKAGE)
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(f"weights package {DEFAULT_GGUF_PACKAGE} not installed", allow_module_level=True)
+skip_module_without_local_llm()
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ The LLM is restricted to the agent each case exercises most, to stay within CI's
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -17,16 +15,11 @@ import pytest
 from schedmate.integrations.experiments.common import shared_file
 from schedmate.integrations.experiments.sources import SemanticSources
 from schedmate.llm import LLMConfig
-from schedmate.llm_local import DEFAULT_GGUF_PACKAGE
+from .local_llm import skip_module_without_local_llm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
-if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("llama-cpp-python not installed", allow_module_level=True)
-try:
-    importlib.metadata.distribution(DEFAULT_GGUF_PACKAGE)
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(f"weights package {DEFAULT_GGUF_PACKAGE} not installed", allow_module_level=True)
+skip_module_without_local_llm()
 if shutil.which("redis-server") is None:
     pytest.skip("redis-server is not installed", allow_module_level=True)
 

@@ -8,8 +8,6 @@ accepted value equals the value printed in its own line) or explicitly refused, 
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 from collections.abc import Iterator
 
 import pytest
@@ -18,17 +16,12 @@ from schedmate.agents.tracker import MetricTracker, NoSignal, TrackerReport, reg
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.embedder import make_embedder
 from schedmate.llm import LLMConfig, open_chat_model
-from schedmate.llm_local import DEFAULT_GGUF_PACKAGE
+from .local_llm import skip_module_without_local_llm
 from schedmate.tracing import memory_tracing
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("llama-cpp-python not installed", allow_module_level=True)
-try:
-    importlib.metadata.distribution(DEFAULT_GGUF_PACKAGE)
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(f"weights package {DEFAULT_GGUF_PACKAGE} not installed", allow_module_level=True)
+skip_module_without_local_llm()
 
 FORMATS = [
     "Trn | stp#{step:06d} | obj {loss:.3f} | wall {time:.3f} sec",
