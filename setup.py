@@ -17,6 +17,7 @@ ROOTS = {
     "schedmate.schedulers": "schedulers",
     "schedmate.dashboards": "dashboards",
     "schedmate.evals": "evals",
+    "schedmate.synthetic": "synthetic",
     "schedmate.tests": "tests",
 }
 

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from schedmate.agents.advisor.evaluate import AdvisorEvalConfig, run_advisor_eval, summary_line
+from schedmate.evals.harness.advisor import AdvisorEvalConfig, run_advisor_eval, summary_line
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,7 @@ from schedmate.agents.failure.synthetic import make_failed_log
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.embedder import EmbeddingCache, FlagEmbedder, make_embedder
 from schedmate.embeddings.synthetic_log import generate_training_log
-from schedmate.evals.logcorpus.taxonomy import FailureReason, category_of
+from schedmate.taxonomy import FailureReason, category_of
 
 RESULTS = Path(__file__).resolve().parent / "results" / "locator.json"
 TOLERANCE = 5
@@ -78,7 +78,7 @@ class Case:
 
 def logcorpus_case(n: int, seed: int, reason: FailureReason | None, path: Path | None = None) -> Case:
     """A failed log from the evaluation generator `evals.logcorpus` (independent of our rules)."""
-    from schedmate.evals.logcorpus import LogSpec, LogStatus, generate_log
+    from schedmate.synthetic.logs import LogSpec, LogStatus, generate_log
 
     spec = LogSpec(n_lines=n, status=LogStatus.FAILED, failure_reason=reason)
     out, labels = generate_log(spec, seed, out=path)
@@ -237,7 +237,7 @@ def main() -> None:
     import torch
 
     sources = ["logcorpus", "synthetic"] if args.corpus == "both" else [args.corpus]
-    if "logcorpus" in sources and importlib.util.find_spec("schedmate.evals.logcorpus.generator") is None:
+    if "logcorpus" in sources and importlib.util.find_spec("schedmate.synthetic.logs.generator") is None:
         sources.remove("logcorpus")  # the evaluation generator is not installed: our own logs only
     sources = sources or ["synthetic"]
     load_before = os.getloadavg()

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from schedmate.evals.logcorpus import Framework, LogSpec, generate_log
+from schedmate.synthetic.logs import Framework, LogSpec, generate_log
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ on generated logs with ground truth. Writes bench/results/tracker.json, prints o
                                             [--llm none|local] [--n-lines 20]
                                             [--classify auto|always] [--local-corpus]
 
-Corpus: `schedmate.evals.logcorpus.generate_corpus` (labels.jsonl with per-progress-line truth)
+Corpus: `schedmate.synthetic.logs.generate_corpus` (labels.jsonl with per-progress-line truth)
 when importable, else a minimal local generator (five formats, optional noise padding); the
 JSON says which. As in the paper, a share of the logs is padded with irrelevant content.
 
@@ -59,7 +59,7 @@ class Case:
 
 
 def corpus_from_logcorpus(out: Path, n: int, seed: int, padded: float, max_lines: int, n_lines: int) -> tuple[list[Case], str]:
-    from schedmate.evals.logcorpus import generate_corpus, iter_labels
+    from schedmate.synthetic.logs import generate_corpus, iter_labels
 
     generate_corpus(out, n, seed, max_lines=max_lines, padded_fraction=padded)
     cases = []
@@ -72,7 +72,7 @@ def corpus_from_logcorpus(out: Path, n: int, seed: int, padded: float, max_lines
             Case(lab.id, out / (lab.path or ""), str(lab.framework) + "/" + lab.variant,
                  (lab.spec.noise_level or 0.0) >= 0.9, st, tp, has, tr.seq_length)
         )  # fmt: skip
-    return cases, "schedmate.evals.logcorpus"
+    return cases, "schedmate.synthetic.logs"
 
 
 _LOCAL_FORMATS = {
@@ -118,7 +118,7 @@ def corpus_local(out: Path, n: int, seed: int, padded: float, max_lines: int, n_
         path.write_text("\n".join(lines) + "\n")
         tail = truth[-n_lines:]
         cases.append(Case(path.stem, path, fmt, pad, statistics.fmean(tail) if tail else None, None, bool(truth)))
-    return cases, "local minimal generator (bench/bench_tracker.py; schedmate.evals.logcorpus not importable)"
+    return cases, "local minimal generator (bench/bench_tracker.py; schedmate.synthetic.logs not importable)"
 
 
 # -- run ----------------------------------------------------------------------------------------

@@ -42,12 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.evals.jobcorpus.codegen import Repo, render_repo
-from schedmate.evals.jobcorpus.history import CATEGORY_WEIGHTS, FAILURE_REASONS, expected_perf, log_framework
-from schedmate.evals.jobcorpus.mapping import MAX_GPUS, assign_workload
-from schedmate.evals.jobcorpus.workloads import FAMILIES, WorkloadConfig, nodes_for, sample_config
-from schedmate.evals.logcorpus.spec import Framework, LogSpec, LogStatus
-from schedmate.evals.logcorpus.taxonomy import FailureCategory, FailureReason, category_of, component_of
+from schedmate.synthetic.jobs.codegen import Repo, render_repo
+from schedmate.synthetic.jobs.history import CATEGORY_WEIGHTS, FAILURE_REASONS, expected_perf, log_framework
+from schedmate.synthetic.jobs.mapping import MAX_GPUS, assign_workload
+from schedmate.synthetic.jobs.workloads import FAMILIES, WorkloadConfig, nodes_for, sample_config
+from schedmate.logspec import Framework, LogSpec, LogStatus
+from schedmate.taxonomy import FailureCategory, FailureReason, category_of, component_of
 from schedmate.schedulers.job import JobSpec
 
 __all__ = [

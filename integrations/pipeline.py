@@ -110,9 +110,9 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
     from schedmate.agents.failure.handler import FailureHandler
     from schedmate.embeddings.classifier import LineClassifier
     from schedmate.embeddings.embedder import make_embedder
-    from schedmate.evals.logcorpus.generator import generate_log
-    from schedmate.evals.logcorpus.spec import LogSpec, LogStatus
-    from schedmate.evals.logcorpus.taxonomy import FailureReason
+    from schedmate.synthetic.logs.generator import generate_log
+    from schedmate.logspec import LogSpec, LogStatus
+    from schedmate.taxonomy import FailureReason
 
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "train.log"

@@ -652,7 +652,7 @@ class SimulationInsights:
 
     def _track_text(self, art: Artefact, q: float) -> tuple[str, int]:
         """The slowed log and the line where the co-located job's effect starts."""
-        from schedmate.evals.logcorpus.generator import generate_log
+        from schedmate.synthetic.logs.generator import generate_log
 
         spec, seed = track_log_spec(art, q, n_lines=self.config.track_lines)
         text, labels = generate_log(spec, seed)
@@ -725,7 +725,7 @@ class SimulationInsights:
                 "seconds": round(time.perf_counter() - t0, 4)}
 
     def _diagnosis_record(self, fkey: str) -> dict[str, Any] | None:
-        from schedmate.evals.logcorpus.generator import generate_log
+        from schedmate.synthetic.logs.generator import generate_log
 
         h = self._failure_logs.get(fkey)
         text: str | None = None

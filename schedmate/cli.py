@@ -260,7 +260,7 @@ def corpus_generate(
     failed_fraction: Annotated[float, typer.Option(help="Share of logs that end in a failure.")] = 0.5,
 ) -> None:
     """Write realistic training logs with exact labels (metrics truth, failure root cause)."""
-    from schedmate.evals.logcorpus.generator import generate_corpus
+    from schedmate.synthetic.logs.generator import generate_corpus
 
     with user_errors():
         progress, update = _count_progress("writing logs")
@@ -277,7 +277,7 @@ def corpus_jobs(
     seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same corpus.")] = 0,
 ) -> None:
     """Write realistic training repositories with their truth metadata and run histories."""
-    from schedmate.evals.jobcorpus import generate_job_corpus
+    from schedmate.synthetic.jobs import generate_job_corpus
 
     with user_errors():
         progress, update = _count_progress("writing jobs")
@@ -339,7 +339,7 @@ def eval_advisor(
     threads: Annotated[str, typer.Option(help="Concurrent request counts for the throughput figure.")] = "1,2,4",
 ) -> None:
     """Scheduling Advisor: duration / SM-util error CDFs, within-100% share, field accuracy, baselines."""
-    from schedmate.agents.advisor.evaluate import AdvisorEvalConfig, run_advisor_eval, summary_line
+    from schedmate.evals.harness.advisor import AdvisorEvalConfig, run_advisor_eval, summary_line
 
     llm_cfg = agent_cfg = None
     if agent_jobs:

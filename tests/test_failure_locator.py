@@ -22,7 +22,7 @@ from schedmate.agents.failure.rules import RulesClassifier
 from schedmate.agents.failure.synthetic import BENIGN_LINES, make_clean_log, make_failed_log
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.synthetic_log import generate_training_log
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.taxonomy import Component, FailureCategory, FailureReason
 
 R = FailureReason
 TOLERANCE = 5  # lines
@@ -227,8 +227,8 @@ LOGCORPUS_SLOW = [R.CONNECTION_ERROR, R.S3_STORAGE_ERROR, R.OUT_OF_MEMORY_ERROR,
 def test_locates_and_classifies_evaluation_corpus_logs(locator: FailureLocator, reason: FailureReason) -> None:
     """Logs of the evaluation generator (`evals.logcorpus`, written independently of the rules):
     red herrings, launcher prefixes that eat indentation, interleaved ranks."""
-    logcorpus = pytest.importorskip("schedmate.evals.logcorpus.generator", reason="evals.logcorpus not installed")
-    from schedmate.evals.logcorpus import LogSpec, LogStatus
+    logcorpus = pytest.importorskip("schedmate.synthetic.logs.generator", reason="evals.logcorpus not installed")
+    from schedmate.synthetic.logs import LogSpec, LogStatus
 
     spec = LogSpec(n_lines=2_000, status=LogStatus.FAILED, failure_reason=reason, red_herrings=True)
     text, labels = logcorpus.generate_log(spec, seed=7)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from schedmate.agents.failure.rules import RulesClassifier, clean_line, is_traceback_header
-from schedmate.evals.logcorpus.taxonomy import FailureCategory, FailureReason
+from schedmate.taxonomy import FailureCategory, FailureReason
 
 R = FailureReason
 
@@ -70,7 +70,7 @@ def test_fields_and_exception_names_are_not_taken_for_host_labels(line: str) -> 
 
 
 def _rules_on_corpus_log(reason: FailureReason, seed: int) -> FailureReason | None:
-    from schedmate.evals.logcorpus import LogSpec, LogStatus, generate_log
+    from schedmate.synthetic.logs import LogSpec, LogStatus, generate_log
 
     text, labels = generate_log(LogSpec(n_lines=300, status=LogStatus.FAILED, failure_reason=reason), seed)
     lines = str(text).split("\n")

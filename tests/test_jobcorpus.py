@@ -28,7 +28,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from schedmate.evals.jobcorpus import (
+from schedmate.synthetic.jobs import (
     FAMILIES,
     FAMILY_KEYS,
     WorkloadMetadata,
@@ -46,8 +46,8 @@ from schedmate.evals.jobcorpus import (
     sample_config,
     size_class,
 )
-from schedmate.evals.jobcorpus.codegen import NOISE_DIRS
-from schedmate.evals.jobcorpus.generator import iter_corpus_jobs
+from schedmate.synthetic.jobs.codegen import NOISE_DIRS
+from schedmate.synthetic.jobs.generator import iter_corpus_jobs
 from schedmate.schedulers.job import FinalStatus, JobSpec
 
 LABELS = ("model_name", "dataset", "iterations", "batch_size", "learning_rate", "num_workers")

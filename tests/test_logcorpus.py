@@ -1,4 +1,4 @@
-"""Spec of the labelled training-log corpus (`schedmate.evals.logcorpus`).
+"""Spec of the labelled training-log corpus (`schedmate.synthetic.logs`).
 
 Read top to bottom: determinism; exact sizes; every framework's progress lines in its real format,
 with printed numbers equal to the labelled truth; warm-up and slowdown; one injected Acme root
@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 
-from schedmate.evals.logcorpus import (
+from schedmate.synthetic.logs import (
     ALLOWED_COMPONENTS,
     REASONS,
     VARIANTS,
@@ -35,8 +35,8 @@ from schedmate.evals.logcorpus import (
     load_manifest,
     reasons_in,
 )
-from schedmate.evals.logcorpus import generator
-from schedmate.evals.logcorpus.taxonomy import reason_weights
+from schedmate.synthetic.logs import generator
+from schedmate.taxonomy import reason_weights
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PREFIX = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from schedmate.evals.jobcorpus.mapping import size_class
+from schedmate.synthetic.jobs.mapping import size_class
 from schedmate.integrations.experiments.common import synthetic_jobs
 from schedmate.integrations.experiments.sources import SemanticSources, independent_history
 from schedmate.schedulers.job import JobState

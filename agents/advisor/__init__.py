@@ -10,7 +10,8 @@ Public API (heavy modules load on first use):
 - `estimate_from_matches(job, matches, fallback=...)` -> `Estimate`; `JobQuery`, `FallbackEstimator`
 - `EBMEstimator`, `SameUserGpusEstimator`, `MedianFallback` (baselines / fallbacks)
 - `SchedulingAdvisor(retriever, extractor=, fallback=)`.advise(job, repo, command) / .record(...)
-- `run_advisor_eval(data_dir, out_dir, AdvisorEvalConfig())`, `summary_line(report)`
+
+Its evaluation lives in `schedmate.evals.harness.advisor` (agents never import from `evals`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ _EXPORTS = {
     "Estimate": "estimator", "JobQuery": "estimator", "FallbackEstimator": "estimator",
     "MedianFallback": "estimator", "estimate_from_matches": "estimator",
     "EBMEstimator": "baselines", "SameUserGpusEstimator": "baselines", "HistoryRow": "baselines",
-    "AdvisorEvalConfig": "evaluate", "run_advisor_eval": "evaluate", "summary_line": "evaluate",
     "parse_launch": "launch",
     "SchedulingAdvisor": "advisor", "Advice": "advisor",
 }

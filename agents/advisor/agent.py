@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from schedmate.agents.advisor.static_extractor import FIELDS, MANDATORY, StaticExtraction, extract_static
 from schedmate.agents.advisor.tools import RepoSandbox, make_repo_tools
 from schedmate.agents.advisor.validation import grounded, normalise_field, values_equal
-from schedmate.evals.jobcorpus.schema import WorkloadMetadata
+from schedmate.workload import WorkloadMetadata
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
 from schedmate.structured import map_llm_exception
 from schedmate.tracing import get_tracer

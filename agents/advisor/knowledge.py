@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from schedmate.evals.jobcorpus.schema import MODEL_ALIASES, TASK_ALIASES
+from schedmate.workload import MODEL_ALIASES, TASK_ALIASES
 
 __all__ = ["FIELD_KEYS", "LIBRARY_DEFAULTS", "MODEL_SIZES_B", "TASK_CUES", "size_from_name"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from schedmate.embeddings.embedder import Embedder
 from schedmate.embeddings.store import JobOutcome, JobRecord, JobStore, Match
-from schedmate.evals.jobcorpus.schema import WorkloadMetadata
+from schedmate.workload import WorkloadMetadata
 
 __all__ = ["DEFAULT_THRESHOLD", "DEFAULT_TOP_K", "HistoricalJob", "Retrieval", "SimilarJobRetriever", "fingerprint_text"]
 

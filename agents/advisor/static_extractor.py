@@ -42,7 +42,7 @@ from schedmate.agents.advisor import pysource as pys
 from schedmate.agents.advisor.knowledge import FIELD_KEYS, LIBRARY_DEFAULTS, MODEL_SIZES_B, TASK_CUES, size_from_name
 from schedmate.agents.advisor.launch import Launch, parse_launch
 from schedmate.agents.advisor.tools import NOISE_DIRS, SKIP_DIRS
-from schedmate.evals.jobcorpus.schema import (
+from schedmate.workload import (
     DATASET_ALIASES, MODEL_ALIASES, WorkloadMetadata, normalize_dataset, normalize_model_name, normalize_task_type,
 )
 
@@ -675,7 +675,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
     size_facts = [(f, s) for f, s in _candidates(eff, "model_size")]
     for f, _ in sorted(size_facts, key=lambda c: (c[0].rank, c[1]), reverse=True):
         try:
-            from schedmate.evals.jobcorpus.schema import parse_model_size_b
+            from schedmate.workload import parse_model_size_b
 
             v = parse_model_size_b(f.value)
         except ValueError:

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from schedmate.agents.advisor.static_extractor import parse_number
-from schedmate.evals.jobcorpus.schema import (
+from schedmate.workload import (
     DATASET_ALIASES, MODEL_ALIASES, TASK_ALIASES, normalize_dataset, normalize_iteration_type, normalize_model_name,
     normalize_task_type, parse_model_size_b,
 )

@@ -4,7 +4,7 @@ similar past failures, and plan an allow-listed recovery for infrastructure faul
     handler = FailureHandler(LineClassifier(make_embedder()), chat_model=model, store_url=url)
     diagnosis = handler.diagnose("job.log", JobMeta(job_id="j1", nodes=("gpu-node-03",)))
 
-The taxonomy (category → reason → component) is `schedmate.evals.logcorpus.taxonomy`, shared
+The taxonomy (category → reason → component) is `schedmate.taxonomy`, shared
 with the log-corpus generator so labels and predictions use the same enums.
 """
 

@@ -38,7 +38,7 @@ from schedmate.agents.failure.rules import RulesClassifier, root_cause_text
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
 from schedmate.tracing import get_tracer
 

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schedmate.agents.failure.rules import RuleVerdict
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.embeddings.templates import mask_variables
-from schedmate.evals.logcorpus.taxonomy import (
+from schedmate.taxonomy import (
     ALLOWED_COMPONENTS,
     Component,
     FailureCategory,

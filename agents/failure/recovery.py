@@ -26,7 +26,7 @@ from typing import Annotated, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from schedmate.agents.failure.llm_classifier import FailureVerdict
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory
+from schedmate.taxonomy import Component, FailureCategory
 
 NodeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")]
 JobId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]

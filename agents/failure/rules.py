@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schedmate.embeddings.logtext import normalise_line, strip_rank_prefix
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
+from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
 
 R = FailureReason
 

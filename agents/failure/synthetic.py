@@ -1,6 +1,6 @@
 """Small deterministic failed-job logs with a known root cause, for tests and `bench_locator`.
 
-Not the evaluation corpus (that is `evals.logcorpus`); this only makes the shapes the Failure
+Not the evaluation corpus (that is `synthetic.logs`); this only makes the shapes the Failure
 Handler must survive: a noisy multi-rank training log (`embeddings.synthetic_log`), benign
 error-looking lines before the fault (warnings, retries, `errors=0` counters, metric names with
 "error", rendezvous socket warnings), the fault block with the real signatures of logs.md §2.3,
@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 
 from schedmate.embeddings.synthetic_log import generate_training_log
-from schedmate.evals.logcorpus.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
+from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
 
 R = FailureReason
 

@@ -1,5 +1,5 @@
 """Evaluation harness (issue 4): the Failure Handler and the Metric Tracker against the labelled
-log corpus (`schedmate.evals.logcorpus`), beside their baselines and ablations, in one run.
+log corpus (`schedmate.synthetic.logs`), beside their baselines and ablations, in one run.
 
     summary = run_failure_eval("corpus/", "out/", llm=None)   # or llm=<BaseChatModel>
     summary = run_metrics_eval("corpus/", "out/")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.evals.logcorpus.labels import LogLabels, iter_labels
+from schedmate.loglabels import LogLabels, iter_labels
 
 Progress = Callable[[int, int], None]
 

@@ -56,9 +56,9 @@ from schedmate.evals.harness.common import (
     macro_f1,
     ratio,
 )
-from schedmate.evals.logcorpus.labels import LogLabels
-from schedmate.evals.logcorpus.spec import LogStatus
-from schedmate.evals.logcorpus.taxonomy import ALLOWED_COMPONENTS, FailureCategory
+from schedmate.loglabels import LogLabels
+from schedmate.logspec import LogStatus
+from schedmate.taxonomy import ALLOWED_COMPONENTS, FailureCategory
 from schedmate.llm_errors import LLMError
 
 CATEGORIES = [c.value for c in FailureCategory]

@@ -45,7 +45,7 @@ from schedmate.evals.harness.common import (
     ratio,
     rmsre,
 )
-from schedmate.evals.logcorpus.labels import LogLabels
+from schedmate.loglabels import LogLabels
 
 SUCCESS_TOLERANCE = 0.2
 N_LINES = 20

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.evals.jobcorpus.mapping import size_class
+from schedmate.synthetic.jobs.mapping import size_class
 from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models
 from schedmate.schedulers.job import JobSpec
 

@@ -19,7 +19,7 @@ import random
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from .schema import WorkloadMetadata
+from schedmate.workload import WorkloadMetadata
 
 __all__ = [
     "FAMILIES",

@@ -5,7 +5,7 @@
 a few users (Zipf-popular) each run a few experiments (a family, a code base) and resubmit them,
 often unchanged (reruns after failures), sometimes with one knob changed (lr, batch size, length,
 GPUs). Repositories go to `out_dir/jobs/<id>/`; the labels stay outside them, in
-`out_dir/manifest.jsonl` (one `JobRecord` per line) and `out_dir/corpus.json` (the parameters).
+`out_dir/manifest.jsonl` (one `CorpusJob` per line) and `out_dir/corpus.json` (the parameters).
 Same arguments, same bytes.
 """
 
@@ -23,14 +23,14 @@ from pydantic import BaseModel, ConfigDict
 
 from .codegen import Repo, render_repo
 from .history import Outcome, UserProfile, make_user, simulate_outcome
-from .schema import WorkloadMetadata
+from schedmate.workload import WorkloadMetadata
 from .workloads import FAMILY_KEYS, WorkloadConfig, WorkloadFamily, get_family, nodes_for, sample_config, sample_steps
 
 __all__ = [
     "GENERATOR_VERSION",
     "GeneratedJob",
     "JobCorpusManifest",
-    "JobRecord",
+    "CorpusJob",
     "Launch",
     "generate_job",
     "generate_job_corpus",
@@ -62,7 +62,7 @@ class CodeInfo(BaseModel):
     evidence: dict[str, tuple[str, str, str]]  # label -> (file or '<command>', snippet, literal)
 
 
-class JobRecord(BaseModel):
+class CorpusJob(BaseModel):
     """One manifest line."""
 
     model_config = ConfigDict(extra="forbid")
@@ -125,8 +125,8 @@ class GeneratedJob:
         """Write the repository (only the repository: labels never go inside it)."""
         self.repo.write(Path(dest))
 
-    def record(self, repo_rel: str) -> JobRecord:
-        return JobRecord(
+    def record(self, repo_rel: str) -> CorpusJob:
+        return CorpusJob(
             id=self.job_id, repo=repo_rel, family=self.family, experiment=self.experiment or self.job_id,
             truth=self.truth, launch=self.launch, outcome=self.outcome, user=self.user.name, vc=self.user.vc,
             submit_time=round(self.submit_time, 1), log_spec=self.log_spec, config=self.config.to_dict(),
@@ -275,22 +275,22 @@ class JobCorpusManifest:
     seed: int
     n: int
     families: list[str]
-    records: list[JobRecord]
+    records: list[CorpusJob]
     version: int = GENERATOR_VERSION
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def __iter__(self) -> Iterator[JobRecord]:
+    def __iter__(self) -> Iterator[CorpusJob]:
         return iter(self.records)
 
-    def by_id(self, job_id: str) -> JobRecord:
+    def by_id(self, job_id: str) -> CorpusJob:
         for rec in self.records:
             if rec.id == job_id:
                 return rec
         raise KeyError(job_id)
 
-    def repo_dir(self, record: JobRecord | str) -> Path:
+    def repo_dir(self, record: CorpusJob | str) -> Path:
         rec = self.by_id(record) if isinstance(record, str) else record
         return self.root / rec.repo
 
@@ -314,7 +314,7 @@ def generate_job_corpus(
     out = Path(out_dir)
     fams = _families(families)
     (out / "jobs").mkdir(parents=True, exist_ok=True)
-    records: list[JobRecord] = []
+    records: list[CorpusJob] = []
     with open(out / MANIFEST, "w", encoding="utf-8") as manifest:
         for done, job in enumerate(iter_corpus_jobs(n, seed, families=fams, span_days=span_days), start=1):
             rel = f"jobs/{job.job_id}"
@@ -335,7 +335,7 @@ def load_manifest(corpus_dir: Path | str) -> JobCorpusManifest:
     path = root / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"no {MANIFEST} in {root}")
-    records = [JobRecord.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [CorpusJob.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     info: dict[str, Any] = {}
     if (root / CORPUS_INFO).is_file():
         info = json.loads((root / CORPUS_INFO).read_text(encoding="utf-8"))

@@ -21,9 +21,9 @@ import numpy as np
 
 from .context import JobContext
 from .noise import NoiseSource
-from .spec import FailurePhase, Framework, Launcher, LogSpec, RankPrefix
+from schedmate.logspec import FailurePhase, Framework, Launcher, LogSpec, RankPrefix
 from .stacks import ACCELERATE, BACKWARD, CHAINED, DATALOADER, DURING, FORWARD, TORCHRUN, Frame, entry_frames, format_traceback
-from .taxonomy import FailureReason
+from schedmate.taxonomy import FailureReason
 
 CUDA_TAIL = [
     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",

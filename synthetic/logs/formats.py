@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from .context import BLUE, CYAN, DEFAULT_FG, GREEN, MAGENTA, RED, YELLOW, JobContext, BOLD, RESET
-from .spec import Framework, LogSpec
+from schedmate.logspec import Framework, LogSpec
 
 PEAK_FLOPS = 312e12  # A100 bf16 dense; MFU numbers printed by nanoGPT/torchtitan use it
 

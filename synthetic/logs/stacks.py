@@ -7,7 +7,7 @@ Line numbers are those of recent releases (close enough: nobody reads them back)
 from __future__ import annotations
 
 from .context import JobContext
-from .spec import Framework
+from schedmate.logspec import Framework
 
 Frame = tuple[str, int, str, str]
 

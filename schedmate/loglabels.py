@@ -22,8 +22,8 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
-from .spec import FailurePhase, Framework, LogSpec, LogStatus
-from .taxonomy import ALLOWED_COMPONENTS, Component, FailureCategory, FailureReason, category_of
+from schedmate.logspec import FailurePhase, Framework, LogSpec, LogStatus
+from schedmate.taxonomy import ALLOWED_COMPONENTS, Component, FailureCategory, FailureReason, category_of
 
 LABELS_FILE = "labels.jsonl"
 MANIFEST_FILE = "manifest.json"

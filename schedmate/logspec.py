@@ -14,7 +14,7 @@ from enum import StrEnum
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from .taxonomy import FailureCategory, FailureReason, category_of, reason_weights
+from schedmate.taxonomy import FailureCategory, FailureReason, category_of, reason_weights
 
 
 class Framework(StrEnum):

@@ -3,10 +3,10 @@ PyTorch logs with real progress-line formats, noise, and (for failed logs) one i
 cause with its cascade; ground truth for the Metric Tracker and the Failure Handler."""
 
 from .generator import derive_seed, generate_corpus, generate_log
-from .labels import (CorpusEntry, CorpusManifest, FailureLabel, LogLabels, SlowdownLabel, TruthLabel, iter_labels,
+from schedmate.loglabels import (CorpusEntry, CorpusManifest, FailureLabel, LogLabels, SlowdownLabel, TruthLabel, iter_labels,
                      load_labels, load_manifest)
-from .spec import VARIANTS, FailurePhase, Framework, Launcher, LogSpec, LogStatus, RankPrefix
-from .taxonomy import (ALLOWED_COMPONENTS, REASONS, Component, FailureCategory, FailureReason, category_of,
+from schedmate.logspec import VARIANTS, FailurePhase, Framework, Launcher, LogSpec, LogStatus, RankPrefix
+from schedmate.taxonomy import (ALLOWED_COMPONENTS, REASONS, Component, FailureCategory, FailureReason, category_of,
                        component_of, reasons_in)
 
 __all__ = [

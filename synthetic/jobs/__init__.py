@@ -11,17 +11,17 @@ Public API (see the modules for details):
 
 from .codegen import Repo, render_repo, write_repo
 from .generator import (
-    GeneratedJob, JobCorpusManifest, JobRecord, generate_job, generate_job_corpus, iter_corpus_jobs, load_manifest,
+    GeneratedJob, JobCorpusManifest, CorpusJob, generate_job, generate_job_corpus, iter_corpus_jobs, load_manifest,
 )
 from .history import Outcome, UserProfile, expected_perf, simulate_outcome
 from .mapping import WorkloadAssignment, assign_workload, assign_workloads, attach_workloads, size_class
-from .schema import (
+from schedmate.workload import (
     WorkloadMetadata, normalize_dataset, normalize_iteration_type, normalize_model_name, normalize_task_type,
 )
 from .workloads import FAMILIES, FAMILY_KEYS, WorkloadConfig, WorkloadFamily, get_family, sample_config
 
 __all__ = [
-    "FAMILIES", "FAMILY_KEYS", "GeneratedJob", "JobCorpusManifest", "JobRecord", "Outcome", "Repo", "UserProfile",
+    "FAMILIES", "FAMILY_KEYS", "GeneratedJob", "JobCorpusManifest", "CorpusJob", "Outcome", "Repo", "UserProfile",
     "WorkloadAssignment", "WorkloadConfig", "WorkloadFamily", "WorkloadMetadata", "assign_workload",
     "assign_workloads", "attach_workloads", "expected_perf", "generate_job", "generate_job_corpus", "get_family",
     "iter_corpus_jobs", "load_manifest", "normalize_dataset", "normalize_iteration_type", "normalize_model_name",

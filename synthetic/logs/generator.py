@@ -22,12 +22,12 @@ import numpy as np
 from .context import JobContext
 from .failures import FailureTiming, render_completion, render_tail
 from .formats import PEAK_FLOPS, EventBlock, make_renderer
-from .labels import (LABELS_FILE, LOGS_DIR, MANIFEST_FILE, CorpusEntry, CorpusManifest, FailureLabel, LogLabels,
+from schedmate.loglabels import (LABELS_FILE, LOGS_DIR, MANIFEST_FILE, CorpusEntry, CorpusManifest, FailureLabel, LogLabels,
                      SlowdownLabel, TruthLabel)
 from .noise import NoiseSource, header_units
 from .series import Series, SeriesParams
-from .spec import FailurePhase, Framework, LogSpec, LogStatus
-from .taxonomy import FailureCategory, category_of, component_of
+from schedmate.logspec import FailurePhase, Framework, LogSpec, LogStatus
+from schedmate.taxonomy import FailureCategory, category_of, component_of
 
 CHUNK_EVENTS = 4096  # events rendered per chunk (the numbers do not depend on it)
 WRITE_LINES = 65536  # lines buffered before a write ...

@@ -51,7 +51,7 @@ from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetrieve
 from schedmate.agents.advisor.static_extractor import FIELDS, StaticExtraction, extract_static
 from schedmate.agents.advisor.validation import normalise_field, values_equal
 from schedmate.embeddings.store import JobOutcome, JobStore, Match
-from schedmate.evals.jobcorpus.generator import JobCorpusManifest, JobRecord, generate_job_corpus, load_manifest
+from schedmate.synthetic.jobs.generator import JobCorpusManifest, CorpusJob, generate_job_corpus, load_manifest
 
 __all__ = [
     "AdvisorEvalConfig", "DEV_SEED", "EVAL_SEED", "SCORED_FIELDS", "choose_threshold", "field_accuracy",
@@ -174,30 +174,30 @@ def _corpus(path: Path, n: int, seed: int, say: Callable[[str], None]) -> JobCor
     return generate_job_corpus(path, n, seed)
 
 
-def _split(m: JobCorpusManifest, n_new: int) -> tuple[list[JobRecord], list[JobRecord]]:
+def _split(m: JobCorpusManifest, n_new: int) -> tuple[list[CorpusJob], list[CorpusJob]]:
     recs = sorted(m.records, key=lambda r: (r.submit_time, r.id))
     if not 0 < n_new < len(recs):
         raise ValueError(f"need more than {n_new} jobs to hold out {n_new}, corpus has {len(recs)}")
     return recs[:-n_new], recs[-n_new:]
 
 
-def _query(r: JobRecord) -> JobQuery:
+def _query(r: CorpusJob) -> JobQuery:
     return JobQuery(job_id=r.id, user=r.user, gpus=r.launch.gpus, nodes=r.launch.nodes, submit_time=r.submit_time,
                     vc=r.vc, name=r.experiment)
 
 
-def _util_truth(r: JobRecord) -> float | None:
+def _util_truth(r: CorpusJob) -> float | None:
     """Steady-state SM utilisation while training; None when the job never trained."""
     return r.outcome.sm_util_steady if r.outcome.steps_done > 0 else None
 
 
-def _outcome(r: JobRecord) -> JobOutcome:
+def _outcome(r: CorpusJob) -> JobOutcome:
     return JobOutcome(duration=r.outcome.duration_s, sm_util=_util_truth(r), gpu_memory=r.outcome.gpu_mem_gb,
                       final_status=r.outcome.status, failure_category=r.outcome.failure_category,
                       failure_reason=r.outcome.failure_reason)
 
 
-def _history_rows(recs: Sequence[JobRecord]) -> list[HistoryRow]:
+def _history_rows(recs: Sequence[CorpusJob]) -> list[HistoryRow]:
     return [HistoryRow(_query(r), r.outcome.duration_s, _util_truth(r)) for r in recs]
 
 
@@ -208,8 +208,8 @@ def _history_rows(recs: Sequence[JobRecord]) -> list[HistoryRow]:
 class _Split:
     name: str
     manifest: JobCorpusManifest
-    history: list[JobRecord]
-    new: list[JobRecord]
+    history: list[CorpusJob]
+    new: list[CorpusJob]
     static: dict[str, StaticExtraction] = field(default_factory=dict)
     static_s: dict[str, float] = field(default_factory=dict)
 
@@ -228,7 +228,7 @@ def _fp(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _ingest(store: JobStore, embedder: Any, recs: Sequence[JobRecord], fingerprints: dict[str, dict[str, Any]],
+def _ingest(store: JobStore, embedder: Any, recs: Sequence[CorpusJob], fingerprints: dict[str, dict[str, Any]],
             top_k: int) -> SimilarJobRetriever:
     retriever = SimilarJobRetriever(store, embedder, threshold=-1.0, top_k=top_k)
     retriever.ingest(HistoricalJob(job_id=r.id, metadata=fingerprints[r.id], outcome=_outcome(r), gpus=r.launch.gpus,
@@ -238,7 +238,7 @@ def _ingest(store: JobStore, embedder: Any, recs: Sequence[JobRecord], fingerpri
     return retriever
 
 
-def _candidates(retriever: SimilarJobRetriever, recs: Sequence[JobRecord], fingerprints: dict[str, dict[str, Any]]
+def _candidates(retriever: SimilarJobRetriever, recs: Sequence[CorpusJob], fingerprints: dict[str, dict[str, Any]]
                 ) -> dict[str, list[Match]]:
     out = {}
     for r in recs:
@@ -263,13 +263,13 @@ class _FixedFallback:
         return self.table.get(job.job_id, (None, None))
 
 
-def _estimates(recs: Sequence[JobRecord], cands: dict[str, list[Match]], threshold: float,
+def _estimates(recs: Sequence[CorpusJob], cands: dict[str, list[Match]], threshold: float,
                fallback: FallbackEstimator) -> dict[str, Estimate]:
     return {r.id: estimate_from_matches(_query(r), [m for m in cands[r.id] if m.score >= threshold], fallback=fallback)
             for r in recs}
 
 
-def _errs(recs: Sequence[JobRecord], est: dict[str, tuple[float | None, float | None]]) -> dict[str, Any]:
+def _errs(recs: Sequence[CorpusJob], est: dict[str, tuple[float | None, float | None]]) -> dict[str, Any]:
     d = relative_errors([est[r.id][0] for r in recs], [r.outcome.duration_s for r in recs])
     u = relative_errors([est[r.id][1] for r in recs], [_util_truth(r) for r in recs])
     return {"duration": _err_stats(d), "sm_util": _err_stats(u), "_d": d, "_u": u}
@@ -437,7 +437,7 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
         # -- latency and throughput (static pipeline, real store) -----------------------------------
         say("measuring latency and throughput")
 
-        def pipeline(r: JobRecord) -> dict[str, float]:
+        def pipeline(r: CorpusJob) -> dict[str, float]:
             t0 = time.perf_counter()
             ex = extract_static(ev.manifest.root / r.repo, r.launch.command, gpus=r.launch.gpus, nodes=r.launch.nodes)
             t1 = time.perf_counter()
@@ -499,7 +499,7 @@ def _lat_stats(xs: Sequence[float]) -> dict[str, float]:
             "max": float(arr.max())}
 
 
-def _errors_by_trap(recs: Sequence[JobRecord], static: dict[str, StaticExtraction]) -> dict[str, dict[str, Any]]:
+def _errors_by_trap(recs: Sequence[CorpusJob], static: dict[str, StaticExtraction]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for r in recs:
         wrong = [f for f in SCORED_FIELDS if not values_equal(f, static[r.id].fields.get(f), r.truth.model_dump().get(f))]
@@ -532,7 +532,7 @@ def _agent_eval(ev: _Split, cfg: AdvisorEvalConfig, ret: SimilarJobRetriever, T:
     try:
         extractor = MetadataExtractor(chat, agent_cfg)
 
-        def one(r: JobRecord) -> dict[str, Any]:
+        def one(r: CorpusJob) -> dict[str, Any]:
             res = extractor.extract(ev.manifest.root / r.repo, r.launch.command, gpus=r.launch.gpus,
                                     nodes=r.launch.nodes, static=ev.static[r.id])
             prop = {f: normalise_field(f, (res.llm_proposal or {}).get(f)) for f in FIELDS}
