@@ -6,7 +6,8 @@ here are pure functions of (seed, job): no I/O, no models.
 **Bounded distinct artefacts.** A 10,000-job trace must not mean 10,000 agent runs. A trace job's
 workload *family* is chosen per job by its GPU request (`mapping.assign_workload`, the paper's
 size-class rule); the *config* is then the canonical one of its cell
-(family, GPUs, length bucket, variant): the job's work is quantised to a log-scale grid
+(family, GPUs, length bucket, variant): the job's *planned* work (`planned_work`: a completed
+job's run time; an early exit's run time / U(0.1, 0.9), spec §8) is quantised to a log-scale grid
 (`ratio`, default ×2 per bucket) and one of `variants` code styles is drawn from (seed, job id).
 The config is generated for a canonical job id naming that cell, so all jobs of one cell get the
 same repository bytes, the same command and the same log spec — identical content, identical
@@ -48,12 +49,12 @@ from schedmate.synthetic.jobs.mapping import MAX_GPUS, assign_workload
 from schedmate.synthetic.jobs.workloads import FAMILIES, WorkloadConfig, nodes_for, sample_config
 from schedmate.logspec import Framework, LogSpec, LogStatus
 from schedmate.taxonomy import FailureCategory, FailureReason, category_of, component_of
-from schedmate.schedulers.job import JobSpec
+from schedmate.schedulers.job import FinalStatus, JobSpec
 
 __all__ = [
-    "DEFAULT_RATIO", "DEFAULT_VARIANTS", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
+    "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
     "calibrate_infra", "content_hash", "failure_log_key", "failure_log_spec", "failure_truth", "length_bucket",
-    "modelled_metrics", "plan_artefact", "repo_hash", "slowdown_bucket", "track_log_spec", "unit_hash",
+    "modelled_metrics", "plan_artefact", "planned_work", "repo_hash", "slowdown_bucket", "track_log_spec", "unit_hash",
 ]
 
 # Sia application -> nearest job-corpus family (no speech or CIFAR family in the corpus: the closest
@@ -163,20 +164,52 @@ def _default_interval(steps_total: int) -> int:
     return next((i for i in (100, 50, 20, 10) if i * 40 <= steps_total), 1)
 
 
-def plan_artefact(spec: JobSpec, seed: int, *, ratio: float = DEFAULT_RATIO, variants: int = DEFAULT_VARIANTS
-                  ) -> Artefact:
-    """The artefact of one job (trace job or Sia job); deterministic in (seed, job)."""
+EARLY_EXIT_FRACTION = (0.1, 0.9)  # spec §8: an early exit stopped at U(0.1, 0.9) of its plan
+
+
+def planned_work(spec: JobSpec, seed: int) -> float:
+    """Seconds of work the job was *launched for*: what its config states.
+
+    A trace records when a job stopped, not what it planned. A completed job ran its plan. A job
+    that ended early (failed or cancelled) planned more than it ran: spec §8 "Early exits" draws
+    the stop point as U(0.1, 0.9) of the plan, independently of anything else about the job (one
+    hash draw per job), so plan = run time / U. A trace that knows the plan says so in
+    `attributes["planned_work"]`. This is the world's side of the simulation: the artefact is
+    rendered from the plan, and nothing downstream of `plan_artefact` sees the outcome.
+    """
+    known = spec.attributes.get("planned_work")
+    if known is not None:
+        return float(known)
+    if spec.status is FinalStatus.COMPLETED:
+        return spec.total_work
+    lo, hi = EARLY_EXIT_FRACTION
+    stopped_at = lo + (hi - lo) * unit_hash("early-exit", seed, spec.job_id)
+    return spec.total_work / stopped_at
+
+
+def plan_artefact(spec: JobSpec, seed: int, *, ratio: float = DEFAULT_RATIO, variants: int = DEFAULT_VARIANTS,
+                  planned_s: float | None = None) -> Artefact:
+    """The artefact of one job (trace job or Sia job), from its identity, GPU request and *planned*
+    work only (`planned_work`, or `planned_s` when the caller has it): swapping two jobs' actual
+    durations or final states leaves every byte of their artefacts unchanged."""
     app = spec.attributes.get("application")
     if app:
         return _sia_artefact(str(app), int(spec.attributes.get("batch_size") or 0), seed)
-    family = assign_workload(spec, seed).family
+    plan = planned_work(spec, seed) if planned_s is None else float(planned_s)
+    family = assign_workload(_blind(spec, plan), seed).family
     gpus = max(1, min(spec.num_gpus, MAX_GPUS))
-    bucket = length_bucket(spec.total_work, ratio)
+    bucket = length_bucket(plan, ratio)
     variant = int(unit_hash("variant", seed, spec.job_id) * max(1, variants))
     key = f"{family}|g{gpus}|L{bucket}|v{variant}"
     canon = JobSpec(job_id=key, submit_time=0.0, num_gpus=gpus, duration=float(ratio**bucket))
     a = assign_workload(canon, seed, families=[family])
     return _artefact(key, a.config, "trace", int(a.log_spec.get("log_interval") or 0) or None)
+
+
+def _blind(spec: JobSpec, plan: float) -> JobSpec:
+    """The job as the workload mapping may see it: id, GPUs, submit time and plan; no outcome."""
+    return JobSpec(job_id=spec.job_id, submit_time=spec.submit_time, num_gpus=spec.num_gpus, duration=plan,
+                   user=spec.user, vc=spec.vc, name=spec.name, gpu_types=spec.gpu_types)
 
 
 def _sia_artefact(app: str, batch: int, seed: int) -> Artefact:
