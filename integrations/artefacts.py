@@ -54,7 +54,7 @@ from schedmate.schedulers.job import FinalStatus, JobSpec
 __all__ = [
     "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
     "calibrate_infra", "content_hash", "failure_log_key", "failure_log_spec", "failure_truth", "length_bucket",
-    "modelled_metrics", "plan_artefact", "planned_work", "repo_hash", "slowdown_bucket", "track_log_spec", "unit_hash",
+    "modelled_metrics", "plan_artefact", "planned_work", "repo_hash", "unit_hash",
 ]
 
 # Sia application -> nearest job-corpus family (no speech or CIFAR family in the corpus: the closest
@@ -111,13 +111,6 @@ def repo_hash(repo: Repo) -> str:
 def length_bucket(work_s: float, ratio: float) -> int:
     """Index of the log-scale cell holding `work_s` (cell centres are ratio**k seconds)."""
     return int(math.floor(math.log(max(work_s, 1.0)) / math.log(ratio) + 0.5))
-
-
-def slowdown_bucket(slowdown: float, step: float) -> float:
-    """The speed ratio rounded to `step` (one generated log per bucket), in [step, 1]."""
-    if not math.isfinite(slowdown) or slowdown >= 1.0:
-        return 1.0
-    return round(min(1.0, max(step, round(slowdown / step) * step)), 6)
 
 
 @dataclass(frozen=True)
@@ -252,18 +245,6 @@ def modelled_metrics(art: Artefact, job_id: str, seed: int) -> dict[str, float]:
 
 def _world(gpus: int) -> int:
     return next((w for w in _WORLD_GRID if w >= gpus), _WORLD_GRID[-1])
-
-
-def track_log_spec(art: Artefact, q: float, *, n_lines: int) -> tuple[LogSpec, int]:
-    """A running log of the artefact's workload whose step time is multiplied by 1/q halfway
-    through (a co-located job arrives), and its generator seed."""
-    spec = LogSpec(
-        framework=Framework(art.log_framework), n_lines=n_lines, status=LogStatus.RUNNING, world_size=art.gpus,
-        log_interval=max(1, art.log_interval), base_step_time=max(1e-3, art.step_time_s),
-        slowdown_factor=round(1.0 / q, 6) if q < 1.0 else 1.0, slowdown_at=0.5,
-        global_batch_size=max(1, art.config.global_batch), seq_length=art.config.seq_len or None,
-    )
-    return spec, _seed_int("track", art.key, q)
 
 
 def failure_log_key(art: Artefact, reason: str, variant: int) -> str:

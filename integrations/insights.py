@@ -67,9 +67,11 @@ class InsightSource(Protocol):
     def advise(self, job: JobState) -> AdvisorInsight | None:
         """At submission; None when the job has no artefact or was not detected."""
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
-        """Throughput of running `job` before and after an event that changed its speed to
-        `slowdown` × (e.g. a co-located newcomer), `since_s` seconds ago; None: untrackable."""
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
+        """Throughput of running `job` before and after `event_at` (an event the scheduler itself
+        caused, e.g. packing a newcomer onto its GPUs), read from the job's log as written by
+        `now`; None: no reading (too few lines yet, no progress lines, no log). The call carries
+        no speed or slowdown: whatever changed must show in the log."""
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         """Diagnosis of the job's failed attempt; None when its log was not diagnosed."""

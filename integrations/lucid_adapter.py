@@ -19,8 +19,9 @@ so with a source that knows nothing the run is plain Lucid, decision for decisio
    doubling delays; then the pair is kept and counted untracked (no reading, or no "before") or
    `no_reading_after` (a "before" but no "after").
 
-The slowdown passed to the tracker is A's co-located speed relative to its speed just before
-packing, read from the engine (so it is whatever interference model the simulation uses).
+The adapter never reads a speed from the engine: the check asks the source for A's throughput
+around the packing time, and the source reads A's log (in simulation, written by the simulator
+from A's simulated speed history, whatever interference model the run uses).
 The advisor's latency delays the job's entry into Lucid's queues (`arrival_delay`) when
 `flags.advisor_latency` is on; the wait counts in the job's JCT.
 """
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.integrations.insights import AdvisorInsight, InsightSource
-from schedmate.schedulers.decisions import Colocate, Decision, Evict, Preempt
+from schedmate.schedulers.decisions import Decision, Evict, Preempt
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.lucid import Lucid, Metrics
 from schedmate.schedulers.policy import ClusterView
@@ -132,7 +133,6 @@ class _Check:
     job_id: str  # B, the newcomer
     host_id: str = field(compare=False)  # A, measured
     packed_at: float = field(compare=False)
-    slowdown: float = field(compare=False)
     attempt: int = field(default=0, compare=False)
 
 
@@ -178,8 +178,6 @@ class LucidSchedMate(Lucid):
         self._advice: dict[str, AdvisorInsight | None] = {}
         self._profiles: dict[str, Metrics] = {}  # bypassed jobs' advised profiles
         self._estimated: set[str] = set()
-        self._pre_speed: dict[str, float] = {}  # host → its speed just before a packing we decided
-        self._start_speed: dict[str, float] = {}  # job → its speed when it last started alone
         self._checks: list[_Check] = []
         self._log_ratios: deque[float] = deque(maxlen=200)  # log(advisor / EBM) of recent matched jobs
 
@@ -244,28 +242,24 @@ class LucidSchedMate(Lucid):
     # ================================================================ enhancement 3
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         evictions = self._run_checks(view) if self._checks else []
-        decisions = list(super().schedule(view))
-        if self.flags.packing_cancellation:
-            for d in decisions:  # not applied yet: the host still runs at its solo speed
-                if isinstance(d, Colocate):  # (a host started in this same pass has no speed yet)
-                    self._pre_speed[d.host_id] = view.job(d.host_id).speed
-        return [*evictions, *decisions]
+        return [*evictions, *super().schedule(view)]
 
     def on_packed(self, job: JobState, host: JobState, view: ClusterView) -> None:
         if not self.flags.packing_cancellation:
             return
         self.sm.packs += 1
-        before_speed = self._pre_speed.pop(host.job_id, 0.0) or self._start_speed.get(host.job_id, 0.0)
-        slowdown = host.speed / before_speed if before_speed > 0 else 1.0
-        due = self._check_time(job, host, slowdown, view)
-        heapq.heappush(self._checks, _Check(due, job.job_id, host.job_id, view.now, slowdown))
+        due = self._check_time(job, host, view)
+        heapq.heappush(self._checks, _Check(due, job.job_id, host.job_id, view.now))
         view.wake_at(due)
 
-    def _check_time(self, job: JobState, host: JobState, slowdown: float, view: ClusterView) -> float:
-        """When A has run S_min steps and `min_seconds` since packing, both past warm-up."""
+    def _check_time(self, job: JobState, host: JobState, view: ClusterView) -> float:
+        """When A could have run S_min steps (at its profiled solo speed: the slowdown is what
+        the check is for, so it is not known here) and `min_seconds` since packing, both past
+        warm-up. A slowed host has run fewer steps by then; the tracker says whether it saw
+        enough, and a check without a reading is retried later."""
         c = self.cancellation
         metrics = self.known_metrics(host)
-        steps_per_s = metrics.speed * slowdown if metrics is not None and metrics.speed > 0 else 0.0
+        steps_per_s = metrics.speed if metrics is not None and metrics.speed > 0 else 0.0
         run_s = max(c.min_seconds, c.min_steps / steps_per_s if steps_per_s > 0 else 0.0)
         measuring_from = max(view.now, job.overhead_until, host.overhead_until) + c.warmup_s
         return measuring_from + run_s
@@ -284,7 +278,7 @@ class LucidSchedMate(Lucid):
         if job.phase is not Phase.RUNNING or job.colocated_with != host.job_id:
             self.sm.ended_before_check += 1
             return None
-        reading = self.source.track(host, slowdown=check.slowdown, since_s=view.now - check.packed_at)
+        reading = self.source.track(host, event_at=check.packed_at, now=view.now)
         ratio = reading.ratio if reading is not None else None
         if ratio is None:
             if check.attempt < self.cancellation.retries:
@@ -314,8 +308,6 @@ class LucidSchedMate(Lucid):
 
     # ================================================================ bookkeeping
     def on_start(self, job: JobState, view: ClusterView) -> None:
-        if self.flags.packing_cancellation and job.colocated_with is None:
-            self._start_speed[job.job_id] = job.speed
         super().on_start(job, view)
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
@@ -323,7 +315,6 @@ class LucidSchedMate(Lucid):
         super().on_finish(job, view)
         self._advice.pop(job.job_id, None)
         self._profiles.pop(job.job_id, None)
-        self._start_speed.pop(job.job_id, None)
 
     def info(self) -> dict[str, Any]:
         return {

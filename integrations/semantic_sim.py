@@ -8,17 +8,19 @@ its GPU request and length) and the **real** modules process them:
   reads the repository; the fingerprint is embedded (MiniLM) and matched in a Redis `JobStore`
   (cosine ≥ T, top-k); the answer is the mean duration / SM utilisation / memory / Lucid-style
   single-job metrics of the matches;
-- `track`: a log of the job's workload whose step time grows by 1/slowdown when a co-located job
-  arrives is written in two parts and tailed by the Metric Tracker's `JobLogRegistry`, whose
-  `throughput_before_after` gives the reading;
+- `track(job, event_at=, now=)`: the job's log as the simulator wrote it from the job's simulated
+  speed history (`simlogs.running_log`: real formats, jitter, warm-up, noise; as many progress
+  lines after the event as the elapsed time allows) is tailed by the Metric Tracker's
+  `JobLogRegistry` in two parts (before / after the event), whose `throughput_before_after` gives
+  the reading. No speed, slowdown or duration crosses the call;
 - `diagnose`: a failed log with the attempt's root cause (`artefacts.failure_truth`, Acme
   taxonomy) goes through the `FailureHandler` (rules; LLM optional); `failure_truth` is the label.
 
 Costs are bounded: jobs share artefacts (608 distinct for 2,000 synthetic jobs, 883 for 10,000),
 and each agent result is cached by content hash (`insight_cache`) in memory and in `cache_dir`,
 so a second run makes zero agent calls. Models and Redis start only when first needed.
-`track` also answers None until `min_after_lines` progress lines can have been written since the
-event (`since_s` vs the log's interval × step time / slowdown), as a live tracker would.
+`track` answers None until the tracker itself finds `min_after_lines` progress lines after the
+event in the written log, as a live tracker would.
 
 **Determinism.** Same trace, seed and config → same answers: artefacts, failures and detection
 are hash draws; the advisor's reported latency is a fixed `advisor_latency_s` (default 9 s, the
@@ -43,7 +45,7 @@ Redis or models (a question the saved run never asked answers None, counted as `
      "artefacts": {artefact key: Artefact.to_dict()},
      "jobs": {job id: [artefact key, GPU-seconds, GPUs]},
      "advice": {job id: AdvisorInsight fields},              # as answered in the saved run
-     "track_logs": {"<artefact key>|<speed bucket>": log sha256},
+     "track_logs": {"<job id>|<event time>|<now>": log sha256},
      "failure_logs": {failure log key: log sha256},
      "cache": {"extract"|"track"|"diagnose": {"<sha256>:<mode>": result}}}
 
@@ -74,11 +76,11 @@ import numpy as np
 
 from schedmate.integrations.artefacts import (
     DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, failure_log_key,
-    failure_log_spec, failure_truth, modelled_metrics, plan_artefact, repo_hash, slowdown_bucket, track_log_spec,
-    unit_hash,
+    failure_log_spec, failure_truth, modelled_metrics, plan_artefact, repo_hash, unit_hash,
 )
 from schedmate.integrations.insight_cache import ContentCache
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.integrations.simlogs import running_log, split_lines
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
 if TYPE_CHECKING:
@@ -90,7 +92,7 @@ FORMAT = "schedmate.sim-insights"
 _METRIC_KEYS = ("speed", "gpu_util", "gmem_util", "gmem")
 _BASE_COUNTERS = (
     "advise_calls", "advise_matched", "advise_unmatched", "advise_undetected", "advise_no_fingerprint",
-    "track_calls", "track_undetected", "track_no_signal", "track_too_early", "diagnose_calls",
+    "track_calls", "track_undetected", "track_no_signal", "track_no_history", "diagnose_calls",
     "diagnose_no_failure_found", "extract_runs", "extract_cache_hits", "track_runs", "track_cache_hits",
     "diagnose_runs", "diagnose_cache_hits", "llm_calls", "no_artefact", "store_errors", "extract_errors",
     "track_errors", "diagnose_errors", "replay_misses", "recorded_arrivals", "recorded_finished",
@@ -110,9 +112,7 @@ class SimConfig:
     variants: int = DEFAULT_VARIANTS  # code-style variants per (family, GPUs, length cell)
     advisor_latency_s: float | None = 9.0  # None: measured extraction + retrieval time
     diagnosis_latency_s: float | None = 10.0  # None: measured handler time
-    slowdown_step: float = 0.05  # speed ratios are bucketed to this step (one log per bucket)
     min_after_lines: int = 3  # progress lines needed after the event (registry default)
-    track_lines: int = 600
     failure_lines: int = 500
     failure_variants: int = 2  # distinct failure logs per (log style, world size, reason)
     infra_count_share: float = 0.11  # Acme: infrastructure share of failures ...
@@ -132,8 +132,8 @@ class SimConfig:
             raise ValueError(f"detection_rate must be in [0, 1], got {self.detection_rate}")
         if self.top_k < 1 or self.variants < 1 or self.failure_variants < 1:
             raise ValueError("top_k, variants and failure_variants must be >= 1")
-        if self.length_ratio <= 1.0 or not 0.0 < self.slowdown_step <= 0.5:
-            raise ValueError("length_ratio must be > 1 and slowdown_step in (0, 0.5]")
+        if self.length_ratio <= 1.0:
+            raise ValueError("length_ratio must be > 1")
         unknown = set(self.llm_modules) - {"advisor", "tracker", "failure"}
         if unknown:
             raise ValueError(f"unknown llm_modules {sorted(unknown)}")
@@ -401,22 +401,18 @@ class SimulationInsights:
         self._advice[job.job_id] = _advice_dict(insight)
         return insight
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
+        """The Metric Tracker on the job's log as the simulator wrote it by `now` (`simlogs`):
+        the registry tails the part written before `event_at`, then the rest, and compares."""
         self._counts["track_calls"] += 1
         art = self._seen(job, "track")
         if art is None:
             return None
-        q = slowdown_bucket(slowdown, self.config.slowdown_step)
-        rec = self._track_record(art, q)
+        rec = self._track_record(art, job, event_at, now)
         if rec is None:
             return None
         if rec.get("before") is None or rec.get("after") is None:
             self._counts["track_no_signal"] += 1
-            return None
-        # the tracker needs `min_after_lines` progress lines written since the event
-        need_s = self.config.min_after_lines * art.log_interval * art.step_time_s / q
-        if since_s < need_s:
-            self._counts["track_too_early"] += 1
             return None
         return TrackerReading(before=rec["before"], after=rec["after"])
 
@@ -650,42 +646,29 @@ class SimulationInsights:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
-    def _track_text(self, art: Artefact, q: float) -> tuple[str, int]:
-        """The slowed log and the line where the co-located job's effect starts."""
-        from schedmate.synthetic.logs.generator import generate_log
-
-        spec, seed = track_log_spec(art, q, n_lines=self.config.track_lines)
-        text, labels = generate_log(spec, seed)
-        assert isinstance(text, str)
-        slow = labels.truth.slowdown
-        lines = labels.truth.progress_lines
-        if slow is not None:
-            split = slow.at_line
-        else:  # no slowdown (speed ratio 1): the middle progress line
-            split = int(lines[len(lines) // 2]) if len(lines) else text.count("\n") // 2
-        return text, int(split)
-
-    def _track_record(self, art: Artefact, q: float) -> dict[str, Any] | None:
-        memo = f"{art.key}|{q}"
+    def _track_record(self, art: Artefact, job: JobState, event_at: float, now: float) -> dict[str, Any] | None:
+        memo = f"{job.job_id}|{event_at!r}|{now!r}"
         h = self._track_logs.get(memo)
-        made: tuple[str, int] | None = None
+        made = None
         if h is None:
             if self._replay:
                 self._counts["replay_misses"] += 1
                 return None
-            made = self._track_text(art, q)
-            h = self._track_logs[memo] = content_hash(made[0].encode("utf-8"))
+            made = running_log(art, job, event_at=event_at, now=now, seed=self.config.seed)
+            if made is None:
+                self._counts["track_no_history"] += 1
+                return None
+            h = self._track_logs[memo] = content_hash(made.text.encode("utf-8"))
         key = f"{h}:{self._modes['track']}"
         rec = self._cache.get("track", key)
         if rec is not None:
             self._counts["track_cache_hits"] += 1
             return rec
-        if self._replay:
+        if self._replay or made is None:
             self._counts["replay_misses"] += 1
             return None
         try:
-            text, split = made or self._track_text(art, q)
-            rec = self._run_tracker(text, split, self._log_path("track", h))
+            rec = self._run_tracker(made.text, made.event_line, self._log_path("track", h))
         except Exception as exc:  # noqa: BLE001 -- an agent failure is "no signal", not a crash
             return self._failed("track_errors", exc)
         self._cache.put("track", key, rec)
@@ -698,7 +681,7 @@ class SimulationInsights:
 
         self._counts["track_runs"] += 1
         t0 = time.perf_counter()
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text)
         path.write_text("".join(lines[:split]), encoding="utf-8")
         clock = [1000.0]
         reg = JobLogRegistry(self._tracker(), clock=lambda: clock[0], attach_bytes=None)

@@ -291,7 +291,19 @@ class Simulator:
     def _respeed(self, job: JobState) -> None:
         self._advance(job)
         job.speed = self._speed(job)
+        self._note_speed(job, max(self.now, job.overhead_until))
         self._schedule_end(job)
+
+    @staticmethod
+    def _note_speed(job: JobState, t: float) -> None:
+        """Append to the job's speed history (what a log written by the job would show)."""
+        log = job.speed_log
+        if log and log[-1][1] == job.speed:
+            return
+        if log and t < log[-1][0]:  # a change during restart cost: applies once it is over
+            log[-1] = (log[-1][0], job.speed, log[-1][2])
+            return
+        log.append((t, job.speed, job.progress))
 
     def _restart_cost(self, job: JobState, num_gpus: int) -> float:
         own = job.spec.attributes.get("restart_cost")  # measured per application (Sia's artifact)
@@ -403,6 +415,7 @@ class Simulator:
         job.placement = ()
         job.num_gpus = 0
         job.speed = 0.0
+        self._note_speed(job, self.now)
         job.version += 1
 
     def _launch(self, job: JobState, placement: Placement, phase: Phase) -> None:
@@ -420,6 +433,7 @@ class Simulator:
         self.waiting.pop(job.job_id, None)
         self.running[job.job_id] = job
         job.speed = self._speed(job)
+        job.speed_log.append((job.overhead_until, job.speed, job.progress))
         self._schedule_end(job)
         self.policy.on_start(job, self.view)
 

@@ -107,6 +107,18 @@ class JobState:
     failed_once: bool = False
     version: int = 0  # bumps when the job's finish time may change; stale events are dropped
     info: dict[str, Any] = field(default_factory=dict)  # policy-owned annotations
+    # (time, speed, progress at that time) at every change of speed: the job's simulated history,
+    # from which the simulator writes what its log would say (progress only after restart cost)
+    speed_log: list[tuple[float, float, float]] = field(default_factory=list)
+
+    def progress_at(self, t: float) -> float:
+        """Work done by wall time `t` (≤ the last update), from `speed_log`."""
+        done = 0.0
+        for t0, speed, p0 in self.speed_log:
+            if t0 > t:
+                break
+            done = p0 + speed * (t - t0)
+        return done
 
     @property
     def job_id(self) -> str:

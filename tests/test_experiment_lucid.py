@@ -96,7 +96,7 @@ def test_aggregate_and_speedups_are_over_seeds():
 def test_the_null_source_knows_nothing():
     state = JobState(job(0, 0.0))
     src = NullInsights()
-    assert src.advise(state) is None and src.track(state, slowdown=0.5, since_s=60) is None
+    assert src.advise(state) is None and src.track(state, event_at=0.0, now=60.0) is None
 
 
 # ======================================================================== models

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from schedmate.integrations.artefacts import (
-    calibrate_infra, failure_truth, length_bucket, plan_artefact, repo_hash, slowdown_bucket,
+    calibrate_infra, failure_truth, length_bucket, plan_artefact, repo_hash,
 )
 from schedmate.integrations.insights import InsightSource
 from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models, synthetic_history
@@ -118,11 +118,6 @@ def test_a_user_bug_fails_the_retry_the_same_way() -> None:
             assert failure_truth(s, 1, SEED, cal) == first
 
 
-def test_slowdown_buckets() -> None:
-    assert slowdown_bucket(0.512, 0.05) == 0.5 and slowdown_bucket(1.3, 0.05) == 1.0
-    assert slowdown_bucket(0.001, 0.05) == 0.05 and slowdown_bucket(math.nan, 0.05) == 1.0
-
-
 # -- the real agents ---------------------------------------------------------------------------
 
 
@@ -161,14 +156,44 @@ def test_online_history_makes_earlier_jobs_of_the_run_matchable(models, redis_ur
         assert done is not None and done.duration_s == pytest.approx(1234.0)
 
 
-def test_track_measures_the_injected_slowdown(source: SimulationInsights) -> None:
-    for job in TRACE[3:9]:
-        reading = source.track(JobState(job), slowdown=0.5, since_s=1e9)
+def packed(s: JobSpec, *, solo_s: float = 4000.0, speed_after: float = 0.5) -> JobState:
+    """A running job whose simulated history is: solo at speed 1 from t = 0, then co-located
+    (speed `speed_after`) from `solo_s` on, as the engine records it."""
+    job = JobState(s, phase=Phase.RUNNING)
+    job.speed_log = [(0.0, 1.0, 0.0), (solo_s, speed_after, solo_s)]
+    return job
+
+
+def test_track_reads_the_slowdown_from_the_log_the_simulator_wrote(source: SimulationInsights) -> None:
+    read = 0
+    for s in TRACE[3:9]:
+        art = source.artefact(s.job_id)
+        assert art is not None
+        later = 4000.0 + 60 * art.log_interval * art.step_time_s / 0.5  # ~60 progress lines after packing
+        reading = source.track(packed(s), event_at=4000.0, now=later)
         if reading is not None:  # a format without a trackable signal answers None
-            assert reading.ratio == pytest.approx(0.5, rel=0.06)
-    assert source.stats()["track_calls"] == 6
-    assert source.track(JobState(TRACE[3]), slowdown=0.5, since_s=0.0) is None  # no lines after the event yet
-    assert source.stats()["track_too_early"] == 1
+            read += 1
+            assert reading.ratio == pytest.approx(0.5, rel=0.12)
+    assert read >= 3 and source.stats()["track_calls"] == 6
+
+
+def test_a_slowdown_is_invisible_until_the_log_shows_it(source: SimulationInsights) -> None:
+    s = TRACE[4]
+    art = source.artefact(s.job_id)
+    assert art is not None
+    line_s = art.log_interval * art.step_time_s / 0.5  # seconds per progress line once slowed
+    assert source.track(packed(s), event_at=4000.0, now=4000.0 + 0.5 * line_s) is None  # nothing written yet
+    later = source.track(packed(s), event_at=4000.0, now=4000.0 + 80 * line_s)
+    assert later is not None and later.ratio == pytest.approx(0.5, rel=0.12)
+
+
+def test_an_unslowed_job_reads_about_one(source: SimulationInsights) -> None:
+    s = TRACE[5]
+    art = source.artefact(s.job_id)
+    assert art is not None
+    reading = source.track(packed(s, speed_after=1.0), event_at=4000.0,
+                           now=4000.0 + 80 * art.log_interval * art.step_time_s)
+    assert reading is not None and reading.ratio == pytest.approx(1.0, rel=0.1)
 
 
 def test_diagnosis_agrees_with_the_truth_on_infrastructure_failures(source: SimulationInsights) -> None:
@@ -203,7 +228,7 @@ def test_a_second_run_makes_no_agent_call_and_answers_the_same(models, redis_url
             src.prepare(TRACE)
             src.ingest_history(synthetic_history(TRACE, 12, seed=SEED))
             jobs = [JobState(s) for s in TRACE[:6]]
-            answers.append(([src.advise(j) for j in jobs], [src.track(j, slowdown=0.6, since_s=1e9) for j in jobs],
+            answers.append(([src.advise(j) for j in jobs], [src.track(packed(j.spec, speed_after=0.6), event_at=4000.0, now=1e6) for j in jobs],
                             [src.diagnose(j, attempt=0) for j in jobs]))
             stats = src.stats()
         if run == 0:
@@ -219,7 +244,7 @@ def test_detection_rate_zero_sees_nothing_and_costs_nothing(tmp_path: Path) -> N
         report = src.prepare(TRACE)
         jobs = [JobState(s) for s in TRACE]
         assert all(src.advise(j) is None for j in jobs)
-        assert all(src.track(j, slowdown=0.5, since_s=1e9) is None for j in jobs)
+        assert all(src.track(packed(j.spec), event_at=4000.0, now=1e6) is None for j in jobs)
         for j in jobs:
             src.record(j, finished=True)
         stats = src.stats()
@@ -260,14 +285,14 @@ def test_detection_rate_one_sees_every_job_and_half_sees_about_half() -> None:
 def test_saved_answers_replay_identically_without_redis_or_models(source: SimulationInsights, tmp_path) -> None:
     source.ingest_history(synthetic_history(TRACE, 12, seed=SEED))
     jobs = [JobState(s) for s in TRACE]
-    original = ([source.advise(j) for j in jobs], [source.track(j, slowdown=0.7, since_s=1e9) for j in jobs[:5]],
+    original = ([source.advise(j) for j in jobs], [source.track(packed(j.spec, speed_after=0.7), event_at=4000.0, now=1e6) for j in jobs[:5]],
                 [source.diagnose(j, attempt=0) for j in jobs[:5]], [source.failure_truth(j, 1) for j in jobs])
     path = tmp_path / "insights.json"
     source.save(path)
     with SimulationInsights.load(path) as replay:
-        again = ([replay.advise(j) for j in jobs], [replay.track(j, slowdown=0.7, since_s=1e9) for j in jobs[:5]],
+        again = ([replay.advise(j) for j in jobs], [replay.track(packed(j.spec, speed_after=0.7), event_at=4000.0, now=1e6) for j in jobs[:5]],
                  [replay.diagnose(j, attempt=0) for j in jobs[:5]], [replay.failure_truth(j, 1) for j in jobs])
-        assert replay.track(jobs[0], slowdown=0.2, since_s=1e9) is None  # never asked: not invented
+        assert replay.track(packed(jobs[0].spec), event_at=100.0, now=1e6) is None  # never asked: not invented
         stats = replay.stats()
     assert again == original
     assert stats["replay"] and stats["agent_runs"] == 0 and stats["replay_misses"] == 1
@@ -288,7 +313,7 @@ def test_redis_down_means_no_answer_and_a_counter_never_a_crash(models, tmp_path
 def test_jobs_without_an_artefact_get_none(source: SimulationInsights) -> None:
     stranger = JobState(spec("never-prepared"))
     assert source.advise(stranger) is None
-    assert source.track(stranger, slowdown=0.5, since_s=1e9) is None
+    assert source.track(packed(stranger.spec), event_at=4000.0, now=1e6) is None
     assert source.diagnose(stranger, attempt=0) is None and source.failure_truth(stranger, 0) is None
     source.record(stranger, finished=True)
     assert source.stats()["no_artefact"] == 3

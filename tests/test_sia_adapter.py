@@ -45,7 +45,7 @@ class ScriptedSource:
         ids = self.matches.get(job.job_id)
         return None if ids is None else AdvisorInsight(ids, None, None, None, latency_s=self.latency_s)
 
-    def track(self, job, *, slowdown, since_s):  # type: ignore[no-untyped-def]
+    def track(self, job, *, event_at, now):  # type: ignore[no-untyped-def]
         return None
 
     def diagnose(self, job, *, attempt):  # type: ignore[no-untyped-def]

@@ -48,7 +48,7 @@ class TableInsights:
             return None
         return AdvisorInsight(("h1", "h2", "h3"), est, est, 50.0, latency_s=self.latency_s)
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         return None
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:

@@ -218,7 +218,7 @@ class NullInsights:
     def advise(self, job: JobState) -> AdvisorInsight | None:
         return None
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         return None
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
@@ -237,7 +237,7 @@ class OracleInsights:
 
     A detected job (`detected(job_id, seed, detection_rate)`) gets an advisor match whose
     duration is its true duration and whose metrics are `metrics_of(spec)` (the true
-    steady-state profile); tracking returns before = 1, after = the slowdown. Everything else
+    steady-state profile); tracking returns before = 1, after = the true speed ratio around the event. Everything else
     is None. It shows what the adapters do with perfect information, not what SchedMate does.
     """
 
@@ -266,11 +266,16 @@ class OracleInsights:
             latency_s=self.latency_s,
         )
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         self.calls["track"] += 1
         if not self._seen(job, "track"):
             return None
-        return TrackerReading(before=1.0, after=slowdown if since_s > 0 else None)
+        if now <= event_at:
+            return TrackerReading(before=1.0, after=None)
+        # the true speed ratio, read off the engine's history (this is what makes it an oracle)
+        at = [sp for t, sp, _ in job.speed_log if t <= event_at]
+        before = next((sp for t, sp, _ in reversed(job.speed_log) if t < event_at and sp > 0), None)
+        return TrackerReading(before=1.0, after=at[-1] / before if at and before else None)
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         self.calls["diagnose"] += 1

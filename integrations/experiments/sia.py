@@ -108,7 +108,7 @@ class SameConfigInsights:
         self._calls["matched"] += bool(similar)
         return AdvisorInsight(similar, None, None, None, latency_s=self.latency_s)
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         return None
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:

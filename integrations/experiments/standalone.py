@@ -119,7 +119,7 @@ class CalibratedInsights:
         est = job.spec.total_work * math.exp(self.sigma * float(rng.standard_normal()))
         return AdvisorInsight(("calibrated",) * 3, est, est, None, latency_s=self.latency_s)
 
-    def track(self, job: JobState, *, slowdown: float, since_s: float) -> TrackerReading | None:
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         return None
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
