@@ -11,7 +11,8 @@ File format (`insight_cache.json`, UTF-8 JSON, written atomically by `flush`):
     {"format": "schedmate.insight-cache", "version": 1,
      "tables": {"extract":  {"<repo sha256>:<mode>": {...}},
                 "track":    {"<log sha256>:<mode>":  {...}},
-                "diagnose": {"<log sha256>:<mode>":  {...}}}}
+                "diagnose": {"<log sha256>:<mode>":  {...}},
+                "latency":  {"<repo sha256>:retrieval": seconds}}}
 
 Values are plain JSON objects (see `semantic_sim` for their fields).
 """
@@ -29,7 +30,7 @@ __all__ = ["CACHE_FILE", "CACHE_FORMAT", "ContentCache", "TABLES"]
 
 CACHE_FORMAT = "schedmate.insight-cache"
 CACHE_FILE = "insight_cache.json"
-TABLES = ("extract", "track", "diagnose")
+TABLES = ("extract", "track", "diagnose", "latency")  # latency: measured retrieval seconds per artefact
 
 
 @dataclass

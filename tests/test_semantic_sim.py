@@ -6,6 +6,8 @@ is the session's real redis-server (tests/conftest.py), each source under its ow
 
 from __future__ import annotations
 
+import dataclasses
+
 import itertools
 import math
 from collections.abc import Iterator
@@ -133,7 +135,7 @@ def test_a_matched_job_gets_a_duration_near_its_history(source: SimulationInsigh
     assert got is not None and got.matched and set(got.similar_ids) == {h.job_id for h in history}
     assert got.duration_s == pytest.approx(np.mean([h.duration for h in history]))
     assert abs(got.duration_s - target.duration) / target.duration < 0.2
-    assert got.sm_util and 0 < got.sm_util <= 100 and got.gpu_mem_gb and got.latency_s == 9.0
+    assert got.sm_util and 0 < got.sm_util <= 100 and got.gpu_mem_gb and 0.0 < got.latency_s < 30.0  # measured extraction + retrieval
     assert set(got.metrics) == {"speed", "gpu_util", "gmem_util", "gmem"}
 
 
@@ -204,7 +206,7 @@ def test_diagnosis_agrees_with_the_truth_on_infrastructure_failures(source: Simu
     for job, attempt in infra[:2]:
         truth, got = source.failure_truth(job, attempt), source.diagnose(job, attempt=attempt)
         assert got is not None and got.infrastructure and got.category == truth.category  # type: ignore[union-attr]
-        assert got.action == "run_diagnostic" and got.latency_s == 10.0
+        assert got.action == "run_diagnostic" and 0.0 < got.latency_s < 60.0  # measured, not a constant
 
 
 def test_same_inputs_same_answers_without_any_shared_cache(models, redis_url, tmp_path) -> None:
@@ -217,7 +219,10 @@ def test_same_inputs_same_answers_without_any_shared_cache(models, redis_url, tm
                     {k: src.stats()[k] for k in ("extract_runs", "diagnose_runs", "distinct_artefacts")})
 
     first, second = run("det-a"), run("det-b")
-    assert first == second and first[2]["extract_runs"] > 0
+    # everything but the measured latencies (wall time differs between two cold runs)
+    strip = lambda answers: [dataclasses.replace(a, latency_s=0.0) if a is not None else None for a in answers]  # noqa: E731
+    assert [strip(x) for x in first[:2]] == [strip(x) for x in second[:2]] and first[2] == second[2]
+    assert first[2]["extract_runs"] > 0 and all(a.latency_s > 0 for a in first[0] if a is not None)
 
 
 def test_a_second_run_makes_no_agent_call_and_answers_the_same(models, redis_url, tmp_path) -> None:
