@@ -1,0 +1,1 @@
+from .resnet import *  # noqa: F401,F403
