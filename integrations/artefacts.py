@@ -54,7 +54,7 @@ from schedmate.schedulers.job import FinalStatus, JobSpec
 __all__ = [
     "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
     "calibrate_infra", "content_hash", "failure_log_key", "failure_log_spec", "failure_truth", "length_bucket",
-    "modelled_metrics", "plan_artefact", "planned_work", "repo_hash", "unit_hash",
+    "modelled_metrics", "plan_artefact", "planned_work", "steady_metrics", "repo_hash", "unit_hash",
 ]
 
 # Sia application -> nearest job-corpus family (no speech or CIFAR family in the corpus: the closest
@@ -225,17 +225,27 @@ def _sia_artefact(app: str, batch: int, seed: int) -> Artefact:
 # ----------------------------------------------------------------------------------------- metrics
 
 
-def modelled_metrics(art: Artefact, job_id: str, seed: int) -> dict[str, float]:
-    """Single-job metrics of one run in Lucid's units (speed samples/s per GPU, gpu_util %,
-    gmem_util %, gmem MB) plus sm_util and gpu_mem_gb; the workload's modelled steady state
-    (`expected_perf`) with a small per-run spread (5%), deterministic in (seed, job id)."""
+def steady_metrics(art: Artefact) -> dict[str, float]:
+    """The workload's steady state as the simulator runs it, in Lucid's units (speed samples/s
+    per GPU, gpu_util %, gmem_util %, gmem MB): one source of truth for what the code describes,
+    what the simulator runs and what a profiler or a run's monitoring measures."""
     est = expected_perf(art.config)
+    sm = max(3.0, min(100.0, est.sm_util))
+    return {"speed": round(art.config.per_device_batch * art.config.grad_accum / est.step_time_s, 4),
+            "gpu_util": round(sm, 3), "gmem_util": round(max(0.0, min(100.0, 0.756 * sm - 10.2)), 3),
+            "gmem": round(est.gpu_mem_gb * 1024.0, 1)}
+
+
+def modelled_metrics(art: Artefact, job_id: str, seed: int) -> dict[str, float]:
+    """What monitoring measured for one run: `steady_metrics` with a small per-run spread (5%
+    speed and SM utilisation, 3% memory), deterministic in (seed, job id); plus sm_util and
+    gpu_mem_gb for the store."""
+    m = steady_metrics(art)
     rng = random.Random(f"metrics:{seed}:{job_id}")
-    sm = max(3.0, min(100.0, est.sm_util * math.exp(rng.gauss(0.0, 0.05))))
-    speed = art.config.per_device_batch * art.config.grad_accum / est.step_time_s * math.exp(rng.gauss(0.0, 0.05))
-    mem_gb = est.gpu_mem_gb * math.exp(rng.gauss(0.0, 0.03))
-    # memory-controller utilisation tracks SM utilisation in Lucid's table (r = 0.93): fitted line
-    gmem_util = max(0.0, min(100.0, 0.756 * sm - 10.2))
+    sm = max(3.0, min(100.0, m["gpu_util"] * math.exp(rng.gauss(0.0, 0.05))))
+    speed = m["speed"] * math.exp(rng.gauss(0.0, 0.05))
+    mem_gb = m["gmem"] / 1024.0 * math.exp(rng.gauss(0.0, 0.03))
+    gmem_util = max(0.0, min(100.0, 0.756 * sm - 10.2))  # memory-controller util tracks SM util (Lucid's table, r = 0.93)
     return {"speed": round(speed, 4), "gpu_util": round(sm, 3), "gmem_util": round(gmem_util, 3),
             "gmem": round(mem_gb * 1024.0, 1), "sm_util": round(sm, 3), "gpu_mem_gb": round(mem_gb, 3)}
 

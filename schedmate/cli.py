@@ -258,15 +258,22 @@ def corpus_generate(
     min_lines: Annotated[int, typer.Option(help="Shortest log, lines.")] = 100,
     max_lines: Annotated[int, typer.Option(help="Longest log, lines.")] = 20_000,
     failed_fraction: Annotated[float, typer.Option(help="Share of logs that end in a failure.")] = 0.5,
+    pool: Annotated[str, typer.Option(help="Error-text pool: dev (rules may be written from it), heldout, or both "
+                                           "(half and half, recorded per log).")] = "both",
+    hard: Annotated[bool, typer.Option("--hard/--no-hard", help="Hard cases in failed logs (hangs, floods, restarts, "
+                                                                 "decoys, ...; synthetic.logs.hard).")] = True,
 ) -> None:
     """Write realistic training logs with exact labels (metrics truth, failure root cause)."""
     from schedmate.synthetic.logs.generator import generate_corpus
 
+    if pool not in ("dev", "heldout", "both"):
+        raise fail(f"--pool must be dev, heldout or both, not {pool!r}")
     with user_errors():
         progress, update = _count_progress("writing logs")
         with progress:
             generate_corpus(out, n, seed, min_lines=min_lines, max_lines=max_lines,
-                            failed_fraction=failed_fraction, progress=update)
+                            failed_fraction=failed_fraction, progress=update, pool=pool,
+                            hard_mix=None if hard else {})
     console.print(f"wrote {n} logs under {out / 'logs'} with labels in {out / 'labels.jsonl'}")
 
 
@@ -275,6 +282,8 @@ def corpus_jobs(
     out: Annotated[Path, typer.Option(help="Output folder (jobs/<id>/ repositories and manifest.jsonl).")],
     n: Annotated[int, typer.Option(help="Number of jobs.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same corpus.")] = 0,
+    users_mode: Annotated[str, typer.Option(help="family: users own experiments; shared: one codebase, many users.")
+                          ] = "family",
 ) -> None:
     """Write realistic training repositories with their truth metadata and run histories."""
     from schedmate.synthetic.jobs import generate_job_corpus
@@ -282,7 +291,7 @@ def corpus_jobs(
     with user_errors():
         progress, update = _count_progress("writing jobs")
         with progress:
-            manifest = generate_job_corpus(out, n, seed, progress=update)
+            manifest = generate_job_corpus(out, n, seed, progress=update, users_mode=users_mode)  # type: ignore[arg-type]
     console.print(f"wrote {len(manifest.records)} jobs under {out}")
 
 
@@ -316,15 +325,102 @@ def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -
 
 
 @eval_app.command("failures")
-def eval_failures(data: EvalData, out: EvalOut = Path("results/eval"), llm: EvalLLM = False, limit: EvalLimit = None) -> None:
-    """Failure Handler: infra-vs-not P/R/F1, category macro-F1, first-line accuracy, baselines, ablations."""
-    _run_eval("failures", data, out, llm, limit)
+def eval_failures(
+    data: EvalData,
+    out: EvalOut = Path("results/eval"),
+    llm: EvalLLM = False,
+    limit: EvalLimit = None,
+    devset: Annotated[Path | None, typer.Option(help="Real dev set (labels*.jsonl + logs/) reported beside the generated "
+                                                     "corpus [default: evals/devset/failures].")] = None,
+    no_devset: Annotated[bool, typer.Option("--no-devset", help="Skip the real dev set.")] = False,
+) -> None:
+    """Failure Handler: infra-vs-not P/R/F1, category macro-F1, first-line accuracy, baselines, ablations;
+    per error-text pool (dev / held-out) and per hard case, beside the real dev set."""
+    from contextlib import ExitStack
+
+    from schedmate.evals.harness import DEFAULT_DEVSET, run_failure_eval
+
+    if not (data / "labels.jsonl").is_file():
+        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    folder = None if no_devset else (devset or DEFAULT_DEVSET)
+    if folder is not None and devset is not None and not devset.is_dir():
+        raise fail(f"--devset {devset} is not a folder")
+    progress, update = _count_progress("scoring failures")
+    with ExitStack() as stack, progress:
+        model = None
+        if llm:
+            from schedmate.llm import LLMConfig, open_chat_model
+
+            # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
+            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
+        summary = run_failure_eval(data, out, llm=model, limit=limit, progress=update, devset=folder)
+    console.print(summary["summary_line"])
+    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
 
 
 @eval_app.command("metrics")
-def eval_metrics(data: EvalData, out: EvalOut = Path("results/eval"), llm: EvalLLM = False, limit: EvalLimit = None) -> None:
-    """Metric Tracker: success rate and RMSRE of step time on clean and noisy halves, beside baselines."""
-    _run_eval("metrics", data, out, llm, limit)
+def eval_metrics(
+    data: EvalData,
+    out: EvalOut = Path("results/eval"),
+    llm: EvalLLM = False,
+    limit: EvalLimit = None,
+    devset: Annotated[Path | None, typer.Option(help="Real progress dev set (labels*.jsonl + logs/) reported beside the "
+                                                     "generated corpus [default: evals/devset/progress].")] = None,
+    no_devset: Annotated[bool, typer.Option("--no-devset", help="Skip the real dev set.")] = False,
+) -> None:
+    """Metric Tracker: step time on the generated corpus (success ±20%, RMSRE, clean/noisy halves) and on the
+    real dev set (last step time / loss / throughput within ±10%), side by side, beside the baselines
+    (regex only, last lines; with --llm also the tracker's LLM fallback and the pure-LLM baseline)."""
+    from contextlib import ExitStack
+
+    from schedmate.evals.harness import run_metrics_eval
+    from schedmate.evals.harness.devset_metrics import DEFAULT_FOLDER, run_devset_metrics, write_devset_report
+
+    if not (data / "labels.jsonl").is_file():
+        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    if devset is not None and not devset.is_dir():
+        raise fail(f"--devset {devset} is not a folder")
+    folder = None if no_devset else (devset or DEFAULT_FOLDER)
+    progress, update = _count_progress("scoring metrics")
+    with ExitStack() as stack, progress:
+        model = None
+        if llm:
+            from schedmate.llm import LLMConfig, open_chat_model
+
+            # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
+            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
+        summary = run_metrics_eval(data, out, llm=model, limit=limit, progress=update)
+        real = run_devset_metrics(folder, llm=model, progress=update) if folder is not None else None
+    console.print(summary["summary_line"])
+    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    if real is None:
+        return
+    line = write_devset_report(out, *real)
+    console.print(line)
+    console.print(f"wrote {out / 'devset_metrics.json'} and {out / 'devset_metrics.md'}")
+    gen, dev = summary["systems"], real[0]["systems"]
+    rows = [("tracker" + (" (regex + LLM fallback)" if llm else " (regex fast path)"), "tracker", "tracker" if llm else "regex"),
+            ("regex-only (plain mean)", "regex-only", None), ("last-lines", "last-lines", "last-lines")]  # fmt: skip
+    if llm:
+        rows += [("regex fast path", None, "regex"), ("pure-llm", "pure-llm", "pure-llm"),
+                 ("pure-llm+validation", None, "pure-llm+validation")]  # fmt: skip
+    table = Table(title="Metric Tracker: generated corpus vs real dev set")
+    for col in ("system", "generated: success ±20%", "generated: RMSRE", "real: step time ±10%", "real: loss ±10%",
+                "real: throughput ±10%", "real: no signal"):  # fmt: skip
+        table.add_column(col)
+
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{100 * x:.1f}%"
+
+    for label, g_name, d_name in rows:
+        g = gen.get(g_name, {}).get("all", {}) if g_name else {}
+        d = dev.get(d_name, {}).get("all") if d_name else None
+        table.add_row(
+            label, pct(g.get("success_rate")), "–" if g.get("rmsre") is None else f"{g['rmsre']:.3f}",
+            pct(d["step_time"]["accuracy"]) if d else "–", pct(d["loss"]["accuracy"]) if d else "–",
+            pct(d["throughput"]["accuracy"]) if d else "–", str(d["no_signal"]) if d else "–",
+        )  # fmt: skip
+    console.print(table)
 
 
 @eval_app.command("advisor")
@@ -337,6 +433,8 @@ def eval_advisor(
     threshold: Annotated[float | None, typer.Option(help="Cosine threshold T (default: chosen on the dev split).")] = None,
     agent_jobs: Annotated[int, typer.Option(help="Also run the local LLM agent on this many new jobs.")] = 0,
     threads: Annotated[str, typer.Option(help="Concurrent request counts for the throughput figure.")] = "1,2,4",
+    users_mode: Annotated[str, typer.Option(help="Generated corpora: family (users own experiments) or shared "
+                                                 "(one codebase, many users).")] = "family",
 ) -> None:
     """Scheduling Advisor: duration / SM-util error CDFs, within-100% share, field accuracy, baselines."""
     from schedmate.evals.harness.advisor import AdvisorEvalConfig, run_advisor_eval, summary_line
@@ -360,7 +458,7 @@ def eval_advisor(
     kwargs: dict[str, Any] = {"seed": seed} if seed is not None else {}
     cfg = AdvisorEvalConfig(n_history=history, n_new=new, threshold=threshold, agent_jobs=agent_jobs, llm=llm_cfg,
                             agent=agent_cfg, threads=tuple(int(t) for t in threads.split(",") if t), progress=say,
-                            **kwargs)
+                            users_mode=users_mode, **kwargs)
     with progress:
         report = run_advisor_eval(data, out, cfg)
     console.print(summary_line(report))
@@ -409,6 +507,8 @@ def experiment_lucid(
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 500,
+    workloads: Annotated[str, typer.Option(help="artefact: each job runs the workload its code describes; "
+                                           "lucid-table: a random single_data.csv row (two workloads per job; comparison only).")] = "artefact",
 ) -> None:
     """Lucid vs Lucid+SchedMate (bypass profiling, advisor durations, packing cancellation), ablations, sweep."""
     from schedmate.integrations.experiments.lucid import run_lucid_experiment
@@ -420,7 +520,7 @@ def experiment_lucid(
             out, make_source=make, source_label=make.label, traces=names, seeds=seeds, n_jobs=jobs,
             sweep=tuple(float(x) for x in sweep.split(",") if x.strip()),
             cluster_gpus={n: gpus for n in names} if gpus else None, progress=_say(),
-            arms=[a.strip() for a in arms.split(",")] if arms else None)
+            arms=[a.strip() for a in arms.split(",")] if arms else None, workloads=workloads)
         console.print(f"agents: {_agent_counts(make.stats())}")
     console.print(str(result))
 

@@ -4,9 +4,11 @@ Setup, following the spec and saying where it reads something into it:
 
 - **Traces**: a 3-day window of the Helios-Venus derived trace's last 30 days, a 3-day window
   of Sia's Philly trace in October 2017 (days 27-30 from its first job), and the synthetic
-  default (`synthetic_jobs`) for quick runs. Each job gets a workload of Lucid's
-  `single_data.csv` (uniform, seeded: `assign_workloads`); requests above the cluster are
-  capped at its size (as the paper's physical run capped at 128).
+  default (`synthetic_jobs`) for quick runs. One workload per job (`integrations.workloads`):
+  the simulator, Lucid's profiler and the interference model run the workload the job's
+  generated code describes (`--workloads lucid-table` restores the old reading: a random
+  `single_data.csv` row for the simulator while the advisor reads other code); requests above
+  the cluster are capped at its size (as the paper's physical run capped at 128).
 - **Cluster**: 8-GPU nodes, node 0 reserved for Lucid's profiler (one node, T_prof = 100 s,
   least-GPU-first, jobs ≤ 8 GPUs profiled); sized by `size_cluster` on plain Lucid so that its
   avg queuing is ≥ 30% of its avg JCT (the same cluster for every arm and seed; reported).
@@ -51,6 +53,8 @@ from schedmate.integrations.experiments.common import (
 )
 from schedmate.integrations.insights import InsightSource
 from schedmate.integrations.lucid_adapter import Cancellation, Flags, LucidSchedMate
+from schedmate.integrations.artefacts import plan_artefact, steady_metrics
+from schedmate.integrations.workloads import artefact_workloads
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
@@ -71,6 +75,7 @@ __all__ = [
 ]
 
 TRACES = ("helios", "philly", "synthetic")
+WORKLOADS = ("artefact", "lucid-table")
 SWEEP = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 MAIN_ARMS = ("lucid", "lucid+sm")
 ABLATION_ARMS = ("lucid+sm/bypass", "lucid+sm/duration", "lucid+sm/cancel", "lucid+sm/theta0.65")
@@ -130,7 +135,8 @@ class HeavyPairInterference:
 def prepare_jobs(
     jobs: Sequence[JobSpec], table: WorkloadTable, seed: int, *, bias_share: float = 0.3, bias_range: tuple[float, float] = (0.3, 0.7)
 ) -> list[JobSpec]:
-    """Jobs with a Lucid workload each and, for `bias_share` of them, a profiling warm-up bias."""
+    """Jobs with a Lucid workload each (from `table`, unless they already name one) and, for
+    `bias_share` of them, a profiling warm-up bias."""
     out = assign_workloads(jobs, table, seed=seed)
     rng = np.random.default_rng(seed + 7919)
     biased = rng.random(len(out)) < bias_share
@@ -145,14 +151,17 @@ def cap_gpus(jobs: Sequence[JobSpec], total: int) -> list[JobSpec]:
     return [s if s.num_gpus <= total else dataclasses.replace(s, num_gpus=total) for s in jobs]
 
 
-def oracle_source(table: WorkloadTable, latency_s: float = 0.0) -> MakeSource:
-    """SMOKE ONLY: a `make_source` answering with ground truth (true duration, steady metrics)."""
-
-    def metrics_of(spec: JobSpec) -> dict[str, float] | None:
-        m = table.lookup(spec.attributes)
-        return dataclasses.asdict(m) if m is not None else None
+def oracle_source(table: WorkloadTable | None = None, latency_s: float = 0.0) -> MakeSource:
+    """SMOKE ONLY: a `make_source` answering with ground truth (true duration, steady metrics of
+    the job's workload: from `table`, or its artefact's when the table does not name it)."""
 
     def make(specs: Sequence[JobSpec], seed: int, detection_rate: float) -> InsightSource:
+        def metrics_of(spec: JobSpec) -> dict[str, float] | None:
+            m = table.lookup(spec.attributes) if table is not None else None
+            if m is not None:
+                return dataclasses.asdict(m)
+            return steady_metrics(plan_artefact(spec, seed))
+
         return OracleInsights(seed=seed, detection_rate=detection_rate, metrics_of=metrics_of, latency_s=latency_s)
 
     return make
@@ -261,6 +270,7 @@ def run_lucid_experiment(
     arms: Sequence[str] | None = None,
     setup: LucidSetup = LucidSetup(),
     table: WorkloadTable | None = None,
+    workloads: str = "artefact",
     progress: Callable[[str], None] | None = None,
 ) -> ExperimentResult:
     """Run case 1 and write `lucid.json`, `lucid.csv`, per-seed job CSVs and plots to `out_dir`.
@@ -269,10 +279,25 @@ def run_lucid_experiment(
     "oracle (smoke only)"). `cluster_gpus` fixes a trace's cluster and skips sizing;
     `start_gpus` is where sizing starts (default 256, 64 for synthetic). `n_jobs` applies to
     the synthetic trace; `arms` defaults to all (main, ablations, baselines, sweep).
+    `workloads`: "artefact" (default: each job runs the workload its generated code describes,
+    `integrations.workloads`) or "lucid-table" (a random `single_data.csv` row per job, Lucid's
+    measured data, while the advisor reads code of another workload: kept for comparison only).
     """
-    table = table if table is not None else load_default_table()
-    if table is None:
-        raise RuntimeError("Lucid's single_data.csv is needed (../shared/data/lucid; set SCHEDMATE_SHARED_DATA)")
+    if workloads not in WORKLOADS:
+        raise ValueError(f"unknown workloads {workloads!r}; choose from {', '.join(WORKLOADS)}")
+    if workloads == "lucid-table":
+        table = table if table is not None else load_default_table()
+        if table is None:
+            raise RuntimeError("Lucid's single_data.csv is needed (../shared/data/lucid; set SCHEDMATE_SHARED_DATA)")
+
+    def workload_of(specs: Sequence[JobSpec], seed: int) -> tuple[list[JobSpec], WorkloadTable]:
+        """(jobs with their workload, the table the simulator, profiler and interference use)."""
+        if workloads == "artefact":
+            specs, tab = artefact_workloads(specs, seed, gamma=setup.gamma)
+        else:
+            assert table is not None
+            tab = table
+        return prepare_jobs(specs, tab, seed, bias_share=setup.bias_share), tab
     say = progress or (lambda _msg: None)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     sweep_arms = tuple(f"lucid+sm/d={d:g}" for d in sweep)
@@ -286,14 +311,15 @@ def run_lucid_experiment(
         if base is None:
             details["skipped_traces"][trace] = "trace file absent under ../shared/data"
             continue
-        interference = HeavyPairInterference.from_shared_data(table, setup.gamma)
         gpus = (cluster_gpus or {}).get(trace)
         if gpus is None:
-            first = prepare_jobs(base, table, seed_list[0], bias_share=setup.bias_share)
+            first, first_table = workload_of(base, seed_list[0])
+            first_interference = HeavyPairInterference.from_shared_data(first_table, setup.gamma)
 
             def baseline(n: int, jobs: list[JobSpec] = first) -> Any:
                 say(f"{trace}: sizing with lucid on {n} GPUs")
-                return wait_stats(_simulate(jobs, n, Lucid(**setup.lucid_options(table, seed_list[0])), interference, seed_list[0])).share
+                return wait_stats(_simulate(jobs, n, Lucid(**setup.lucid_options(first_table, seed_list[0])),
+                                            first_interference, seed_list[0])).share
 
             start = (start_gpus or {}).get(trace, 64 if trace == "synthetic" else 256)
             sizing = size_cluster(baseline, start_gpus=start)
@@ -303,7 +329,8 @@ def run_lucid_experiment(
             details["sizing"][trace] = {"gpus": gpus, "fixed": True}
         for seed in seed_list:
             specs = base if seed == seed_list[0] or trace != "synthetic" else _load_trace(trace, n_jobs, seed, window_days)
-            jobs = prepare_jobs(specs or [], table, seed, bias_share=setup.bias_share)
+            jobs, seed_table = workload_of(specs or [], seed)
+            interference = HeavyPairInterference.from_shared_data(seed_table, setup.gamma)
             details["trace_jobs"][f"{trace}/seed{seed}"] = len(jobs)
             results: dict[str, SimResult] = {}
             for arm in arm_list:
@@ -313,7 +340,7 @@ def run_lucid_experiment(
                     rows.append(dataclasses.replace(next(r for r in reversed(rows) if r.arm == reuse and r.trace == trace and r.seed == seed), arm=arm))
                     continue
                 say(f"{trace} seed {seed}: {arm}")
-                policy = _arm_policy(arm, setup, table, seed, lambda d, _j=jobs, _s=seed: make_source(_j, _s, d))
+                policy = _arm_policy(arm, setup, seed_table, seed, lambda d, _j=jobs, _s=seed: make_source(_j, _s, d))
                 result = _simulate(jobs, gpus, policy, interference, seed)
                 results[arm] = result
                 waits = wait_stats(result)
@@ -331,6 +358,7 @@ def run_lucid_experiment(
         config = {
             "traces": list(traces), "seeds": seed_list, "n_jobs_synthetic": n_jobs, "window_days": window_days,
             "arms": arm_list, "sweep": list(sweep), "setup": dataclasses.asdict(setup), "source": source_label,
+            "workloads": workloads,
         }
         cdf = [a for a in ("lucid", "lucid+sm", "lucid+sm/theta0.65", "tiresias", "qssf") if a in arm_list]
         files = write_experiment(out_dir, "lucid", rows, config=config, details=details, results=plots, cdf_arms=cdf)
