@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import math
 import sys
 import time
@@ -390,7 +392,7 @@ def eval_metrics(
             # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
             model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
         summary = run_metrics_eval(data, out, llm=model, limit=limit, progress=update)
-        real = run_devset_metrics(folder, llm=model, progress=update) if folder is not None else None
+        real = run_devset_metrics(folder, llm=model, progress=update, limit=limit) if folder is not None else None
     console.print(summary["summary_line"])
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
     if real is None:
@@ -435,8 +437,11 @@ def eval_advisor(
     threads: Annotated[str, typer.Option(help="Concurrent request counts for the throughput figure.")] = "1,2,4",
     users_mode: Annotated[str, typer.Option(help="Generated corpora: family (users own experiments) or shared "
                                                  "(one codebase, many users).")] = "family",
+    devset: Annotated[Path | None, typer.Option(help="Hand-written repositories with true metadata (jobs.jsonl); "
+                                                    "'' to skip.")] = Path(__file__).resolve().parents[1] / "evals" / "devset" / "repos",
 ) -> None:
-    """Scheduling Advisor: duration / SM-util error CDFs, within-100% share, field accuracy, baselines."""
+    """Scheduling Advisor: duration / SM-util error CDFs, within-100% share, field accuracy, baselines,
+    and the extractor on the real development set beside the generated corpus."""
     from schedmate.evals.harness.advisor import AdvisorEvalConfig, run_advisor_eval, summary_line
 
     llm_cfg = agent_cfg = None
@@ -463,6 +468,15 @@ def eval_advisor(
         report = run_advisor_eval(data, out, cfg)
     console.print(summary_line(report))
     console.print(f"wrote {out}/advisor_eval.json and advisor_eval.md")
+    if devset is not None and (devset / "jobs.jsonl").is_file():
+        from schedmate.evals.harness.devset_advisor import score_devset_repos
+
+        real = score_devset_repos(devset)
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "devset_advisor.json").write_text(json.dumps(real, indent=2, default=str))
+        console.print(f"real dev set ({real['items']} launch commands over {real['repos']} hand-written repositories): "
+                      f"fields right {real['fields_right']:.1%}, all fields right on {real['jobs_all_right']:.1%} of jobs "
+                      f"(generated corpus above); per field {real['field_accuracy']} -> {out}/devset_advisor.json")
 
 
 experiment_app = typer.Typer(
@@ -555,23 +569,35 @@ def experiment_sia(
 @experiment_app.command("standalone")
 def experiment_standalone(
     out: ExpOut = None,
-    trace: Annotated[str, typer.Option(help="philly (a week of Oct 2017) or synthetic.")] = "philly",
+    trace: Annotated[str, typer.Option(help="acme (Acme-like synthetic, primary), philly (a week of Oct 2017) or "
+                                            "synthetic (small Philly-profile smoke trace).")] = "acme",
     seeds: ExpSeeds = 3,
     limit: Annotated[int | None, typer.Option(help="Earliest N jobs of the Philly week.")] = None,
-    jobs: Annotated[int, typer.Option(help="Synthetic trace size.")] = 2000,
+    jobs: Annotated[int, typer.Option(help="Synthetic trace size (acme, synthetic).")] = 2000,
     gpus: Annotated[int | None, typer.Option(help="Fix the cluster size (skip sizing).")] = None,
+    arms: Annotated[str | None, typer.Option(help="Comma-separated arms (default: all).")] = None,
+    resubmit_delays: Annotated[str, typer.Option(help="No-handler resubmission delays D (s) for the handler sweep "
+                                                      "('' for none).")] = "600,1800,3600,14400",
+    detection_rates: Annotated[str, typer.Option(help="Detection rates for the handler sweep ('' for none).")] = "0,0.5,1",
     llm: ExpLLM = False,
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 500,
 ) -> None:
-    """Standalone SchedMate (SJF on 3 most similar jobs + Failure Handler) vs FIFO, QSSF, Tiresias, failures on."""
-    from schedmate.integrations.experiments.standalone import run_standalone_experiment
+    """Standalone SchedMate (SJF and SRPT on the 3 most similar jobs, + Failure Handler) vs FIFO, QSSF, Tiresias
+    and oracles, with infrastructure hazards, faulty nodes and application errors."""
+    from schedmate.integrations.experiments.standalone import ARMS, run_standalone_experiment
+
+    def floats(text: str) -> list[float]:
+        return [float(x) for x in text.split(",") if x.strip()]
 
     out = out or Path("results/experiment-standalone")
+    chosen = [a.strip() for a in arms.split(",") if a.strip()] if arms else list(ARMS)
     with _sources(out, llm, cache_dir, precomputed, history) as make:
         result = run_standalone_experiment(out, make_source=make, source_label=make.label, trace=trace, limit=limit,
-                                           n_jobs=jobs, seeds=seeds, gpus=gpus, progress=_say())
+                                           n_jobs=jobs, seeds=seeds, gpus=gpus, arms=chosen,
+                                           resubmit_delays=floats(resubmit_delays),
+                                           detection_rates=floats(detection_rates), progress=_say())
         console.print(f"agents: {_agent_counts(make.stats())}")
     console.print(str(result))
 

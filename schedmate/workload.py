@@ -5,9 +5,11 @@ iterations and their type) and the optional ones we score (model size, batch siz
 dataloader workers, validation set). Extra keys (d_model, n_layer, ...) are allowed and kept.
 
 Names are free-form where they come from code ('meta-llama/Meta-Llama-3-8B', 'llama3_8b'), so
-every name field is normalised on the way in: lowercase, organisation prefix dropped, then looked
-up in an alias table keyed by a compact form (separators removed). Unknown names stay as written,
-lowercased, with spaces and underscores turned into dashes; they are never guessed.
+every name field is normalised on the way in by *general* rules only (lowercase, organisation
+prefix dropped, separators unified, 'llama3' -> 'llama-3', sizes as '8b'). There is deliberately
+no table of known names here: the core must not carry any corpus generator's vocabulary
+(generated corpora map names onto their own canonical names on the scoring side, in
+`schedmate.synthetic.jobs.aliases`).
 """
 
 from __future__ import annotations
@@ -20,10 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "DATASET_ALIASES",
     "IterationType",
-    "MODEL_ALIASES",
-    "TASK_ALIASES",
     "WorkloadMetadata",
     "normalize_dataset",
     "normalize_iteration_type",
@@ -34,176 +33,71 @@ __all__ = [
 
 IterationType = Literal["steps", "epochs"]
 
-# canonical name -> aliases (as they appear in code, model hubs, papers). The canonical name
-# itself is always an alias of itself.
-MODEL_ALIASES: dict[str, tuple[str, ...]] = {
-    "llama-3-8b": (
-        "meta-llama/Meta-Llama-3-8B", "Meta-Llama-3-8B", "llama3-8b", "llama3_8b", "LLaMA-3 8B",
-        "llama-3-8b-hf", "Llama3-8B-base",
-    ),
-    "qwen-2.5-14b": (
-        "Qwen/Qwen2.5-14B", "qwen2.5-14b", "qwen2_5-14b", "qwen2_5_14b", "Qwen2.5 14B",
-        "qwen25-14b", "Qwen-2.5-14B-base",
-    ),
-    "gpt-1.3b": ("gpt3-1.3b", "gpt-3 1.3b", "gpt3_1.3B", "gpt-xl-1.3b", "megatron-gpt-1.3b"),
-    "gpt-2.7b": ("gpt3-2.7b", "gpt-3 2.7b", "gpt3_2.7B", "megatron-gpt-2.7b"),
-    "gpt-6.7b": ("gpt3-6.7b", "gpt-3 6.7b", "gpt3_6.7B", "gpt-7b", "gpt3-7b", "megatron-gpt-6.7b"),
-    "gpt-13b": ("gpt3-13b", "gpt-3 13b", "gpt3_13B", "megatron-gpt-13b"),
-    "vit-l-16": (
-        "ViT-L/16", "vit_large_patch16_224", "vit-large-patch16-224", "google/vit-large-patch16-224",
-        "vit_l_16", "vit-large", "vit_large_patch16_224.augreg_in21k", "ViT-Large/16",
-    ),
-    "bert-base": ("bert-base-uncased", "bert-base-cased", "bert_base", "BERT-Base", "bert_base_uncased"),
-    "deberta-large": (
-        "microsoft/deberta-large", "microsoft/deberta-v3-large", "deberta-v3-large", "deberta_large",
-        "DeBERTa-Large", "deberta-v1-large",
-    ),
-    "stable-diffusion-v1-5": (
-        "runwayml/stable-diffusion-v1-5", "stable-diffusion-v1.5", "sd-v1-5", "sd1.5", "sd15",
-        "Stable Diffusion 1.5", "stable diffusion", "stable-diffusion", "CompVis/stable-diffusion-v1-4",
-        "stable-diffusion-v1-4", "sd-v1-4",
-    ),
-    "clip-vit-l-14": (
-        "openai/clip-vit-large-patch14", "ViT-L-14", "ViT-L/14", "clip-vit-large-patch14", "clip_vit_l_14",
-        "CLIP ViT-L/14", "clip-vitl14",
-    ),
-    "dlrm": ("DLRM", "dlrm-criteo", "dlrm_net", "DLRM_Net", "dlrm-v1", "torchrec-dlrm"),
-    "resnet-50": (
-        "resnet50", "ResNet50", "ResNet-50", "microsoft/resnet-50", "resnet50.a1_in1k", "resnet_50",
-        "torchvision.models.resnet50", "resnet50.tv_in1k",
-    ),
-    "unet2d": ("UNet2D", "unet-2d", "2d-unet", "unet_2d", "UNet2DModel", "2D U-Net", "unet2d-brats"),
-    "efficientnet-b4": ("efficientnet_b4", "EfficientNet-B4", "tf_efficientnet_b4", "efficientnetb4", "tf_efficientnet_b4.ns_jft_in1k"),
-    "convnext-base": ("convnext_base", "ConvNeXt-Base", "facebook/convnext-base-224", "convnext_base.fb_in1k", "convnext-b"),
-    "mobilenetv2": ("mobilenet_v2", "MobileNetV2", "mobilenet-v2", "mobilenetv2_100", "MobileNet-V2", "mobilenetv2_100.ra_in1k"),
-    "yolov8m": ("YOLOv8m", "yolov8m.pt", "yolov8m.yaml", "yolov8-m", "YOLOv8-medium", "ultralytics/yolov8m"),
-    "t5-small": ("google-t5/t5-small", "t5_small", "T5-Small", "google/t5-v1_1-small", "t5-v1_1-small"),
-}
-
-DATASET_ALIASES: dict[str, tuple[str, ...]] = {
-    "alpaca": ("tatsu-lab/alpaca", "alpaca_data", "alpaca_data.json", "alpaca-52k", "stanford-alpaca", "Alpaca"),
-    "alpaca-cleaned": ("yahma/alpaca-cleaned", "alpaca_data_cleaned", "alpaca_data_cleaned.json"),
-    "imagenet-1k": (
-        "imagenet", "ImageNet-1k", "imagenet1k", "imagenet_1k", "ILSVRC2012", "ILSVRC-2012", "ilsvrc",
-        "in1k", "imagenet-2012", "ImageNet", "imagenet-1k-train",
-    ),
-    "squad-v1.1": ("squad", "SQuAD v1.1", "squad1.1", "squad_v1.1", "rajpurkar/squad", "squad-v1", "squad_v1", "SQuAD"),
-    "squad-v2": ("squad_v2", "rajpurkar/squad_v2", "SQuAD 2.0", "squad2.0", "squad-2.0"),
-    "laion": (
-        "LAION", "laion-2b", "laion2B-en", "laion2b-en", "laion-aesthetics", "laion-aesthetics-v2-6plus",
-        "laion/laion2B-en-aesthetic", "laion2B-en-aesthetic", "laion-5b", "laion-400m", "laion_aesthetics_6plus",
-        "laion-aesthetics-6plus", "improved_aesthetics_6plus",
-    ),
-    "wit": ("WIT", "google/wit", "wikipedia-image-text", "wit-base", "wikimedia/wit_base"),
-    "criteo-tb": ("criteo terabyte", "criteo_1tb", "criteo-1tb", "Criteo TB", "criteo_terabyte", "criteo-terabyte"),
-    "criteo-kaggle": ("criteo kaggle", "criteo_kaggle", "criteo-display-ad-challenge", "dac"),
-    "brats": ("BraTS", "BraTS2021", "brats2021", "brats-2021", "BraTS21", "brats_2021", "RSNA-ASNR-MICCAI BraTS 2021"),
-    "coco": ("COCO", "coco2017", "ms-coco", "MS COCO", "coco-2017", "coco.yaml", "COCO2017"),
-    "coco128": ("coco128.yaml",),
-    "c4": ("allenai/c4", "c4-en", "C4", "colossal-clean-crawled-corpus"),
-    "pile": ("the-pile", "the pile", "EleutherAI/pile", "pile_text_document", "monology/pile-uncopyrighted", "Pile"),
-    "slimpajama": ("cerebras/SlimPajama-627B", "slimpajama-627b", "SlimPajama", "slim_pajama", "slimpajama_text_document"),
-    "cifar-10": ("cifar10", "CIFAR-10", "cifar_10", "uoft-cs/cifar10"),
-}
-
-TASK_ALIASES: dict[str, tuple[str, ...]] = {
-    "instruction-finetuning": (
-        "instruction fine-tuning", "instruction tuning", "instruction-tuning", "sft", "supervised fine-tuning",
-        "supervised-finetuning", "instruct-tuning", "chat fine-tuning",
-    ),
-    "image-classification": ("image classification", "classification", "img-cls", "imagenet classification"),
-    "object-detection": ("object detection", "detection", "det"),
-    "text-to-image": ("text to image", "t2i", "text-to-image generation", "image generation", "diffusion"),
-    "masked-lm-pretraining": ("masked language modeling", "mlm", "masked-lm", "mlm-pretraining"),
-    "qa": (
-        "question answering", "question-answering", "extractive qa", "extractive-question-answering",
-        "reading comprehension", "squad fine-tuning",
-    ),
-    "recommendation": ("recsys", "ctr prediction", "click-through rate prediction", "ctr", "recommender"),
-    "segmentation": ("image segmentation", "semantic segmentation", "medical image segmentation", "tumor segmentation"),
-    "lm-pretraining": (
-        "language model pretraining", "llm pretraining", "pretraining", "causal-lm pretraining",
-        "causal language modeling", "causal-lm", "gpt pretraining",
-    ),
-    "contrastive-pretraining": (
-        "contrastive", "contrastive learning", "image-text contrastive", "clip pretraining",
-        "contrastive language-image pretraining",
-    ),
-    "text-generation": ("text generation", "seq2seq", "span corruption", "t5 pretraining", "text2text"),
-}
-
 _ITER_ALIASES = {
     "steps": ("step", "steps", "iter", "iters", "iteration", "iterations", "updates", "batches", "train_iters"),
     "epochs": ("epoch", "epochs", "ep", "passes"),
 }
 
-_ORG_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+/")
+_ORG_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+/(?=[^/]*[A-Za-z][^/]*$)")  # 'org/name'; not 'ViT-L/16' 
+_FILE_EXT = re.compile(r"\.(?:pt|pth|ckpt|bin|safetensors|ya?ml|json|jsonl|csv|parquet|arrow|txt|tar|gz|zip)$", re.I)
+# vendor words some hubs repeat inside the model name ('meta-llama/Meta-Llama-3-8B')
+_VENDOR_WORDS = ("meta-", "hf-", "models--", "google-", "facebook-", "microsoft-", "openai-")
+# 'llama2' -> 'llama-2', 'qwen2.5' -> 'qwen-2.5', 'resnet50' -> 'resnet-50'; a 'v' before the digits is a
+# version marker that stays attached ('yolov8m', 'mobilenetv2'), and two-letter stems stay ('t5', 'sd15')
+_GLUED_VERSION = re.compile(r"(?<![a-z0-9.])([a-z]{3,}?)(?<!v)(\d+(?:\.\d+)?)(?=-|$)")
+# '8 B' / '8B' / '1.3B' -> '8b' / '1.3b'; '125M' -> '125m'
+_SIZE_TOKEN = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)-?([bmk])(?![a-z0-9])")
 
 
-def _compact(text: str) -> str:
-    """Lowercase, keep letters, digits and dots (so '1.3b' and '13b' stay apart)."""
-    return re.sub(r"[^a-z0-9.]", "", text.lower())
+def _dash(text: str) -> str:
+    """Lowercase; whitespace, underscores and slashes become single dashes."""
+    text = re.sub(r"[\s_/]+", "-", text.strip().lower())
+    return re.sub(r"-{2,}", "-", text).strip("-")
 
 
-def _table(aliases: dict[str, tuple[str, ...]]) -> dict[str, str]:
-    table: dict[str, str] = {}
-    for canonical, names in aliases.items():
-        for name in (canonical, *names):
-            key = _compact(name)
-            if table.get(key, canonical) != canonical:
-                raise ValueError(f"alias {name!r} maps to both {table[key]!r} and {canonical!r}")
-            table[key] = canonical
-    return table
-
-
-_MODEL_TABLE = _table(MODEL_ALIASES)
-_DATASET_TABLE = _table(DATASET_ALIASES)
-_TASK_TABLE = _table(TASK_ALIASES)
-
-
-def _fallback(text: str) -> str:
-    return re.sub(r"[\s_]+", "-", text.strip().lower())
-
-
-def _lookup(text: str, table: dict[str, str], *, drop_org: bool, strip_prefixes: tuple[str, ...] = ()) -> str:
-    raw = text.strip()
-    candidates = [raw]
-    if drop_org:
-        candidates.append(_ORG_PREFIX.sub("", raw))
-    for cand in list(candidates):
-        low = cand.lower()
-        for prefix in strip_prefixes:
-            if low.startswith(prefix):
-                candidates.append(cand[len(prefix):])
-    for cand in candidates:
-        key = _compact(cand)
-        if key in table:
-            return table[key]
-    return _fallback(candidates[1] if drop_org and len(candidates) > 1 else raw)
+def _last_path_part(text: str) -> str:
+    text = text.strip().rstrip("/")
+    if text.startswith(("/", "./", "~", "../")):
+        text = text.rsplit("/", 1)[-1]
+    return text
 
 
 def normalize_model_name(name: str) -> str:
-    """Canonical model name: 'Llama-3-8B', 'meta-llama/Meta-Llama-3-8B', 'llama3-8b' -> 'llama-3-8b'.
+    """Generic canonical form of a model name (no table of known models).
 
-    Local paths ('/mnt/models/Meta-Llama-3-8B/') are reduced to their last component.
+    Lowercase; a local path reduced to its last part; organisation prefix and file extension
+    dropped ('meta-llama/Meta-Llama-3-8B', '/ckpt/Llama-2-7b-hf/', 'yolov8m.pt'); vendor words and
+    the '-hf' export suffix dropped; separators unified to '-'; a version glued to a family name
+    split off ('llama2' -> 'llama-2', 'qwen2.5' -> 'qwen-2.5'); sizes written '8b', '1.3b', '125m'.
+    Idempotent.
     """
-    text = name.strip().rstrip("/")
-    if text.startswith(("/", "./", "~")):
-        text = text.rsplit("/", 1)[-1]
-    return _lookup(text, _MODEL_TABLE, drop_org=True, strip_prefixes=("meta-", "hf-", "models--"))
+    text = _FILE_EXT.sub("", _ORG_PREFIX.sub("", _last_path_part(name)))
+    text = _dash(text)
+    for word in _VENDOR_WORDS:
+        if text.startswith(word) and len(text) > len(word) + 1:
+            text = text[len(word):]
+    text = re.sub(r"-hf$", "", text)
+    head, sep, rest = text.partition("-")
+    text = _GLUED_VERSION.sub(r"\1-\2", head) + sep + rest  # the family name only ('patch16' stays)
+    text = _SIZE_TOKEN.sub(lambda m: f"{m.group(1)}{m.group(2)}", text)
+    return text or name.strip().lower()
 
 
 def normalize_dataset(name: str) -> str:
-    """Canonical dataset name: 'ILSVRC2012', 'imagenet_1k', 'ImageNet' -> 'imagenet-1k'."""
-    text = name.strip().rstrip("/")
-    if "/" in text and text.startswith(("/", "./", "~")):
-        text = text.rsplit("/", 1)[-1]
-    return _lookup(text, _DATASET_TABLE, drop_org=True)
+    """Generic canonical form of a dataset name: 'tatsu-lab/alpaca' -> 'alpaca', 'Criteo_1TB' -> 'criteo-1tb'.
+
+    Lowercase, organisation prefix and file extension dropped, separators unified; a local path
+    is reduced to its last part. Which name a path *means* is the extractor's business.
+    """
+    text = _FILE_EXT.sub("", _ORG_PREFIX.sub("", _last_path_part(name)))
+    return _dash(text) or name.strip().lower()
 
 
 def normalize_task_type(name: str) -> str:
-    """Canonical task type: 'SFT', 'instruction tuning' -> 'instruction-finetuning'."""
-    return _lookup(name.replace("_", " "), _TASK_TABLE, drop_org=False)
+    """Generic canonical form of a task: 'Question Answering' -> 'question-answering'; 'fine tuning' and
+    'fine-tuning' both become 'finetuning'."""
+    text = _dash(name.replace("-", " "))
+    return re.sub(r"\bfine-tun", "finetun", re.sub(r"\bpre-train", "pretrain", text))
 
 
 def normalize_iteration_type(name: str) -> str:

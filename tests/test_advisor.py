@@ -119,7 +119,7 @@ def test_yaml_config_with_base_and_dotted_overrides(tmp_path: Path) -> None:
     })
     s = extract_static(repo, "python train.py --config configs/exp.yaml --opts train.epochs=3 train.lr=5e-5")
     f = s.fields
-    assert (f["model_name"], f["dataset"], f["task_type"]) == ("bert-base", "squad-v1.1", "qa")
+    assert (f["model_name"], f["dataset"], f["task_type"]) == ("bert-base-uncased", "squad", "question-answering")
     assert f["batch_size"] == 32 and s.evidence["batch_size"].source == "configs/exp.yaml"
     assert (f["iterations"], f["iteration_type"]) == (3, "epochs") and s.evidence["iterations"].kind == "cli"
     assert f["learning_rate"] == pytest.approx(5e-5)
@@ -181,7 +181,7 @@ def test_hf_dataclasses_and_library_defaults(tmp_path: Path) -> None:
     assert f["model_name"] == "deberta-large"
     assert (f["iterations"], f["iteration_type"]) == (2000, "steps")  # max_steps overrides epochs
     assert f["batch_size"] == 8 and s.evidence["batch_size"].kind == "library_default"
-    assert f["num_workers"] == 0 and f["dataset"] == "squad-v1.1"
+    assert f["num_workers"] == 0 and f["dataset"] == "squad"
 
 
 def test_megatron_script_with_quoted_argument_blocks(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_megatron_script_with_quoted_argument_blocks(tmp_path: Path) -> None:
     })
     s = extract_static(repo, "bash examples/gpt.sh")
     f = s.fields
-    assert (f["model_name"], f["dataset"], f["task_type"]) == ("gpt-6.7b", "pile", "lm-pretraining")
+    assert (f["model_name"], f["dataset"], f["task_type"]) == ("gpt-3-6.7b", "pile", "lm-pretraining")
     assert (f["batch_size"], f["iterations"], f["learning_rate"]) == (512, 6600, 3e-4)
     assert f["num_workers"] == 2 and s.evidence["num_workers"].source == "megatron/arguments.py"
 
@@ -241,11 +241,13 @@ def test_static_extractor_field_accuracy_on_generated_repos(corpus: Any) -> None
     for rec in corpus:
         s = extract_static(corpus.repo_dir(rec), rec.launch.command, gpus=rec.launch.gpus)
         pairs.append((s.fields, rec.truth.model_dump()))
-    acc = field_accuracy(pairs)
-    # measured on this seed at 100% for every scored field; the floor leaves room for generator changes
+    acc = field_accuracy(pairs)  # names compared through the generator's alias tables (scoring side only)
+    # measured on this seed with the extractor's own vocabulary: 100% on every scored field except model size
+    # (80%: DLRM and UNet sizes are written nowhere in those repositories, and the extractor keeps no table of
+    # the generator's sizes); the floors leave room for generator changes
     assert acc["mean_scored"] >= 0.95, acc
     for f in SCORED_FIELDS:
-        assert acc[f] >= 0.85, (f, acc)
+        assert acc[f] >= (0.7 if f == "model_size_b" else 0.85), (f, acc)
 
 
 # ----------------------------------------------------------------------------------------- agent plumbing

@@ -23,7 +23,7 @@ import yaml
 __all__ = ["Leaf", "compose_hydra", "flatten", "load_config_chain", "load_structured", "parse_override_value"]
 
 Leaf = tuple[Any, str, str]  # value, file, snippet
-BASE_KEYS = ("base", "_base_", "__base__", "base_config", "inherit", "extends")
+BASE_KEYS = ("base", "_base_", "_BASE_", "__base__", "base_config", "inherit", "extends")
 MAX_CHAIN = 8
 
 
@@ -137,6 +137,27 @@ def _group_file(repo: Path, cdir: str, group: str, option: str) -> str | None:
     return None
 
 
+def _group_name(key: str) -> str:
+    """'override /model' / 'optional model' -> 'model' (a package suffix '@x' is kept)."""
+    key = key.strip()
+    for word in ("override ", "optional "):
+        key = key.removeprefix(word).strip()
+    return key.lstrip("/")
+
+
+def _group_chain(repo: Path, cdir: str, group: str, rel: str, depth: int = 0) -> list[str]:
+    """A group option file after the same-group files its own `defaults` list names (base first)."""
+    data = load_structured(repo, rel)
+    chain: list[str] = []
+    if isinstance(data, dict) and depth < MAX_CHAIN:
+        for item in data.get("defaults") or []:
+            if isinstance(item, str) and item != "_self_":
+                base = _group_file(repo, cdir, group, item)
+                if base and base != rel:
+                    chain += _group_chain(repo, cdir, group, base, depth + 1)
+    return [*chain, rel]
+
+
 def compose_hydra(
     repo: Path, config_dir: str, config_name: str, overrides: list[str]
 ) -> tuple[dict[str, Leaf], list[str], dict[str, Leaf]]:
@@ -149,13 +170,18 @@ def compose_hydra(
     if not isinstance(data, dict):
         return {}, [], {}
     selections: dict[str, str | None] = {}
+    packages: dict[str, str] = {}  # group -> package, for `group@package: option`
     order: list[str] = []
     for item in data.get("defaults") or []:
         if isinstance(item, str):
             order.append(item)  # "_self_" or a plain config name
         elif isinstance(item, dict) and len(item) == 1:
             (g, opt), = item.items()
-            g = str(g).removeprefix("override ").strip().lstrip("/")
+            g, _, pkg = _group_name(str(g)).partition("@")
+            if pkg:
+                packages[g] = pkg
+            if g.startswith("hydra/") or g == "hydra":
+                continue  # launcher / logging settings, not the job's configuration
             selections[g] = None if opt is None else str(opt)
             order.append(f"group:{g}")
     if "_self_" not in order:
@@ -189,7 +215,7 @@ def compose_hydra(
             for item in edata.get("defaults") or []:
                 if isinstance(item, dict) and len(item) == 1:
                     (g, opt), = item.items()
-                    g = str(g).removeprefix("override").strip().lstrip("/")
+                    g = _group_name(str(g))
                     selections[g] = None if opt is None else str(opt)
     merged: dict[str, Leaf] = {}
     files: list[str] = []
@@ -208,12 +234,14 @@ def compose_hydra(
         rel = _group_file(repo, cdir, g, opt)
         if rel is None:
             continue
-        gdata = load_structured(repo, rel)
-        if not isinstance(gdata, dict):
-            continue
-        gdata = {k: v for k, v in gdata.items() if k != "defaults"}
-        merged.update(flatten(gdata, rel, repo, "" if _package_global(repo, rel) else g.replace("/", ".")))
-        files.append(rel)
+        prefix = "" if _package_global(repo, rel) else packages.get(g, g.replace("/", "."))
+        for part in _group_chain(repo, cdir, g, rel):
+            gdata = load_structured(repo, part)
+            if not isinstance(gdata, dict):
+                continue
+            gdata = {k: v for k, v in gdata.items() if k != "defaults"}
+            merged.update(flatten(gdata, part, repo, prefix))
+            files.append(part)
     for rel in exp_files:
         edata = load_structured(repo, rel)
         if isinstance(edata, dict):

@@ -5,6 +5,10 @@ duration (actual run time: early exits included) and SM utilisation. We add p50/
 matches so a scheduler can see the spread. When k' = 0 (nothing above the threshold), or the
 extractor/store failed, the estimate says so and defers to the host scheduler's own estimator
 (`FallbackEstimator`: Lucid's EBM, a history median, ...), whose name is recorded.
+
+`estimate_rate_from_matches` is the alternative that uses the new job's own numbers: the matched
+jobs' measured time per step x the job's planned iterations (`rate_estimator`), with the chance
+and position of an early exit from past runs (`early_exit`); see those modules for why.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from pydantic import BaseModel, ConfigDict
 
 from schedmate.embeddings.store import Match
 
-__all__ = ["Estimate", "FallbackEstimator", "JobQuery", "MedianFallback", "estimate_from_matches"]
+__all__ = ["Estimate", "FallbackEstimator", "JobQuery", "MedianFallback", "estimate_from_matches",
+           "estimate_rate_from_matches"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,39 @@ def estimate_from_matches(
     duration, util = fallback.predict(job)
     return Estimate(job_id=job.job_id, source="fallback", duration_s=duration, sm_util=util, fallback=fallback.name,
                     note=f"{why}; fell back to {fallback.name}")
+
+
+def estimate_rate_from_matches(
+    job: JobQuery,
+    fields: dict[str, Any],
+    pool: Sequence[Match],
+    *,
+    exits: Any = None,
+    point: Literal["plan", "p50", "mean"] = "plan",
+    fallback: FallbackEstimator | None = None,
+) -> Estimate:
+    """Rate x plan over a retrieved `pool` (records attached; a wide top-k, no threshold needed:
+    the tiers match on fields), combined with an `early_exit.EarlyExitModel` when given.
+
+    `duration_s` is the chosen point (full run, forecast median or mean); p50 / p90 are the
+    forecast's. Without a usable similar job, the fallback as in `estimate_from_matches`.
+    """
+    from schedmate.agents.advisor.early_exit import ExitPositions, forecast
+    from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan
+
+    samples = [RateSample.from_record(m.record) for m in pool if m.record is not None]
+    est = estimate_rate_plan(Plan.from_fields(fields, job.gpus), samples)
+    if est is None:
+        return estimate_from_matches(job, [], fallback=fallback,
+                                     reason="no similar job with a measured speed, or no planned iterations")
+    if exits is not None:
+        fc = forecast(est.startup_s, est.train_s, est.spread, exits.p_exit(job.user, job.name), exits.positions(job.user))
+    else:
+        fc = forecast(est.startup_s, est.train_s, est.spread, 0.0, ExitPositions(0.0, (), ()))
+    value = {"plan": fc.plan_s, "p50": fc.p50_s, "mean": fc.expected_s}[point]
+    return Estimate(job_id=job.job_id, source="history", n_matches=len(est.sample_ids), match_ids=est.sample_ids,
+                    duration_s=value, duration_p50_s=fc.p50_s, duration_p90_s=fc.p90_s, sm_util=est.sm_util,
+                    note=f"rate x plan over {len(est.sample_ids)} job(s) ({est.tier}); exit probability {fc.p_exit:.2f}")
 
 
 class MedianFallback:

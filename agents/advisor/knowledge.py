@@ -1,27 +1,38 @@
 """What the static extractor knows about training code in general (not about any corpus).
 
-* `FIELD_KEYS`: configuration key names per metadata field, most specific first;
-* `LIBRARY_DEFAULTS`: defaults of frameworks, for values a repository never states
-  (HF `TrainingArguments`);
-* `MODEL_SIZES_B`: public parameter counts of well-known models (model cards / papers), used
-  only when the repository names the model but not its size;
-* `TASK_CUES`: words and API names that indicate a task, scored over code and README.
+Written from public knowledge of model families, tasks and datasets; nothing here is read from a
+corpus generator (agents never import `schedmate.synthetic`):
+
+* `FIELD_KEYS`: configuration key names per metadata field, with a specificity;
+* `LIBRARY_DEFAULTS`: defaults of frameworks, for values a repository never states;
+* `MODEL_FAMILIES` / `find_model` / `canonical_model`: how names of model families look
+  (`Qwen2.5-14B`, `vit_large_patch16_224`, `yolov8m.pt`), matched word-bounded so
+  `clip_grad_norm` or `--clip` never reads as CLIP and `opt` only counts with a size;
+* sizes: `size_from_name` ('7b', '125M', '8x7B'), `size_from_dims` (~12*L*h^2 + vocab*h) and
+  `NAMED_SIZES_B` for sizes written as words (bert-base, resnet-50, yolov8m);
+* `DATASET_PATTERNS` / `canonical_dataset`: spellings of public datasets;
+* `TASK_CUES`: weighted cues (regexes, case-sensitive unless they say `(?i)`) that indicate a task.
 """
 
 from __future__ import annotations
 
 import re
 
-from schedmate.workload import MODEL_ALIASES, TASK_ALIASES
+from schedmate.workload import normalize_dataset, normalize_model_name
 
-__all__ = ["FIELD_KEYS", "LIBRARY_DEFAULTS", "MODEL_SIZES_B", "TASK_CUES", "size_from_name"]
+__all__ = [
+    "DATASET_PATTERNS", "FIELD_KEYS", "LIBRARY_DEFAULTS", "MODEL_FAMILIES", "NAMED_SIZES_B", "TASK_CUES",
+    "canonical_dataset", "canonical_model", "find_model", "is_model_name", "model_size_b", "size_from_dims",
+    "size_from_name",
+]
 
 # leaf key -> specificity (higher = more specific); matched on the normalised leaf name
 FIELD_KEYS: dict[str, dict[str, int]] = {
     "batch_size": {
         "global_batch_size": 9, "per_device_train_batch_size": 9, "train_batch_size": 8, "batch_size_per_gpu": 8,
-        "per_gpu_train_batch_size": 8, "batch_size": 7, "bs": 6, "batch": 5, "train_bs": 6,
-        "micro_batch_size": 3, "mini_batch_size": 6, "train_micro_batch_size_per_gpu": 2, "imgs_per_gpu": 4, "samples_per_gpu": 4,
+        "per_gpu_train_batch_size": 8, "batch_size": 7, "bs": 6, "batch": 5, "train_bs": 6, "ims_per_batch": 8,
+        "micro_batch_size": 3, "mini_batch_size": 6, "train_micro_batch_size_per_gpu": 2, "imgs_per_gpu": 4,
+        "samples_per_gpu": 4, "total_batch_size": 8, "effective_batch_size": 8,
     },
     "learning_rate": {
         "learning_rate": 9, "lr": 8, "base_lr": 8, "lr0": 8, "max_lr": 6, "peak_lr": 6, "blr": 5, "init_lr": 6,
@@ -40,26 +51,35 @@ FIELD_KEYS: dict[str, dict[str, int]] = {
     "num_workers": {
         "dataloader_num_workers": 9, "num_workers": 8, "workers": 8, "dataloader_workers": 8, "n_workers": 7,
         "data_workers": 7, "loader_workers": 7, "num_data_workers": 7, "preprocessing_num_workers": 2,
+        "workers_per_gpu": 7,
     },
     "model_name": {
         "model_name_or_path": 9, "pretrained_model_name_or_path": 9, "model_name": 9, "pretrained_model": 8,
         "model_id": 8, "base_model": 8, "arch": 8, "model": 7, "backbone": 6, "architecture": 7, "network": 5,
         "net": 4, "model_type": 3, "model_path": 6, "pretrained": 3, "weights": 4, "model_cfg": 4, "hf_model": 7,
-        "base_model_name_or_path": 9, "model_arch": 8,
+        "base_model_name_or_path": 9, "model_arch": 8, "checkpoint_dir": 5, "init_from": 3, "model_config": 4,
+        "model_class": 1,
     },
     "dataset": {
         "dataset_name": 9, "dataset": 9, "train_dataset": 9, "train_data": 8, "train_data_dir": 8,
         "train_file": 7, "data_path": 7, "data_dir": 6, "data_root": 6, "dataset_dir": 7, "dataset_path": 7,
         "data": 5, "data_prefix": 6, "train_data_path": 8, "data_set": 4, "train_path": 6, "root": 2,
-        "train_dir": 6, "processed_data_dir": 6, "raw_data_file": 5, "train_split": 2, "dataset_root": 6, "data_files": 5, "train_shards": 6,
+        "train_dir": 6, "processed_data_dir": 6, "raw_data_file": 5, "train_split": 2, "dataset_root": 6,
+        "data_files": 5, "train_shards": 6, "source": 1, "dataset_config_name": 8, "datasets": 6,
+        "processed_data_file": 5, "raw_data_path": 5,
     },
     "valid_dataset": {
         "valid_dataset": 9, "val_dataset": 9, "eval_dataset": 9, "validation_dataset": 9, "val_data": 8,
         "valid_data": 8, "eval_data": 8, "validation_file": 8, "val_dir": 6, "val_data_dir": 7, "eval_file": 6,
         "val_path": 6, "valid_path": 6, "val_data_path": 7, "validation_data": 8,
     },
-    "task_type": {"task_type": 9, "task": 8, "task_name": 6},
+    "task_type": {"task_type": 9, "task": 8, "task_name": 6, "stage": 3},
     "model_size": {"model_size": 9, "num_params": 8, "n_params": 8, "params": 4, "model_size_b": 9},
+    # architecture dimensions (model size from ~12*L*h^2 + vocab*h)
+    "n_layer": {"n_layer": 9, "num_layers": 9, "num_hidden_layers": 9, "n_layers": 9, "layers": 4, "depth": 3},
+    "d_model": {"n_embd": 9, "hidden_size": 9, "d_model": 9, "dim": 5, "emb_dim": 7, "embed_dim": 7,
+                "hidden_dim": 6, "n_embed": 9},
+    "vocab": {"vocab_size": 9, "padded_vocab_size": 9, "n_vocab": 9},
 }
 
 # framework -> {key: default}
@@ -70,56 +90,319 @@ LIBRARY_DEFAULTS: dict[str, dict[str, object]] = {
     },
 }
 
-# canonical name -> parameters (billions); public figures
-MODEL_SIZES_B: dict[str, float] = {
-    "llama-3-8b": 8.03, "qwen-2.5-14b": 14.7, "gpt-1.3b": 1.3, "gpt-2.7b": 2.7, "gpt-6.7b": 6.7, "gpt-13b": 13.0,
-    "vit-l-16": 0.307, "bert-base": 0.110, "deberta-large": 0.406, "stable-diffusion-v1-5": 0.86,
-    "clip-vit-l-14": 0.428, "dlrm": 0.18, "resnet-50": 0.0256, "unet2d": 0.030, "efficientnet-b4": 0.019,
-    "convnext-base": 0.088, "mobilenetv2": 0.0035, "yolov8m": 0.0259, "t5-small": 0.060,
-}
-assert set(MODEL_SIZES_B) <= set(MODEL_ALIASES)
+# ----------------------------------------------------------------------------------------- models
 
-_SIZE_IN_NAME = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
+_SIZE = r"\d+(?:\.\d+)?[bm]"
+_VARIANT = r"(?:-(?:v\d+(?:\.\d+)?|instruct|chat|it|base|deduped|coder|math|preview))*"
+# family -> pattern on a token in the generic normal form (lowercase, '-' separators). Anchored at the
+# token start; ambiguous short words need more than the bare word (a size, a variant, a version).
+MODEL_FAMILIES: dict[str, str] = {
+    "llama": rf"(?:code-?|tiny-?)?llama(?:-?\d(?:\.\d)?)?(?:-{_SIZE}|-\d+x\d+b)?{_VARIANT}",
+    "mistral": rf"mi[sx]tral(?:-\d+x\d+b|-{_SIZE})?{_VARIANT}",
+    "qwen": rf"qwen(?:-?\d(?:\.\d)?)?(?:-{_SIZE})?{_VARIANT}",
+    "gemma": rf"(?:code)?gemma(?:-?\d)?(?:-{_SIZE})?{_VARIANT}",
+    "phi": r"phi-\d(?:\.\d)?(?:-mini|-small|-medium)?",
+    "falcon": rf"falcon-{_SIZE}{_VARIANT}",
+    "gpt2": r"gpt-?2(?:-medium|-large|-xl|-small)?",
+    "gpt3": rf"gpt-?3(?:-{_SIZE})?|gpt-{_SIZE}",  # Megatron-style 'gpt-6.7b'
+    "gpt-neox": rf"gpt-?neox(?:-{_SIZE})?",
+    "gpt-j": rf"gpt-?j(?:-{_SIZE})?",
+    "pythia": rf"pythia-{_SIZE}{_VARIANT}",
+    "opt": rf"opt-{_SIZE}{_VARIANT}",
+    "bloom": rf"bloomz?(?:-{_SIZE})?{_VARIANT}",
+    "starcoder": rf"starcoder(?:-?\d)?(?:-{_SIZE})?",
+    "t5": rf"(?:flan-)?t5(?:-v1[.-]1)?-(?:small|base|large|xl|xxl|{_SIZE})|(?:mt5|byt5)-(?:small|base|large|xl|xxl)",
+    "bert": r"(?:distil)?bert-(?:base|large|tiny|mini|small|medium)(?:-uncased|-cased)?|distilbert",
+    "roberta": r"(?:xlm-)?roberta-(?:base|large)",
+    "deberta": r"deberta(?:-v\d)?-(?:xsmall|small|base|large|xlarge)",
+    "electra": r"electra-(?:small|base|large)",
+    "vit": r"vit-(?:tiny|small|base|large|huge|ti|s|b|l|h|g)(?:-patch\d+|-\d+)?(?:-\d+)?",
+    "deit": r"deit-(?:tiny|small|base)",
+    "swin-like": r"(?:pvt|cait|beit|eva|regnet[xy]?)-?(?:v2)?-(?:tiny|small|base|large|\d+\w*)",
+    "resnet": r"resnet-?\d{2,3}[a-z]?|resnext-?\d+|wide-resnet-?\d+|se-?resnet-?\d+",
+    "convnext": r"convnext(?:-?v2)?-(?:atto|femto|pico|nano|tiny|small|base|large|xlarge|t|s|b|l)",
+    "efficientnet": r"(?:tf-)?efficientnet(?:-?v2)?-(?:b\d|s|m|l)",
+    "mobilenet": r"mobilenet-?v\d(?:-large|-small)?(?:-\d+)?",
+    "swin": r"swin(?:v2)?-(?:tiny|small|base|large|t|s|b|l)",
+    "yolo": r"yolo-?v?\d+[nsmlx]?(?:-seg|-pose|-cls)?|yolox(?:-[nsmlx])?",
+    "detr": r"(?:deformable-|conditional-|dab-|dino-)?detr(?:-r(?:esnet-?)?\d+)?",
+    "rcnn": r"(?:mask|faster|cascade)-?r-?cnn(?:-r\d+)?",
+    "retinanet": r"retinanet(?:-r\d+)?",
+    "unet": r"(?:3d-|2d-)?u-?net(?:-?[23]d)?(?:-\d+)?|nnu-?net",
+    "stable-diffusion": r"stable-diffusion(?:-v?\d(?:[.-]\d)?)?(?:-xl)?|sd-?v?\d[.-]?\d|sdxl",
+    "whisper": r"whisper-(?:tiny|base|small|medium|large)(?:-v\d)?",
+    "wav2vec2": r"wav2vec-?2(?:\.0)?(?:-base|-large)?",
+    "hubert": r"hubert-(?:base|large|xlarge)",
+    "clip": r"(?:openai-)?clip-vit-[a-z]+(?:-patch)?-?\d+|clip-rn\d+",
+    "dlrm": r"dlrm",
+    "segformer": r"segformer(?:-b\d)?",
+    "deeplab": r"deeplab-?v3\+?(?:-resnet\d+)?",
+    "mae": r"mae-vit-(?:base|large|huge)",
+    "dino": r"dino-?v?2?-vit[a-z]*-?\d+",
+}
+_FAMILY_RX = [(fam, re.compile(rf"^(?:{rx})$")) for fam, rx in MODEL_FAMILIES.items()]
+# names written in prose or code with capitals that mean the model, matched case-sensitively
+_PROSE_MODELS = re.compile(r"\b(?:CLIP|DLRM|YOLO(?:v\d+[nsmlx]?)?|DETR|U-?Net|UNet2D(?:Condition)?Model|Stable Diffusion)\b")
+
+_VIT_SIZES = {"tiny": "ti", "small": "s", "base": "b", "large": "l", "huge": "h", "giant": "g"}
+
+
+def canonical_model(raw: str) -> str:
+    """A model name in the core's generic form, with family spellings unified:
+    'vit_large_patch16_224' / 'ViT-L/16' -> 'vit-l-16', 'openai/clip-vit-large-patch14' -> 'clip-vit-l-14',
+    'yolov8m.pt' -> 'yolov8m', 'mobilenet_v2' -> 'mobilenetv2', 'resnet50.a1_in1k' -> 'resnet-50'."""
+    name = normalize_model_name(raw)
+    name = re.sub(r"\.(?:[a-z]+\d*_)?in(?:1k|21k|22k)\S*$|\.(?:tv|fb|a\d|ra|augreg)\S*$", "", name)
+    m = re.match(r"^(clip-)?vit-(tiny|small|base|large|huge|giant|ti|s|b|l|h|g)-?(?:patch-?)?(\d+)(?:-\d+)?$", name)
+    if m:
+        size = _VIT_SIZES.get(m.group(2), m.group(2))
+        return f"{m.group(1) or ''}vit-{size}-{m.group(3)}"
+    name = re.sub(r"^mobilenet-v(\d)", r"mobilenetv\1", name)
+    name = re.sub(r"^resnet(\d)", r"resnet-\1", name)
+    name = re.sub(r"^yolo-v?(\d)", r"yolov\1", name)
+    name = re.sub(r"^(mask|faster|cascade)-?r-?cnn", r"\1-rcnn", name)
+    return name
+
+
+def is_model_name(token: str) -> bool:
+    """Does `token` (as written) name a model of a known family?"""
+    norm = normalize_model_name(token)
+    return any(rx.match(norm) for _, rx in _FAMILY_RX)
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/\-]*[A-Za-z0-9]")
+
+
+def _family_window(norm: str) -> str | None:
+    """The longest run of '-'-separated parts of `norm` that names a model of a known family
+    ('train-gpt3-175b-distributed' -> 'gpt3-175b')."""
+    parts = norm.split("-")
+    best: str | None = None
+    for i in range(len(parts)):
+        for j in range(len(parts), i, -1):
+            cand = "-".join(parts[i:j])
+            if best is not None and len(cand) <= len(best):
+                break
+            if any(rx.match(cand) for _, rx in _FAMILY_RX):
+                best = cand
+                break
+    return best
+
+
+_SIZE_WORD = re.compile(r"^\d+(?:\.\d+)?[bBmM]$")
+
+
+def find_model(text: str) -> tuple[str, str] | None:
+    """(canonical, as written) of the first model of a known family named in `text`; the longest
+    word-bounded match wins within a token ('Llama-2-7b-hf' over 'Llama'), and a size written as the
+    next word joins it ('LLaMA-3 8B')."""
+    tokens = _TOKEN.findall(text)
+    for k, tok in enumerate(tokens):
+        nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
+        if _SIZE_WORD.match(nxt) and is_model_name(f"{tok}-{nxt}"):
+            return canonical_model(f"{tok}-{nxt}"), f"{tok} {nxt}"
+        for cand in (tok, tok.rsplit("/", 1)[-1]):
+            if is_model_name(cand):
+                return canonical_model(cand), cand
+        window = _family_window(normalize_model_name(tok.rsplit("/", 1)[-1]))
+        if window:
+            return canonical_model(window), tok
+    m = _PROSE_MODELS.search(text)
+    if m:
+        return canonical_model(m.group(0).replace(" ", "-")), m.group(0)
+    return None
+
+
+# --------------------------------------------------------------------------------------------- sizes
+
+# public parameter counts (billions) of models whose size is written as a word, not a number
+NAMED_SIZES_B: dict[str, float] = {
+    "bert-base": 0.110, "bert-large": 0.340, "distilbert": 0.066, "roberta-base": 0.125, "roberta-large": 0.355,
+    "deberta-base": 0.139, "deberta-large": 0.406, "deberta-v3-base": 0.184, "deberta-v3-large": 0.435,
+    "electra-base": 0.110, "electra-large": 0.335,
+    "t5-small": 0.060, "t5-base": 0.220, "t5-large": 0.770, "t5-xl": 3.0, "t5-xxl": 11.0,
+    "gpt-2": 0.124, "gpt-2-medium": 0.355, "gpt-2-large": 0.774, "gpt-2-xl": 1.56, "phi-1.5": 1.4, "phi-2": 2.7,
+    "vit-ti-16": 0.0057, "vit-s-16": 0.022, "vit-b-16": 0.086, "vit-b-32": 0.088, "vit-l-16": 0.304,
+    "vit-l-14": 0.304, "vit-h-14": 0.632,
+    "clip-vit-b-32": 0.151, "clip-vit-b-16": 0.150, "clip-vit-l-14": 0.428,
+    "resnet-18": 0.0117, "resnet-34": 0.0218, "resnet-50": 0.0256, "resnet-101": 0.0445, "resnet-152": 0.0602,
+    "convnext-tiny": 0.0286, "convnext-small": 0.0502, "convnext-base": 0.0886, "convnext-large": 0.198,
+    "efficientnet-b0": 0.0053, "efficientnet-b1": 0.0078, "efficientnet-b2": 0.0091, "efficientnet-b3": 0.012,
+    "efficientnet-b4": 0.019, "efficientnet-b5": 0.030, "efficientnet-b6": 0.043, "efficientnet-b7": 0.066,
+    "mobilenetv2": 0.0035, "mobilenetv3-large": 0.0054, "mobilenetv3-small": 0.0025,
+    "deit-tiny": 0.0057, "deit-small": 0.022, "deit-base": 0.086,
+    "swin-tiny": 0.028, "swin-t": 0.028, "swin-small": 0.050, "swin-s": 0.050, "swin-base": 0.088,
+    "swin-b": 0.088, "swin-large": 0.197, "swin-l": 0.197,
+    "yolov8n": 0.0032, "yolov8s": 0.0112, "yolov8m": 0.0259, "yolov8l": 0.0437, "yolov8x": 0.0682,
+    "yolov5n": 0.0019, "yolov5s": 0.0072, "yolov5m": 0.0212, "yolov5l": 0.0465, "yolov5x": 0.0867,
+    "whisper-tiny": 0.039, "whisper-base": 0.074, "whisper-small": 0.244, "whisper-medium": 0.769,
+    "whisper-large": 1.55, "wav2vec2-base": 0.095, "wav2vec2-large": 0.317,
+    "stable-diffusion-v1-5": 0.86, "stable-diffusion-v1-4": 0.86, "stable-diffusion-2-1": 0.865, "sdxl": 2.6,
+    "detr-resnet-50": 0.041, "detr-r50": 0.041, "mask-rcnn": 0.044, "faster-rcnn": 0.042, "retinanet": 0.038,
+}
+
+_SIZE_IN_NAME = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
 
 
 def size_from_name(raw: str) -> float | None:
-    """'Meta-Llama-3-8B' -> 8.0, 'gpt3-1.3b' -> 1.3, 'bert-base' -> None (billions)."""
+    """'Qwen2.5-14B' -> 14.0, 'gpt3-1.3b' -> 1.3, 'opt-125m' -> 0.125, 'Mixtral-8x7B' -> 56 (upper bound),
+    'bert-base' -> None. The last size written in the name counts (billions)."""
     m = None
     for m in _SIZE_IN_NAME.finditer(raw.replace("_", "-")):
         pass
     if m is None:
         return None
-    num = float(m.group(1))
-    return num if m.group(2).lower() == "b" else num / 1000.0
+    num = float(m.group(2)) * (int(m.group(1)) if m.group(1) else 1)
+    return num if m.group(3).lower() == "b" else num / 1000.0
 
 
-# task -> weighted cues (regex, case-insensitive) found in code / README / docstrings
+def size_from_dims(n_layer: int, d_model: int, vocab: int | None = None) -> float:
+    """Parameters (billions) of a decoder/encoder stack: ~12*L*h^2 (attention + 4h MLP) + vocab*h."""
+    return (12 * n_layer * d_model * d_model + (vocab or 0) * d_model) / 1e9
+
+
+def model_size_b(canonical: str, raw: str | None = None) -> tuple[float, str] | None:
+    """(size, why) from a model's name: a number written in it, else the public size of a named variant."""
+    for text in (raw, canonical):
+        if text:
+            v = size_from_name(text)
+            if v is not None:
+                return v, f"size written in {text!r}"
+    base = re.sub(r"-(?:uncased|cased|instruct|chat|it)$", "", canonical)
+    # release and width markers do not change the size class: t5-v1-1-small, mobilenetv2-100, resnet-50-a1
+    plain = re.sub(r"-v\d+(?:[.-]\d+)?(?=-)", "", base)
+    plain = re.sub(r"-(?:\d{3}|a\d|d|tv)$", "", plain)
+    for key in (canonical, base, plain):
+        if key in NAMED_SIZES_B:
+            return NAMED_SIZES_B[key], f"public size of {key}"
+    return None
+
+
+# ------------------------------------------------------------------------------------------- datasets
+
+# (pattern on the generic normal form of a name or path part, canonical name); first match wins
+DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"imagenet-?(?:21|22)k|in(?:21|22)k", "imagenet-21k"),
+    (r"imagenet(?:-?1k)?(?:-\d{4})?|ilsvrc(?:-?20\d\d)?|in1k|imagenet-train", "imagenet-1k"),
+    (r"coco-?128", "coco128"),
+    (r"(?:ms-?)?coco(?:-?20(?:14|17))?(?:-(?:detection|instances|captions))?", "coco"),
+    (r"lvis(?:-?v\d)?", "lvis"),
+    (r"(?:pascal-)?voc(?:-?20(?:07|12))?", "voc"),
+    (r"ade-?20k", "ade20k"),
+    (r"cityscapes", "cityscapes"),
+    (r"cifar-?100", "cifar-100"),
+    (r"cifar-?10", "cifar-10"),
+    (r"fashion-?mnist", "fashion-mnist"),
+    (r"mnist", "mnist"),
+    (r"squad-?v?2(?:\.0)?", "squad-v2"),
+    (r"squad(?:-?v?1(?:\.1)?)?", "squad"),
+    (r"alpaca-?(?:data-?)?cleaned", "alpaca-cleaned"),
+    (r"alpaca-?gpt-?4", "alpaca-gpt4"),
+    (r"(?:stanford-)?alpaca(?:-data)?(?:-52k)?", "alpaca"),
+    (r"(?:databricks-)?dolly(?:-15k)?", "dolly-15k"),
+    (r"oasst-?1|openassistant-guanaco|guanaco", "oasst1"),
+    (r"ultrachat(?:-200k)?", "ultrachat"),
+    (r"(?:the-)?pile(?:-uncopyrighted|-text-document|-deduped)?", "pile"),
+    (r"slim-?pajama(?:-627b)?(?:-text-document)?", "slimpajama"),
+    (r"red-?pajama(?:-data)?(?:-1t|-v2)?(?:-sample)?", "redpajama"),
+    (r"fineweb-?edu(?:-\w+)?", "fineweb-edu"),
+    (r"fineweb(?:-\w+)?", "fineweb"),
+    (r"open-?web-?text(?:-?corpus)?", "openwebtext"),
+    (r"wikitext-?103(?:-raw)?(?:-v1)?", "wikitext-103"),
+    (r"wikitext-?2(?:-raw)?(?:-v1)?", "wikitext-2"),
+    (r"(?:tiny-?)?shakespeare(?:-char)?", "shakespeare"),
+    (r"c4(?:-en)?|colossal-clean-crawled-corpus", "c4"),
+    (r"bookcorpus(?:open)?", "bookcorpus"),
+    (r"laion-?5b", "laion-5b"),
+    (r"laion-?2b(?:-en)?(?:-aesthetic)?", "laion-2b"),
+    (r"laion-?400m", "laion-400m"),
+    (r"laion(?:-aesthetics?)?(?:-v2)?(?:-\d+plus)?", "laion"),
+    (r"cc-?3m|conceptual-captions", "cc3m"),
+    (r"cc-?12m", "cc12m"),
+    (r"criteo-?(?:1tb|tb|terabyte)", "criteo-1tb"),
+    (r"criteo-?kaggle|criteo-display-ad-challenge|kaggle-?ad-?display-?challenge(?:-processed)?", "criteo-kaggle"),
+    (r"criteo", "criteo"),
+    (r"movielens(?:-\w+)?|ml-(?:1m|20m|25m|100k)", "movielens"),
+    (r"brats(?:-?(?:20)?\d\d)?", "brats"),
+    (r"librispeech(?:-asr)?", "librispeech"),
+    (r"common-?voice(?:-[\d.-]+)?", "common-voice"),
+    (r"kinetics-?(?:400|600|700)?", "kinetics"),
+    (r"gsm-?8k", "gsm8k"),
+    (r"wmt-?\d\d", "wmt"),
+    (r"cnn-?dailymail|cnn-dm", "cnn-dailymail"),
+    (r"xsum", "xsum"),
+    (r"glue|mnli|sst-?2|qnli|qqp|cola|mrpc|rte|sts-?b", "glue"),
+    (r"imdb", "imdb"),
+    (r"wit(?:-base)?|wikipedia-image-text", "wit"),
+)
+_DATASET_RX = [(re.compile(rf"^(?:{rx})$"), canon) for rx, canon in DATASET_PATTERNS]
+
+
+def canonical_dataset(text: str) -> str | None:
+    """The canonical name of a public dataset a name or path part spells, else None."""
+    norm = re.sub(r"-?(?:data-?module|datasets?)$", "", normalize_dataset(text))  # CocoDataset, MNISTDataModule
+    for rx, canon in _DATASET_RX:
+        if rx.match(norm):
+            return canon
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+# task -> weighted cues found in code / README / docstrings. Case-SENSITIVE unless marked (?i):
+# 'CLIP' the model is written in capitals; 'clip_grad_norm' / '--clip' are gradient clipping.
 TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
     "instruction-finetuning": (
-        (r"instruction[- ]?(?:fine[- ]?)?tun", 3), (r"\bsft\b", 2), (r"alpaca", 2), (r"### Instruction", 2),
-        (r"AutoModelForCausalLM", 1), (r"chat[- ]?fine", 2),
+        (r"(?i)instruction[- ]?(?:fine[- ]?)?tun", 3), (r"(?i)\bsft\b|SFTTrainer|supervised fine-?tun", 2),
+        (r"(?i)\balpaca|\bdolly\b|ultrachat|oasst", 2), (r"### Instruction|### Response", 2),
+        (r"(?i)\bchat[- ]?(?:fine|tun)", 2), (r"(?i)\blora\b|\bqlora\b|peft", 1),
+        (r"(?i)\bfinetune\b|\bfine-?tun(?:e|ing)\b", 0.5),
     ),
     "lm-pretraining": (
-        (r"pre-?train(?:ing)?[_ ]gpt|gpt[- ]?\S* pre-?training", 3), (r"megatron", 2), (r"language model pre-?train", 3),
-        (r"--train-iters", 1), (r"GPTModel", 2), (r"causal[- ]lm pre-?train", 3),
+        (r"(?i)(?:language model|llm|gpt|causal[- ]lm)[- ]pre-?train", 3), (r"(?i)\bpre-?train(?:ing)? (?:a )?gpt", 3),
+        (r"(?i)megatron", 1.5), (r"--train-iters|train_iters", 1), (r"GPTModel|GPT2LMHeadModel|class GPT\b", 1.5),
+        (r"(?i)next[- ]token|causal language model", 1.5), (r"(?i)openwebtext|slimpajama|redpajama|fineweb|\bthe pile\b", 2),
+        (r"(?i)tokens? per (?:iter|step)|tokens_per_iter", 1.5), (r"(?i)\blanguage[_ -]model(?:ing|ling)\b", 2),
     ),
+    "masked-lm-pretraining": ((r"(?i)masked language model|ForMaskedLM|\bmlm\b", 3),),
     "image-classification": (
-        (r"image classification", 3), (r"ImageFolder", 2), (r"top-?1", 1.5), (r"imagenet", 1.5),
-        (r"CrossEntropyLoss", 0.5), (r"timm\.create_model|torchvision\.models", 1), (r"num_classes", 0.5),
+        (r"(?i)image classification|ImageClassification", 3), (r"ImageFolder", 2), (r"(?i)top-?1|acc@1", 1.5),
+(r"(?i)imagenet|cifar|mnist", 1.5), (r"CrossEntropyLoss", 0.5), (r"timm\.create_model|torchvision\.models", 1),
+        (r"num_classes", 0.5), (r"(?i)mixup|cutmix|label_smoothing", 0.5),
     ),
-    "object-detection": ((r"object detection", 3), (r"ultralytics|\bYOLO\b", 3), (r"mAP50", 2), (r"\bdetect\b", 1)),
+    "object-detection": (
+        (r"(?i)object detection", 3), (r"ultralytics|\bYOLO", 3), (r"(?i)mAP50|bbox_mAP|box AP", 2),
+        (r"(?i)\bdetr\b|faster[-_ ]?r-?cnn|retinanet|DetectionCheckpointer|detectron2|mmdet", 2),
+    ),
+    "instance-segmentation": ((r"(?i)instance segmentation|mask[-_ ]?r-?cnn|segm_mAP", 3),),
+    "semantic-segmentation": (
+        (r"(?i)semantic segmentation|mmseg|ade20k|cityscapes|segformer|deeplab", 3), (r"(?i)\bmIoU\b", 2),
+    ),
+    "segmentation": (
+        (r"(?i)\bsegmentation\b", 2), (r"\bDice\b|dice_loss|DiceLoss", 2), (r"(?i)brats", 2), (r"\bU-?Net\b", 1),
+    ),
     "text-to-image": (
-        (r"text[- ]to[- ]image", 3), (r"UNet2DConditionModel|DDPMScheduler|diffusers", 3), (r"stable[- ]diffusion", 2),
+        (r"(?i)text[- ]to[- ]image", 3), (r"UNet2DConditionModel|StableDiffusion", 3), (r"(?i)stable[- ]diffusion", 2),
+        (r"DDPMScheduler|diffusers", 1.5),
     ),
+    "image-generation": ((r"(?i)\bdiffusion model|DDPM\b|unconditional image generation|\bGAN\b", 2),),
     "contrastive-pretraining": (
-        (r"contrastive", 3), (r"\bCLIP\b|open_clip", 2), (r"image[- ]text", 1.5), (r"logit_scale", 1),
+        (r"(?i)contrastive", 3), (r"\bCLIP\b|open_clip", 2), (r"(?i)image[- ]text", 1.5), (r"logit_scale", 1),
     ),
-    "recommendation": ((r"\bDLRM\b|dlrm", 3), (r"criteo", 2), (r"click[- ]?through|\bCTR\b|click logs", 2),
-                       (r"recommend", 2)),
-    "segmentation": ((r"segmentation", 3), (r"\bDice\b|dice_loss|DiceLoss", 2), (r"BraTS", 2), (r"\bUNet\b|unet2d", 1)),
-    "qa": ((r"question[- ]answering|ForQuestionAnswering", 3), (r"squad", 2), (r"start_positions", 1)),
-    "text-generation": ((r"span[- ]corruption", 3), (r"T5ForConditionalGeneration|seq2seq", 2),
-                        (r"text generation|text2text", 2), (r"\bT5\b|t5-small", 1)),
-    "masked-lm-pretraining": ((r"masked language model|\bMLM\b|ForMaskedLM", 3),),
+    "recommendation": (
+        (r"\bDLRM\b|\bdlrm", 3), (r"(?i)criteo|movielens", 2), (r"(?i)click[- ]?through|\bCTR\b|click logs", 2),
+        (r"(?i)recommend", 2), (r"(?i)torchrec|EmbeddingBag", 1),
+    ),
+    "question-answering": ((r"(?i)question[- ]answering|ForQuestionAnswering", 3), (r"(?i)\bsquad", 2),
+                           (r"start_positions", 1)),
+    "text-classification": ((r"(?i)text classification|ForSequenceClassification|sentiment", 3),
+                            (r"(?i)\bglue\b|\bmnli\b|\bsst-?2\b|\bimdb\b", 2)),
+    "seq2seq": ((r"(?i)span[- ]corruption|summari[sz]ation|translation", 2),
+                (r"T5ForConditionalGeneration|Seq2SeqTrainer|AutoModelForSeq2SeqLM", 2), (r"(?i)text2text", 2)),
+    "speech-recognition": ((r"(?i)speech recognition|\basr\b|ForCTC|Whisper|wav2vec", 3), (r"(?i)librispeech|common[_ ]voice", 2)),
+    "preference-optimization": ((r"(?i)\bdpo\b|DPOTrainer|preference optimi[sz]ation|\brlhf\b|reward model", 3),),
 }
-assert set(TASK_CUES) <= set(TASK_ALIASES)
+
+
+def task_names() -> tuple[str, ...]:
+    return tuple(TASK_CUES)

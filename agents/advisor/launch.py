@@ -9,7 +9,13 @@ file those arguments were written in. It understands what training launches look
 * `bash run.sh` / `sbatch job.sbatch`: a small, side-effect-free shell reader (assignments,
   `export`, `${VAR:-default}`, multi-line quoted argument variables as Megatron scripts use, line
   continuations, comments); the last launching line wins (commented-out alternatives are ignored),
-  and a script that calls another script is followed (depth-limited).
+  and a script that calls another script is followed (depth-limited);
+* wrapper scripts: the arguments a script is called with become `$1..$9`, `$@`, `$*` and `$#`
+  (`shift` at top level consumes them), a `while/case` option loop (`--lr) LR="$2"`) assigns its
+  variables, and bash arrays (`ARGS=(--lr 1e-4 ...)`, `ARGS+=(...)`, `"${ARGS[@]}"`) expand to their
+  elements;
+* project CLIs (`tune run recipe --config x`, `litgpt finetune ... --config x.yaml`): the last
+  command that is not a shell utility, kept as `cli` with its arguments.
 
 Nothing is executed. Unknown variables stay as `$NAME` text, command substitutions as `$(...)`.
 """
@@ -24,7 +30,17 @@ from pathlib import Path
 __all__ = ["Launch", "parse_launch", "read_shell", "ShellScript"]
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d)(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*|\d|#)")
+_ARRAY_REF = re.compile(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?')
+_ALL_ARGS = re.compile(r'"?\$(?:\{[@*]\}|[@*])"?')
+_ARGS_SLICE = re.compile(r'"?\$\{@:(\d+)\}"?')  # ${@:3}: the arguments from the third on
+_SCRIPT_DIR = re.compile(r'\$\(\s*dirname\s+"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?\s*\)')
+_ARRAY_ASSIGN = re.compile(r"^(?:(?:declare|local|typeset)\s+-a\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=\((.*)\)\s*$", re.S)
+# option loops: `--lr) LR="$2"` / `--lr|-l) LR=$2` / `--lr=*) LR="${1#*=}"`
+_CASE_NEXT = re.compile(r"""(--?[\w-]+)(?:\|[^)\s]*)?\)\s*([A-Za-z_]\w*)=["']?\$\{?2\}?""")
+_CASE_INLINE = re.compile(r"""(--?[\w-]+)=\*\)\s*([A-Za-z_]\w*)=["']?\$\{1#\*=\}""")
+_OPEN = re.compile(r"^(?:while|for|until|case|if|select)\b")
+_CLOSE = re.compile(r"(?:^|[\s;])(?:done|esac|fi)\b")
 _SUBST = re.compile(r"\$\(\((?:[^()]|\([^()]*\))*\)\)|\$\((?:[^()]|\([^()]*\))*\)|`[^`]*`")
 _PY = re.compile(r"^(?:.*/)?python(?:\d(?:\.\d+)?)?$")
 _NOT_LAUNCH = {
@@ -79,9 +95,19 @@ def _logical_lines(text: str) -> list[str]:
     quote: str | None = None
     i, n = 0, len(text)
     at_word_start = True
+    depth = 0  # inside an array literal `NAME=( ... )`: newlines are separators, not line ends
     while i < n:
         ch = text[i]
         if quote is None:
+            if ch == "(" and buf and buf[-1] == "=":
+                depth += 1
+            elif ch == ")" and depth:
+                depth -= 1
+            if ch == "\n" and depth:
+                buf.append(" ")
+                at_word_start = True
+                i += 1
+                continue
             if ch == "\\" and i + 1 < n and text[i + 1] == "\n":
                 i += 2
                 buf.append(" ")
@@ -98,7 +124,7 @@ def _logical_lines(text: str) -> list[str]:
                 at_word_start = True
                 i += 1
                 continue
-            elif ch == ";" :
+            elif ch == ";" and not depth:
                 out.append("".join(buf))
                 buf = []
                 at_word_start = True
@@ -139,6 +165,14 @@ def _expand(text: str, variables: dict[str, str]) -> str:
             return _expand(m.group(3) or "", variables)
         return m.group(0)
 
+    def array(m: re.Match[str]) -> str:
+        key = f"{m.group(1)}[@]"
+        return variables[key] if key in variables else m.group(0)
+
+    text = _ARRAY_REF.sub(array, text)
+    if "@" in variables:
+        text = _ARGS_SLICE.sub(lambda m: shlex.join(shlex.split(variables["@"])[int(m.group(1)) - 1:]), text)
+        text = _ALL_ARGS.sub(lambda m: variables["@"], text)
     prev = None
     for _ in range(4):  # nested defaults / values holding variables
         if prev == text:
@@ -156,22 +190,79 @@ def _split(text: str) -> list[str]:
         return text.replace('"', " ").replace("'", " ").split()
 
 
-def read_shell(text: str, path: str, env: dict[str, str] | None = None) -> ShellScript:
-    """Variables, exports, #SBATCH options and command lines of a shell script."""
+def _set_positionals(variables: dict[str, str], argv: list[str]) -> None:
+    for k in [k for k in variables if k.isdigit() and k != "0"]:
+        del variables[k]
+    for i, a in enumerate(argv[:9], start=1):
+        variables[str(i)] = a
+    variables["#"] = str(len(argv))
+    variables["@"] = shlex.join(argv)
+
+
+def option_loop(text: str) -> dict[str, tuple[str, bool]]:
+    """Flags a `while/case` option loop assigns: flag -> (variable, value is inline `--k=v`)."""
+    out: dict[str, tuple[str, bool]] = {}
+    for m in _CASE_NEXT.finditer(text):
+        out.setdefault(m.group(1), (m.group(2), False))
+    for m in _CASE_INLINE.finditer(text):
+        out.setdefault(m.group(1) + "=", (m.group(2), True))
+    return out
+
+
+def _loop_assignments(loop: dict[str, tuple[str, bool]], argv: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i, tok in enumerate(argv):
+        flag, eq, val = tok.partition("=")
+        if eq and flag + "=" in loop:
+            out[loop[flag + "="][0]] = val
+        elif tok in loop and i + 1 < len(argv):
+            out[loop[tok][0]] = argv[i + 1]
+    return out
+
+
+def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: list[str] | None = None) -> ShellScript:
+    """Variables, exports, #SBATCH options and command lines of a shell script called with `argv`."""
     script = ShellScript(path=path)
     for raw in text.splitlines():
         m = re.match(r"^#SBATCH\s+(--?[\w-]+)(?:[= ]\s*(\S+))?", raw.strip())
         if m:
             script.sbatch[m.group(1).lstrip("-")] = m.group(2) or "true"
     variables = dict(env or {})
+    positionals = list(argv or [])
+    if argv is not None:
+        _set_positionals(variables, positionals)
+    loop = option_loop(text) if argv else {}
+    loop_applied = False
+    depth = 0
     for line in _logical_lines(text):
-        expanded = _expand(line, variables)
-        argv = _split(expanded)
-        if not argv:
+        if _OPEN.match(line):
+            depth += 1
+        if _CLOSE.search(line):
+            depth = max(0, depth - len(_CLOSE.findall(line)))
+            if loop and not loop_applied and re.search(r"\besac\b|\bdone\b", line) and depth == 0:
+                variables.update(_loop_assignments(loop, positionals))
+                loop_applied = True
+        here = str(Path(path).parent) if path != "<command>" else "."
+        expanded = _expand(_SCRIPT_DIR.sub(here, line), variables)
+        arr = _ARRAY_ASSIGN.match(expanded)
+        if arr:
+            key = f"{arr.group(1)}[@]"
+            elems = _split(arr.group(3))
+            joined = shlex.join(elems)
+            variables[key] = f"{variables[key]} {joined}".strip() if arr.group(2) and key in variables else joined
+            script.var_lines[key] = line
             continue
-        head = argv[0]
+        argv_line = _split(expanded)
+        if not argv_line:
+            continue
+        head = argv_line[0]
+        if head == "shift" and depth == 0 and argv is not None:
+            n = int(argv_line[1]) if len(argv_line) > 1 and argv_line[1].isdigit() else 1
+            positionals = positionals[n:]
+            _set_positionals(variables, positionals)
+            continue
         if head in ("export", "declare", "local", "readonly"):
-            for tok in argv[1:]:
+            for tok in argv_line[1:]:
                 if tok.startswith("-"):
                     continue
                 m = _ASSIGN.match(tok)
@@ -183,17 +274,17 @@ def read_shell(text: str, path: str, env: dict[str, str] | None = None) -> Shell
                     script.exported.add(tok)
             continue
         prefix: dict[str, str] = {}
-        while argv and _ASSIGN.match(argv[0]):
-            m = _ASSIGN.match(argv[0])
+        while argv_line and _ASSIGN.match(argv_line[0]):
+            m = _ASSIGN.match(argv_line[0])
             assert m
             prefix[m.group(1)] = m.group(2)
-            argv = argv[1:]
-        if not argv:  # plain assignments
+            argv_line = argv_line[1:]
+        if not argv_line:  # plain assignments
             for k, v in prefix.items():
                 variables[k] = v
                 script.var_lines[k] = line
             continue
-        script.commands.append((argv, prefix, line))
+        script.commands.append((argv_line, prefix, line))
     script.variables = variables
     return script
 
@@ -300,20 +391,39 @@ def _follow(script: ShellScript, repo: Path, launch: Launch, env: dict[str, str]
         for k in prefix:
             launch.env_source[k] = source
         if kind == "script":
-            target = argv[1] if Path(argv[0]).name in ("bash", "sh", "zsh", "sbatch") else argv[0]
-            target = target.removeprefix("./")
+            if Path(argv[0]).name in ("bash", "sh", "zsh", "sbatch"):  # `sbatch --nodes 2 job.sh a b`
+                named = [k for k in range(1, len(argv)) if _is_script(argv[k])]
+                plain = [k for k in range(1, len(argv)) if not argv[k].startswith("-")]
+                j = named[0] if named else plain[0] if plain else 1
+            else:
+                j = 0
+            target = argv[j].removeprefix("./")
+            script_args = argv[j + 1:]
             text = _read_text(repo, target) if depth < MAX_SCRIPT_DEPTH else None
             if text is None:
                 continue
             launch.scripts.append(target)
             launch.texts[target] = text
-            sub = read_shell(text, target, env=local_env)
+            sub = read_shell(text, target, env=local_env, argv=script_args)
             if _follow(sub, repo, launch, local_env, target, depth + 1):
                 return True
             continue
         _set_entry(launch, repo, kind, argv, local_env, source)
         return True
+    # no python/launcher line: a project CLI (`tune run ...`, `litgpt finetune ...`)
+    for argv, prefix, _line in reversed(script.commands):
+        argv = _strip_wrappers(list(argv), {**env, **prefix})
+        if argv and _is_project_cli(argv):
+            _set_entry(launch, repo, "cli", argv, {**env, **prefix}, source)
+            return True
     return False
+
+
+def _is_project_cli(argv: list[str]) -> bool:
+    head = Path(argv[0]).name
+    if head in _NOT_LAUNCH or head in _WRAPPERS or "=" in head or head.startswith(("$", "-")) or _is_script(head):
+        return False
+    return re.fullmatch(r"[a-z][a-z0-9_.-]*", head) is not None and len(argv) > 1
 
 
 def _set_entry(launch: Launch, repo: Path, kind: str, argv: list[str], env: dict[str, str], source: str) -> None:
@@ -322,6 +432,14 @@ def _set_entry(launch: Launch, repo: Path, kind: str, argv: list[str], env: dict
     if kind == "yolo":
         launch.launcher, launch.cli = "yolo", "yolo"
         launch.args = argv[1:]
+        return
+    if kind == "cli":
+        head = Path(argv[0]).name
+        launch.launcher, launch.cli, launch.args = "cli", head, argv[1:]
+        pkg = head.replace("-", "_")
+        for cand in (f"{pkg}/__main__.py", f"src/{pkg}/__main__.py"):
+            if (repo / cand).is_file():
+                launch.entry = cand
         return
     rest = argv[1:]
     if kind == "accelerate" and rest[:1] == ["launch"]:

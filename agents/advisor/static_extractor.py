@@ -4,23 +4,34 @@ This is the honest baseline and the agent's fallback. It resolves the *effective
 the way the training program would at launch time, then maps configuration keys to
 `WorkloadMetadata` fields:
 
-1. the launch command is followed to the entry point (`launch.parse_launch`: shell scripts,
-   sbatch files, torchrun / deepspeed / accelerate / python -m / yolo);
+1. the launch command is followed to the entry point (`launch.parse_launch`: shell scripts and
+   wrappers forwarding "$@", option loops, bash arrays, sbatch files, torchrun / deepspeed /
+   accelerate / python -m / yolo, project CLIs such as `tune run` or `litgpt`);
 2. the entry script and the repository modules it imports are parsed (`pysource`): argparse
    definitions, HfArgumentParser dataclasses (+ `transformers.TrainingArguments` library
-   defaults), constants modules (with `os.environ` overrides the launcher exports), literal
-   keyword arguments of calls that run, and `@hydra.main`;
-3. configuration files are composed (`configs`): YAML/JSON passed on the command line with their
-   base files and `--opts a.b=c` overrides, or Hydra's defaults list, experiments and overrides;
-4. every value becomes a `Fact` with a precedence (command line > exported environment >
-   config files > constants > argparse/dataclass defaults > literal call arguments > library
-   defaults > README prose) and the winning fact per configuration key is kept;
-5. fields are chosen from those keys by name (`knowledge.FIELD_KEYS`), highest precedence first,
-   then the most specific key name; names are normalised with the corpus schema's normalisers
-   (`meta-llama/Meta-Llama-3-8B` -> `llama-3-8b`, `/datasets/imagenet` -> `imagenet-1k`);
-6. what configs never state is inferred and marked so: the task (weighted cues in code,
-   docstrings and README), iteration type (a positive step budget wins over epochs, as in HF
-   Trainer, Lightning and Megatron), model size (from the name, or a table of public sizes).
+   defaults), constants modules (with `os.environ` overrides the launcher exports), yacs-style
+   `_C.TRAIN.EPOCHS = 300` defaults, nanoGPT-style globals when the script `exec`s a configurator,
+   literal keyword arguments of calls that run, and `@hydra.main`;
+3. configuration files are composed (`configs`, `pyconfig`): YAML/JSON named on the command line
+   (found in the repository when a project CLI names it without its folder) with their base files
+   (`base`, `_base_`, `_BASE_`) and overrides (`--opts a.b=c`, `--cfg-options a.b=c`, detectron2
+   `KEY VALUE`, Lightning `--trainer.max_epochs 30`); Python configs (nanoGPT `config/x.py` +
+   `--k=v`, mmengine `_base_` inheritance); Hydra's defaults list, experiments, overrides and
+   `--config-dir/--config-name`; DeepSpeed JSON;
+4. what the code itself decides (`pyconfig.code_facts`): values derived from known ones
+   (`lr = blr * batch / 256`, iterations from samples), literals where training runs
+   (`for epoch in range(90)`, `AdamW(lr=3e-4)`), config dicts built in code;
+5. every value becomes a `Fact` with a precedence (derived in code > command line > exported
+   environment > config files / code dicts > constants / code literals > argparse/dataclass defaults
+   > literal call arguments > library defaults > README prose) and the winning fact per key is kept;
+6. fields are chosen from those keys by name (`knowledge.FIELD_KEYS`, plus keys that name a field
+   by their place: `model._component_`, `DATASETS.TRAIN`), highest precedence first, then the most
+   specific key name; names are put in the extractor's own canonical forms (`knowledge`: model
+   families, dataset spellings), never in any corpus generator's;
+7. what configs never state is inferred and marked so: the task (weighted, case-aware cues in
+   code, docstrings and README), iteration type (a positive step budget wins over epochs, as in HF
+   Trainer, Lightning and Megatron), model size (written in the name, else ~12*L*h^2 + vocab*h from
+   stated dimensions, else the public size of a variant named by a word).
 
 Every field carries its provenance (`FieldEvidence`: file, snippet, kind, key) and the
 candidates it beat. Unknown stays None; nothing is invented.
@@ -28,7 +39,7 @@ candidates it beat. Unknown stays None; nothing is invented.
 
 from __future__ import annotations
 
-import math
+import ast
 import os
 import re
 from dataclasses import dataclass, field
@@ -37,49 +48,37 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from schedmate.agents.advisor import codefacts
 from schedmate.agents.advisor import configs as cfgs
+from schedmate.agents.advisor import pyconfig as pyc
 from schedmate.agents.advisor import pysource as pys
-from schedmate.agents.advisor.knowledge import FIELD_KEYS, LIBRARY_DEFAULTS, MODEL_SIZES_B, TASK_CUES, size_from_name
-from schedmate.agents.advisor.launch import Launch, parse_launch
-from schedmate.agents.advisor.tools import NOISE_DIRS, SKIP_DIRS
-from schedmate.workload import (
-    DATASET_ALIASES, MODEL_ALIASES, WorkloadMetadata, normalize_dataset, normalize_model_name, normalize_task_type,
+from schedmate.agents.advisor.codefacts import CONFIG_EXT
+from schedmate.agents.advisor.facts import (
+    RANK, Fact, as_int, as_lr, as_str, effective, parse_number,
 )
+from schedmate.agents.advisor.knowledge import (
+    FIELD_KEYS, LIBRARY_DEFAULTS, TASK_CUES, canonical_model, model_size_b, size_from_dims,
+)
+from schedmate.agents.advisor.launch import Launch, parse_launch
+from schedmate.agents.advisor.names import dataset_name, find_known_model, generic_name, known_dataset
+from schedmate.agents.advisor.tools import NOISE_DIRS, SKIP_DIRS
+from schedmate.workload import WorkloadMetadata, normalize_task_type, parse_model_size_b
 
 __all__ = [
     "FIELDS", "MANDATORY", "RANK", "Fact", "FieldEvidence", "StaticExtraction", "extract_static", "find_known_model",
-    "known_dataset",
+    "known_dataset", "parse_number",
 ]
 
 MANDATORY = ("model_name", "task_type", "dataset", "iterations", "iteration_type")
 FIELDS = (*MANDATORY, "model_size_b", "batch_size", "learning_rate", "num_workers", "valid_dataset")
-RANK = {
-    "readme": 0, "library_default": 1, "call_kwarg": 2, "argparse_default": 3, "dataclass_default": 3,
-    "constant": 4, "config": 5, "env": 6, "cli": 7,
-}
 _CONFIG_OPTS = {"config", "cfg", "config_file", "config_path", "conf", "c", "config_yaml", "yaml", "hparams",
-                "args_file", "config_name_or_path"}
+                "args_file", "config_name_or_path", "deepspeed", "ds_config", "deepspeed_config", "cfg_file",
+                "configs", "config_json", "train_config", "hyp", "hparams_file"}
+_TOKENIZER = re.compile(r"tokeni[sz]er|vocab|merges?[._-]|merge_file", re.I)
 _OVERRIDE_OPTS = {"opts", "cfg_options", "override", "overrides", "set", "options", "opt"}
-_KNOWN_MODELS = set(MODEL_ALIASES)
-_KNOWN_DATASETS = set(DATASET_ALIASES)
-_UNRESOLVED = re.compile(r"\$|\{\{|\$\{")
-
-
-@dataclass(frozen=True)
-class Fact:
-    key: str  # dotted configuration key
-    value: Any
-    source: str  # repository file, '<command>', '<library default: ...>'
-    snippet: str
-    kind: str  # see RANK
-
-    @property
-    def rank(self) -> int:
-        return RANK[self.kind]
-
-    @property
-    def leaf(self) -> str:
-        return self.key.rsplit(".", 1)[-1].lower().replace("-", "_").lstrip("+~")
+_HYDRA_OPTS = {"config_name": "name", "cn": "name", "config_path": "path", "cp": "path", "config_dir": "dir",
+               "cd": "dir"}
+_YACS_KEY = re.compile(r"^[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)+$")
 
 
 class FieldEvidence(BaseModel):
@@ -125,110 +124,6 @@ class StaticExtraction:
                 "missing": self.missing, "errors": self.errors}
 
 
-# ----------------------------------------------------------------------------------------- names
-
-
-def _windows(text: str, max_len: int = 4) -> list[str]:
-    words = [w for w in re.split(r"[^A-Za-z0-9.]+", text) if w]
-    out = []
-    for i in range(len(words)):
-        for j in range(i + 1, min(len(words), i + max_len) + 1):
-            out.append("-".join(words[i:j]).strip("."))
-    return out
-
-
-def find_known_model(text: str) -> tuple[str, str] | None:
-    """(canonical, as written) of the first well-known model named in `text`, longest match first."""
-    best: tuple[int, str, str] | None = None
-    for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9._/\-]*[A-Za-z0-9]", text) + [text]:
-        cands = [tok, tok.rsplit("/", 1)[-1]]
-        for c in cands:
-            if normalize_model_name(c) in _KNOWN_MODELS:
-                return normalize_model_name(c), c
-    for w in _windows(text):
-        canon = normalize_model_name(w)
-        if canon in _KNOWN_MODELS and (best is None or len(w) > best[0]):
-            best = (len(w), canon, w)
-    return (best[1], best[2]) if best else None
-
-
-def known_dataset(value: str) -> str | None:
-    """Canonical dataset named by a value or any component of a path ('/datasets/imagenet/train')."""
-    text = value.strip()
-    if not text:
-        return None
-    cands = [text]
-    parts = [p for p in re.split(r"[/\\]", text) if p]
-    for p in reversed(parts):
-        stem = re.sub(r"\.(json|jsonl|yaml|yml|csv|parquet|arrow|txt|tar|gz)$", "", p, flags=re.I)
-        cands += [p, stem]
-    for c in cands:
-        canon = normalize_dataset(c)
-        if canon in _KNOWN_DATASETS:
-            return canon
-    for c in cands[1:]:
-        for w in _windows(c, 3):
-            canon = normalize_dataset(w)
-            if canon in _KNOWN_DATASETS:
-                return canon
-    return None
-
-
-def _dataset_name(value: str) -> str:
-    known = known_dataset(value)
-    if known:
-        return known
-    parts = [p for p in re.split(r"[/\\]", value.strip()) if p and p not in (".", "..")]
-    generic = {"train", "training", "data", "datasets", "dataset", "mnt", "home", "shards", "raw", "processed"}
-    for p in reversed(parts):
-        stem = re.sub(r"\.(json|jsonl|yaml|yml|csv|parquet|arrow|txt)$", "", p, flags=re.I)
-        if stem.lower() not in generic:
-            return normalize_dataset(stem)
-    return normalize_dataset(value)
-
-
-# ----------------------------------------------------------------------------------------- values
-
-
-def parse_number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(float(value)) else None
-    if isinstance(value, str):
-        s = value.strip().lower().replace("_", "").replace(",", "")
-        mult = 1.0
-        if s.endswith("k") and s[:-1].replace(".", "", 1).isdigit():
-            s, mult = s[:-1], 1000.0
-        try:
-            v = float(s) * mult
-        except ValueError:
-            return None
-        return v if math.isfinite(v) else None
-    return None
-
-
-def _as_int(value: Any, minimum: int) -> int | None:
-    v = parse_number(value)
-    if v is None or v != int(v) or v < minimum:
-        return None
-    return int(v)
-
-
-def _as_lr(value: Any) -> float | None:
-    v = parse_number(value)
-    return v if v is not None and 0 < v < 100 else None
-
-
-def _as_str(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    s = value.strip()
-    if not s or _UNRESOLVED.search(s) or s.lower() in ("none", "null", "auto", "???", ""):
-        return None
-    return s
-
-
 # ----------------------------------------------------------------------------------------- CLI
 
 
@@ -260,7 +155,10 @@ def _parse_cli(args: list[str], specs: dict[str, pys.ArgSpec]) -> tuple[list[tup
                 if dest not in _OVERRIDE_OPTS:
                     break
             if dest in _OVERRIDE_OPTS:
-                overrides += [v for v in values if "=" in v]
+                if any("=" in v for v in values):
+                    overrides += [v for v in values if "=" in v]
+                else:  # yacs style: `--opts KEY VALUE KEY VALUE`
+                    overrides += [f"{k}={v}" for k, v in zip(values[::2], values[1::2])]
                 i = j
                 continue
             if not values:
@@ -342,13 +240,13 @@ def extract_static(repo: Path | str, command: str, *, gpus: int | None = None, n
     `errors` say why (the advisor then falls back like for any unknown fingerprint).
     """
     try:
-        return _extract_static(Path(repo), command)
+        return _extract_static(Path(repo), command, world_size=gpus * (nodes or 1) if gpus else None)
     except Exception as exc:  # noqa: BLE001 -- the fallback path must not crash the scheduler
         return StaticExtraction(fields={f: None for f in FIELDS}, evidence={}, launch=Launch(command=command),
                                 errors=[f"static extraction failed: {type(exc).__name__}: {exc}"[:300]])
 
 
-def _extract_static(repo: Path, command: str) -> StaticExtraction:
+def _extract_static(repo: Path, command: str, *, world_size: int | None = None) -> StaticExtraction:
     repo = repo.resolve()
     launch = parse_launch(command, repo)
     facts: list[Fact] = []
@@ -411,9 +309,12 @@ def _extract_static(repo: Path, command: str) -> StaticExtraction:
         for k, lit in dfields.items():
             if lit.value is not None:
                 facts.append(Fact(k, lit.value, rel, lit.snippet, "dataclass_default"))
+        for key, lit in codefacts.attribute_defaults(tree, text).items():
+            facts.append(Fact(key, lit[0], rel, lit[1], "dataclass_default"))
+        configurator = rel == launch.entry and codefacts.CONFIGURATOR.search(text) is not None
         for name, lit in pys.module_constants(tree, text, launch.env).items():
-            if rel == launch.entry and not name.isupper():
-                continue  # entry-script locals at module level are rarely configuration
+            if rel == launch.entry and not name.isupper() and not configurator:
+                continue  # entry-script locals at module level are rarely configuration (nanoGPT's are)
             if lit.env_var:
                 src = launch.env_source.get(lit.env_var, src_cli)
                 facts.append(Fact(name.lower(), lit.value, src, f"{lit.env_var}={launch.env.get(lit.env_var)}", "env"))
@@ -459,28 +360,61 @@ def _extract_static(repo: Path, command: str) -> StaticExtraction:
         options, overrides, positionals = _parse_cli(launch.args, specs)
 
     config_files: list[str] = list(code_configs)
+    py_configs: list[str] = []
+    hydra_cli: dict[str, str] = {}
     for dest, raw, snippet in options:
+        low = dest.lower().replace("-", "_")
+        if low in _HYDRA_OPTS and isinstance(raw, str):
+            hydra_cli[_HYDRA_OPTS[low]] = raw
+            continue
         spec = specs.get(snippet.split("=")[0].split(" ")[0])
         value = _typed(spec, raw)
-        if isinstance(raw, str) and raw.endswith((".yaml", ".yml", ".json")) and (
-            dest.lower() in _CONFIG_OPTS or "config" in dest.lower()
-        ) and (repo / raw).is_file():
-            config_files.append(raw)
-            continue
+        if isinstance(raw, str) and (low in _CONFIG_OPTS or "config" in low):
+            found = codefacts.find_config_file(repo, raw)
+            if found is not None:
+                (py_configs if found.endswith(".py") else config_files).append(found)
+                continue
         facts.append(Fact(dest, value, src_cli, snippet, "cli"))
-    for pos in positionals:
-        if pos.endswith((".yaml", ".yml", ".json")) and (repo / pos).is_file():
+    i = 0
+    while i < len(positionals):
+        pos = positionals[i]
+        if _YACS_KEY.match(pos) and i + 1 < len(positionals):  # detectron2 / yacs: KEY VALUE pairs
+            facts.append(Fact(pos, cfgs.parse_override_value(positionals[i + 1]), src_cli,
+                              f"{pos} {positionals[i + 1]}", "cli"))
+            i += 2
+            continue
+        if pos.endswith(CONFIG_EXT) and (repo / pos).is_file():
             config_files.append(pos)
+        elif pos.endswith(".py") and pos != launch.entry and (repo / pos).is_file():
+            py_configs.append(pos)  # nanoGPT `train.py config/x.py`, mmengine `tools/train.py configs/x.py`
+        elif find_known_model(pos) and not pos.startswith("-"):
+            facts.append(Fact("model", pos, src_cli, pos, "cli"))  # `litgpt finetune meta-llama/Llama-2-7b-hf`
+        elif "/" in pos and known_dataset(pos):
+            facts.append(Fact("data", pos, src_cli, pos, "cli"))  # `fairseq-train data-bin/wikitext-103`
+        i += 1
+    for rel in py_configs:
+        values, origin, used = pyc.load_py_config(repo, rel, env=launch.env)
+        files += used
+        for key, value in codefacts.flat_items(values):
+            facts.append(Fact(key, value, origin.get(key.split(".", 1)[0], rel), f"{key} = {value!r}"[:200], "config"))
 
-    if hydra is not None and launch.entry:
-        cpath, cname = hydra
-        base_dir = Path(launch.entry).parent
+    if (hydra is not None and launch.entry) or hydra_cli.get("name"):
+        cpath, cname = hydra if hydra is not None else (None, None)
+        cname = hydra_cli.get("name", cname)
+        base_dir = Path(launch.entry).parent if launch.entry else Path(".")
+        cands = []
+        if hydra_cli.get("dir"):
+            cands.append(os.path.normpath(hydra_cli["dir"]))
+        if hydra_cli.get("path"):
+            cpath = hydra_cli["path"]
+        cands += [os.path.normpath(base_dir / (cpath or ".")), os.path.normpath(cpath or ".")]
         cdir = ""
-        for cand in (os.path.normpath(base_dir / (cpath or ".")), os.path.normpath(cpath or ".")):
-            if not cand.startswith("..") and (repo / cand).is_dir():
+        for cand in cands:
+            if not cand.startswith("..") and (repo / cand).is_dir() and (
+                    (repo / cand / f"{cname or 'config'}.yaml").is_file() or (repo / cand / (cname or "")).is_file()):
                 cdir = "" if cand == "." else cand
                 break
-        merged, used, cli = cfgs.compose_hydra(repo, cdir, cname or "config", overrides)
+        merged, used, cli = cfgs.compose_hydra(repo, cdir, (cname or "config").removesuffix(".yaml"), overrides)
         files += used
         for key, (value, src, snip) in merged.items():
             facts.append(Fact(key, value, src, snip, "config"))
@@ -509,19 +443,25 @@ def _extract_static(repo: Path, command: str) -> StaticExtraction:
             if m:
                 facts.append(Fact(key, m.group(1).replace(",", ""), name, m.group(0), "readme"))
 
+    # -- what the training code itself decides (derived values, hard-coded literals, dicts) ---------
+    facts += codefacts.code_facts(closure, parsed, facts, launch, world_size=world_size)
+
     return _choose(repo, launch, facts, files, texts, errors)
 
 
 # ----------------------------------------------------------------------------------------- choosing
 
 
-def _effective(facts: list[Fact]) -> dict[str, Fact]:
-    eff: dict[str, Fact] = {}
-    for f in facts:  # later facts of equal precedence win (config chains are merged in order)
-        cur = eff.get(f.key)
-        if cur is None or f.rank >= cur.rank:
-            eff[f.key] = f
-    return eff
+# keys that name a field by their place, not their leaf: a component or class under `model` / `data`,
+# detectron2's DATASETS.TRAIN, mmdet's dataset_type
+_PATH_KEYS: dict[str, tuple[tuple[re.Pattern[str], int], ...]] = {
+    "model_name": ((re.compile(r"(^|\.)(model|net)\.(_component_|class_path|type|_target_)$"), 6),
+                   (re.compile(r"(^|\.)model\.(name|name_or_path|path|id)$"), 8)),
+    "dataset": ((re.compile(r"(^|\.)(dataset|data|datamodule|train_dataset|train)\.(_component_|class_path|type|_target_)$"), 6),
+                (re.compile(r"(^|\.)(dataset|data|datasets|train_data)\.(name|path|id)$"), 8),
+                (re.compile(r"(^|\.)datasets\.train$"), 7), (re.compile(r"^dataset_type$"), 4)),
+    "valid_dataset": ((re.compile(r"(^|\.)datasets\.test$"), 6),),
+}
 
 
 def _candidates(eff: dict[str, Fact], group: str) -> list[tuple[Fact, int]]:
@@ -529,6 +469,9 @@ def _candidates(eff: dict[str, Fact], group: str) -> list[tuple[Fact, int]]:
     out = []
     for f in eff.values():
         spec = keys.get(f.leaf)
+        if spec is None:
+            low = f.key.lower()
+            spec = next((w for rx, w in _PATH_KEYS.get(group, ()) if rx.search(low)), None)
         if spec is None:
             continue
         path = f.key.lower()
@@ -565,8 +508,9 @@ def _evidence(fact: Fact, value: Any, others: list[tuple[Fact, Any]], raw: Any =
 
 def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], texts: dict[str, str],
             errors: list[str]) -> StaticExtraction:
-    eff = _effective(facts)
+    eff = effective(facts)
     fields: dict[str, Any] = {f: None for f in FIELDS}
+    cfg_files = [f for f in files if f.endswith(CONFIG_EXT) or (f.endswith(".py") and f not in texts)]
 
     def overridden(group: str) -> list[tuple[Fact, Any]]:
         """Facts of this field's keys that lost to a higher-precedence value of the same key."""
@@ -582,9 +526,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                 out.append((f, v, spec))
         return out
 
-    for fld, group, conv in (("batch_size", "batch_size", lambda v: _as_int(v, 1)),
-                             ("learning_rate", "learning_rate", _as_lr),
-                             ("num_workers", "num_workers", lambda v: _as_int(v, 0))):
+    for fld, group, conv in (("batch_size", "batch_size", lambda v: as_int(v, 1)),
+                             ("learning_rate", "learning_rate", as_lr),
+                             ("num_workers", "num_workers", lambda v: as_int(v, 0))):
         cands = numeric(group, conv)
         best = _pick(cands)
         if best:
@@ -592,8 +536,8 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             evidence[fld] = _evidence(best[0], best[1], [(c[0], c[1]) for c in cands] + overridden(group))
 
     # iterations: a positive step budget overrides epochs (HF Trainer / Lightning / Megatron semantics)
-    steps = numeric("steps", lambda v: _as_int(v, 1))
-    epochs = numeric("epochs", lambda v: _as_int(v, 1))
+    steps = numeric("steps", lambda v: as_int(v, 1))
+    epochs = numeric("epochs", lambda v: as_int(v, 1))
     best_s, best_e = _pick(steps), _pick(epochs)
     if best_s and (not best_e or best_s[0].rank >= best_e[0].rank - 2):
         fields["iterations"], fields["iteration_type"] = best_s[1], "steps"
@@ -608,23 +552,44 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
 
     # model name: config keys, then names mentioned in launch values / scripts / docs
     model_cands: list[tuple[Fact, Any, int, int]] = []
+    for key, f in eff.items():  # mmengine-style `backbone=dict(type='ResNet', depth=50)` -> resnet-50
+        low = key.lower()
+        parent_type = eff.get(key[: -len("backbone.type")] + "type")
+        if low.endswith("backbone.type") and isinstance(f.value, str) and (
+                parent_type is None or generic_name(str(parent_type.value))):  # not a MaskRCNN's backbone
+            depth = eff.get(key[: -len("type")] + "depth")
+            name = f"{f.value}{depth.value}" if depth is not None and as_int(depth.value, 1) else f.value
+            known = find_known_model(name)
+            if known:
+                model_cands.append((f, known[0], 7, 1))
     for f, spec in _candidates(eff, "model_name"):
-        s = _as_str(f.value)
+        s = as_str(f.value)
         if s is None or s.lower() in ("true", "false"):
             continue
+        if "." in s and f.leaf in ("_component_", "class_path", "type", "_target_") and "/" not in s:
+            s = s.rsplit(".", 1)[-1]  # torchtune.models.llama3.lora_llama3_8b -> lora_llama3_8b
+        s = re.sub(r"^(?:q?lora|full|peft)[_-]", "", s)
         known = find_known_model(s)
-        canon = known[0] if known else normalize_model_name(s)
+        if not known and generic_name(s):
+            continue
+        if not known and f.leaf in ("_component_", "class_path", "type", "_target_"):
+            # a project's own class (SimpleDenseNet): its name, kebab-cased, framework suffixes dropped
+            s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", re.sub(r"(?:Lit)?(?:Module|Model|LightningModule)$", "", s))
+            if not s or generic_name(s):
+                continue
+            spec = spec + (1 if f.key.lower().endswith(("net._target_", "backbone._target_")) else 0)
+        canon = known[0] if known else canonical_model(s)
         model_cands.append((f, canon, spec, 1 if known else 0))
     best_m = max(model_cands, key=lambda c: (c[0].rank, c[3], c[2])) if model_cands else None
     if best_m is not None and best_m[3] == 0:
         better = [c for c in model_cands if c[3] == 1 and c[0].rank >= best_m[0].rank - 2]
         if better:
             best_m = max(better, key=lambda c: (c[0].rank, c[2]))
-    if best_m is not None and (best_m[3] == 1 or not _hint_model(eff, launch, texts)):
+    if best_m is not None and (best_m[3] == 1 or not _hint_model(eff, launch, texts, cfg_files)):
         fields["model_name"] = best_m[1]
         evidence["model_name"] = _evidence(best_m[0], best_m[1], [(c[0], c[1]) for c in model_cands])
     else:
-        hint = _hint_model(eff, launch, texts)
+        hint = _hint_model(eff, launch, texts, cfg_files)
         if hint is not None:
             canon, raw, src, kind = hint
             fields["model_name"] = canon
@@ -633,15 +598,26 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             fields["model_name"] = best_m[1]
             evidence["model_name"] = _evidence(best_m[0], best_m[1], [(c[0], c[1]) for c in model_cands])
 
+    # an image tower named the open_clip way ('ViT-L-14') in a CLIP codebase is the CLIP model
+    if fields["model_name"] and re.match(r"vit-|rn\d+", fields["model_name"]) and any(
+            re.search(r"\bopen_clip\b|\bCLIP\b|clip\.load\(", t) for t in texts.values()):
+        fields["model_name"] = "clip-" + fields["model_name"]
+        evidence["model_name"] = evidence["model_name"].model_copy(update={"value": fields["model_name"]})
+
     # dataset
     for fld, group in (("dataset", "dataset"), ("valid_dataset", "valid_dataset")):
         ds_cands: list[tuple[Fact, Any, int, int]] = []
         for f, spec in _candidates(eff, group):
-            s = _as_str(f.value)
-            if s is None:
+            value = f.value[0] if isinstance(f.value, (list, tuple)) and f.value else f.value
+            if isinstance(value, dict):  # axolotl-style `datasets: [{path: ..., type: ...}]`
+                value = value.get("path") or value.get("name") or value.get("data_files")
+            s = as_str(value)
+            if s is not None and "." in s and "/" not in s and f.leaf in ("_component_", "class_path", "type", "_target_"):
+                s = s.rsplit(".", 1)[-1]  # litgpt.data.Alpaca2k -> Alpaca2k
+            if s is None or generic_name(s):
                 continue
             known = known_dataset(s)
-            ds_cands.append((f, known or _dataset_name(s), spec, 1 if known else 0))
+            ds_cands.append((f, known or dataset_name(s), spec, 1 if known else 0))
         if ds_cands:
             best_d = max(ds_cands, key=lambda c: (c[3], c[0].rank, c[2]))
             fields[fld] = best_d[1]
@@ -658,7 +634,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                 break
 
     # task type: an explicit setting naming a known task, else cues in code and docs
-    explicit = [(f, s) for f, s in _candidates(eff, "task_type") if _as_str(f.value) and f.rank >= RANK["argparse_default"]]
+    explicit = [(f, s) for f, s in _candidates(eff, "task_type") if as_str(f.value) and f.rank >= RANK["argparse_default"]]
     known_tasks = [(f, s) for f, s in explicit if normalize_task_type(str(f.value)) in TASK_CUES]
     if known_tasks:
         f, _ = max(known_tasks, key=lambda c: (c[0].rank, c[1]))
@@ -671,12 +647,11 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             fields["task_type"] = task
             evidence["task_type"] = FieldEvidence(value=task, source=why[0], kind="inferred", snippet=why[1])
 
-    # model size: explicit, else from the name, else the public size of a well-known model
+    # model size: explicit, else written in the name, else from architecture dimensions, else the
+    # public size of a variant named by a word (bert-base)
     size_facts = [(f, s) for f, s in _candidates(eff, "model_size")]
     for f, _ in sorted(size_facts, key=lambda c: (c[0].rank, c[1]), reverse=True):
         try:
-            from schedmate.workload import parse_model_size_b
-
             v = parse_model_size_b(f.value)
         except ValueError:
             v = None
@@ -684,38 +659,83 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             fields["model_size_b"] = v
             evidence["model_size_b"] = _evidence(f, v, [])
             break
-    if fields["model_size_b"] is None and fields["model_name"]:
+    named = None
+    if fields["model_name"]:
         canon = fields["model_name"]
         raw = str(evidence["model_name"].raw) if "model_name" in evidence else canon
-        if canon in MODEL_SIZES_B:
-            fields["model_size_b"] = MODEL_SIZES_B[canon]
-            evidence["model_size_b"] = FieldEvidence(value=MODEL_SIZES_B[canon], raw=canon, source="<public model size>",
-                                                     kind="derived", snippet=f"{canon}: {MODEL_SIZES_B[canon]}B")
-        elif size_from_name(raw) is not None:
-            fields["model_size_b"] = size_from_name(raw)
-            evidence["model_size_b"] = FieldEvidence(value=fields["model_size_b"], raw=raw, source="<model name>",
-                                                     kind="derived", snippet=raw)
+        named = model_size_b(canon, raw)
+    dims = _dims(eff)
+    if fields["model_size_b"] is None and named is not None and named[1].startswith("size written"):
+        fields["model_size_b"] = named[0]
+        evidence["model_size_b"] = FieldEvidence(value=named[0], raw=fields["model_name"], source="<model name>",
+                                                 kind="derived", snippet=named[1])
+    elif fields["model_size_b"] is None and dims is not None:
+        fields["model_size_b"], why, src = dims
+        evidence["model_size_b"] = FieldEvidence(value=fields["model_size_b"], raw=why, source=src, kind="derived",
+                                                 snippet=why)
+    elif fields["model_size_b"] is None and named is not None:
+        fields["model_size_b"] = named[0]
+        evidence["model_size_b"] = FieldEvidence(value=named[0], raw=fields["model_name"], source="<public model size>",
+                                                 kind="derived", snippet=named[1])
     return StaticExtraction(fields=fields, evidence=evidence, launch=launch, files=list(dict.fromkeys(files)),
                             facts=facts, errors=errors)
 
 
-def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str]) -> tuple[str, str, str, str] | None:
+def _dims(eff: dict[str, Fact]) -> tuple[float, str, str] | None:
+    """(size in billions, formula, source) from stated layers x hidden size (+ vocabulary)."""
+    found: dict[str, tuple[int, Fact]] = {}
+    for group in ("n_layer", "d_model", "vocab"):
+        best = None
+        for f, spec in _candidates(eff, group):
+            if re.search(r"(^|[._])(vision|text|image|decoder|encoder|head|mlp|ffn|proj)", f.key.lower()) and group != "vocab":
+                continue  # one tower of a multi-tower model, or a sub-module width
+            v = as_int(f.value, 1)
+            if v is not None and (best is None or (f.rank, spec) > (best[1].rank, best[2])):
+                best = (v, f, spec)
+        if best is not None:
+            found[group] = (best[0], best[1])
+    if "n_layer" not in found or "d_model" not in found:
+        return None
+    (L, fl), (h, fh) = found["n_layer"], found["d_model"]
+    if not (1 <= L <= 200 and 64 <= h <= 65536):
+        return None
+    vocab, fv = found.get("vocab", (None, None))
+    if fv is not None and fv.rank < RANK["constant"]:
+        vocab = None  # a class default (nanoGPT's 50304) is often replaced at run time (a char-level vocab)
+    size = size_from_dims(L, h, vocab)
+    why = f"12*{L}*{h}^2" + (f" + {vocab}*{h}" if vocab else "") + f" = {size:.3g}B"
+    return size, why, fh.source
+
+
+def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
+                config_files: list[str] = ()) -> tuple[str, str, str, str] | None:  # type: ignore[assignment]
     """A well-known model named in launch values, launch scripts, the entry's docs or the README."""
     ordered = sorted((f for f in eff.values() if isinstance(f.value, str)), key=lambda f: -f.rank)
     for f in ordered:
+        if _TOKENIZER.search(f.key) or _TOKENIZER.search(f.value):
+            continue  # 'gpt2-vocab.json' names a tokenizer, not the model
         if f.kind in ("cli", "env", "config", "constant"):
             hit = find_known_model(f.value)
             if hit:
                 return hit[0], hit[1], f.source, f"name:{f.kind}"
     for name, value in launch.shell_vars.items():
+        if _TOKENIZER.search(name) or _TOKENIZER.search(value):
+            continue
         hit = find_known_model(value)
         if hit:
             return hit[0], hit[1], launch.args_source, "name:shell"
+    for src in reversed(config_files):  # a configuration file named after its model (mask_rcnn_R_50_FPN_3x.yaml)
+        hit = find_known_model(Path(src).stem)
+        if hit:
+            return hit[0], hit[1], src, "name:config file"
     for src, text in launch.texts.items():
         hit = find_known_model(" ".join(re.findall(r"#\s*(.*)", text)) + " " + src)
         if hit:
             return hit[0], hit[1], src, "name:comment"
     if launch.entry and launch.entry in texts:
+        hit = find_known_model(Path(launch.entry).stem)  # dlrm_s_pytorch.py
+        if hit:
+            return hit[0], hit[1], launch.entry, "name:entry file"
         doc = re.match(r'\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', texts[launch.entry], re.S)
         if doc:
             hit = find_known_model(doc.group(1))
@@ -746,7 +766,7 @@ def _infer_task(launch: Launch, texts: dict[str, str], fields: dict[str, Any],
     for task, cues in TASK_CUES.items():
         for rx, weight in cues:
             for src, text, w in sources:
-                m = re.search(rx, text, re.I)
+                m = re.search(rx, text)  # cues say (?i) where case does not matter
                 if m:
                     gain = weight * w
                     scores[task] = scores.get(task, 0.0) + gain

@@ -7,12 +7,13 @@ the prompt's launch command), on a line that talks about that field:
 * numbers (iterations, batch size, learning rate, workers): a numeric token in some line equals
   the value (`3e-4`, `3.0e-4`, `0.0003`, `40_000`, `40k` all count) and the line carries a field
   word (`batch`/`bs`, `lr`/`learning`, `worker`, an epoch word for epochs, a step word for steps);
-* names (model, dataset): the value as written, or a known alias of its canonical name, appears as
-  a token;
-* task type: the task or one of its aliases is named in the text;
+* names (model, dataset): the value as written appears as a token, or a token the extractor's own
+  vocabulary (`knowledge`) reads as the same canonical name ('Meta-Llama-3-8B' for 'llama-3-8b');
+* task type: the task is named in the text, or one of its cues (`knowledge.TASK_CUES`) appears;
 * model size: a `<number>B/M` token equal to it, or agreement with the static extractor.
 
-`normalise_field` applies the schema's normalisers to one raw value (None when invalid).
+`normalise_field` applies the core's generic normalisers and the extractor's own canonical forms
+to one raw value (None when invalid).
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ import math
 import re
 from typing import Any
 
+from schedmate.agents.advisor.knowledge import TASK_CUES, canonical_dataset, canonical_model
 from schedmate.agents.advisor.static_extractor import parse_number
-from schedmate.workload import (
-    DATASET_ALIASES, MODEL_ALIASES, TASK_ALIASES, normalize_dataset, normalize_iteration_type, normalize_model_name,
-    normalize_task_type, parse_model_size_b,
-)
+from schedmate.workload import normalize_dataset, normalize_iteration_type, normalize_task_type, parse_model_size_b
 
 __all__ = ["CONTEXT", "grounded", "normalise_field", "values_equal"]
 
@@ -39,6 +38,7 @@ CONTEXT: dict[str, re.Pattern[str]] = {
 }
 
 
+_NAME_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/\-]*[A-Za-z0-9]")
 _VALID_CONTEXT = re.compile(r"val|eval|dev\b|test", re.I)
 _GENERIC = {
     "train", "training", "data", "dataset", "datasets", "model", "models", "default", "none", "json", "csv", "text",
@@ -53,9 +53,9 @@ def normalise_field(field: str, raw: Any) -> Any:
         return None
     try:
         if field == "model_name":
-            return normalize_model_name(str(raw)) if str(raw).strip() else None
+            return canonical_model(str(raw)) if str(raw).strip() else None
         if field in ("dataset", "valid_dataset"):
-            return normalize_dataset(str(raw)) if str(raw).strip() else None
+            return (canonical_dataset(str(raw)) or normalize_dataset(str(raw))) if str(raw).strip() else None
         if field == "task_type":
             return normalize_task_type(str(raw)) if str(raw).strip() else None
         if field == "iteration_type":
@@ -143,17 +143,23 @@ def grounded(field: str, raw: Any, value: Any, text: str, *, iteration_type: str
             return "agrees with the static extractor"
         return None
     if field == "task_type":
-        names = (value, *TASK_ALIASES.get(value, ()))
-        for n in names:
-            if _token_present(str(n).replace("-", " "), low.replace("-", " ").replace("_", " ")):
-                return str(n)
+        if _token_present(str(value).replace("-", " "), low.replace("-", " ").replace("_", " ")):
+            return str(value)
+        for rx, weight in TASK_CUES.get(str(value), ()):
+            m = re.search(rx, text)
+            if m and weight >= 2:
+                return m.group(0)
         return None
     if field in ("model_name", "dataset", "valid_dataset"):
         if str(value).lower() in _GENERIC or (isinstance(raw, str) and raw.strip().lower() in _GENERIC):
             return None
-        table = MODEL_ALIASES if field == "model_name" else DATASET_ALIASES
+        canon = canonical_model if field == "model_name" else (lambda t: canonical_dataset(t) or normalize_dataset(t))
         cands = [str(raw)] if isinstance(raw, str) else []
-        cands += [value, *table.get(value, ())]
+        cands.append(str(value))
+        for tok in set(_NAME_TOKEN.findall(text)):
+            for part in (tok, tok.rsplit("/", 1)[-1]):
+                if len(part) >= 2 and part.lower() not in _GENERIC and canon(part) == value:
+                    cands.append(part)
         lines = [ln.lower() for ln in text.splitlines()]
         if field == "valid_dataset":  # a validation set must be named where validation is meant
             lines = [ln for ln in lines if _VALID_CONTEXT.search(ln)]
