@@ -146,7 +146,8 @@ def test_litgpt_style_cli_with_dotted_flags(tmp_path: Path) -> None:
     s = extract_static(repo, "litgpt finetune_lora --config config_hub/finetune/llama-2-7b/lora.yaml --train.epochs 2")
     f = s.fields
     assert (f["model_name"], f["model_size_b"]) == ("llama-2-7b", 7.0)
-    assert (f["batch_size"], f["learning_rate"], f["num_workers"]) == (8, 2e-4, 4)
+    # the per-device micro batch is the batch; the global one (8) is micro x devices x accumulation
+    assert (f["batch_size"], f["learning_rate"], f["num_workers"]) == (2, 2e-4, 4)
     assert (f["iterations"], f["iteration_type"]) == (2, "epochs") and s.evidence["iterations"].kind == "cli"
     assert f["dataset"] == "alpaca2k"
 
@@ -309,7 +310,8 @@ def test_mmengine_python_config_with_base_inheritance_and_cfg_options(tmp_path: 
     assert "configs/_base_/schedules/schedule_1x.py" in s.files
     assert (f["iterations"], f["iteration_type"]) == (24, "epochs")  # the child overrides one key of the base dict
     assert (f["batch_size"], f["learning_rate"], f["num_workers"]) == (4, 0.01, 2)  # --cfg-options; val loader ignored
-    assert (f["model_name"], f["dataset"], f["task_type"]) == ("mask-rcnn", "coco", "instance-segmentation")
+    # the config file's OpenMMLab name states the detector with its components
+    assert (f["model_name"], f["dataset"], f["task_type"]) == ("mask-rcnn-r50-fpn", "coco", "instance-segmentation")
 
 
 def test_mmengine_new_style_read_base_through_dist_train_script(tmp_path: Path) -> None:
@@ -357,7 +359,7 @@ def test_yacs_base_file_and_key_value_overrides(tmp_path: Path) -> None:
     f = s.fields
     assert (f["iterations"], f["iteration_type"]) == (270000, "steps")  # the child file beats _BASE_
     assert (f["batch_size"], f["learning_rate"], f["num_workers"]) == (8, 0.01, 4)  # KEY VALUE pairs
-    assert (f["model_name"], f["dataset"], f["task_type"]) == ("faster-rcnn", "coco", "object-detection")
+    assert (f["model_name"], f["dataset"], f["task_type"]) == ("faster-rcnn-r50-fpn", "coco", "object-detection")
 
 
 def test_hydra_target_classes_and_experiment(tmp_path: Path) -> None:
@@ -406,7 +408,7 @@ def test_deepspeed_json_named_on_the_command_line(tmp_path: Path) -> None:
                            '"optimizer": {"type": "Adam", "params": {"lr": 0.0002}}}'),
     })
     f = extract_static(repo, "deepspeed --num_gpus 8 train.py --deepspeed_config ds_config.json --train-iters 143000").fields
-    assert (f["batch_size"], f["learning_rate"]) == (512, 2e-4)
+    assert (f["batch_size"], f["learning_rate"]) == (8, 2e-4)  # the micro batch per GPU, not the total 512
     assert (f["model_name"], f["model_size_b"], f["iterations"], f["dataset"]) == ("pythia-1.4b", 1.4, 143000, "pile")
 
 
@@ -477,7 +479,7 @@ def test_datasets_and_model_classes_named_only_in_code(tmp_path: Path) -> None:
         "model.py": "class TinyNet:\n    pass\n",
     })
     f = extract_static(repo, "python sft.py").fields
-    assert (f["dataset"], f["model_name"], f["model_size_b"]) == ("ultrachat", "qwen-2.5-0.5b", 0.5)
+    assert (f["dataset"], f["model_name"], f["model_size_b"]) == ("ultrachat-200k", "qwen-2.5-0.5b", 0.5)
     assert (f["iterations"], f["batch_size"], f["learning_rate"]) == (2, 4, 2e-5)  # SFTConfig literals
     f = extract_static(repo, "python cifar.py").fields
     assert (f["dataset"], f["model_name"], f["iterations"]) == ("cifar-100", "tinynet", 30)  # the class it builds
@@ -498,7 +500,8 @@ def test_deepspeed_dict_built_in_code(tmp_path: Path) -> None:
     })
     s = extract_static(repo, "deepspeed train.py --micro_bs 2")
     f = s.fields
-    assert (f["batch_size"], f["learning_rate"]) == (16, 1e-4) and s.evidence["learning_rate"].kind == "code_dict"
+    # the per-GPU micro batch (CLI 2) is the batch; the dict's train_batch_size is the total over 8 ranks
+    assert (f["batch_size"], f["learning_rate"]) == (2, 1e-4) and s.evidence["learning_rate"].kind == "code_dict"
     assert (f["model_name"], f["model_size_b"]) == ("opt-1.3b", 1.3)
 
 

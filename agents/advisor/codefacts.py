@@ -25,11 +25,13 @@ from schedmate.agents.advisor.launch import Launch
 from schedmate.agents.advisor.names import find_known_model
 from schedmate.agents.advisor.tools import NOISE_DIRS, SKIP_DIRS
 
-__all__ = ["CONFIGURATOR", "CONFIG_EXT", "attribute_defaults", "code_facts", "find_config_file", "flat_items"]
+__all__ = ["CONFIGURATOR", "CONFIG_EXT", "attribute_defaults", "code_facts", "find_config_file", "flat_items",
+           "loader_without_workers"]
 
 
 CONFIG_EXT = (".yaml", ".yml", ".json")
 CONFIGURATOR = re.compile(r"exec\(\s*open\(")
+_YACS_KEY = re.compile(r"^[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)+$")
 _DEFAULTS_ROOT = re.compile(r"^_?_?C$|^cfg$|^config$|^defaults?$|^_CN$")
 
 
@@ -37,18 +39,24 @@ def attribute_defaults(tree: Any, text: str) -> dict[str, tuple[Any, str]]:
     """yacs-style defaults at module level: `_C.TRAIN.EPOCHS = 300` -> {'TRAIN.EPOCHS': (300, line)}."""
     out: dict[str, tuple[Any, str]] = {}
     lines = text.splitlines()
-    for st in tree.body:
+    stmts = [(st, False) for st in tree.body]
+    for fn in tree.body:  # a project's `get_cfg()` that sets `cfg.DATALOADER.NUM_WORKERS = 6` on the library's
+        if isinstance(fn, ast.FunctionDef):  # defaults: yacs-style upper-case keys only
+            stmts += [(st, True) for st in fn.body]
+    for st, in_function in stmts:
         if not isinstance(st, ast.Assign) or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Attribute):
             continue
         key = pyc.dotted(st.targets[0])
         root, _, rest = key.partition(".")
-        if not rest or not _DEFAULTS_ROOT.match(root):
+        if not rest or not _DEFAULTS_ROOT.match(root) or (in_function and not _YACS_KEY.match(rest)):
             continue
         value = pyc.evaluate(st.value, {})
         if value is not pyc.MISSING and isinstance(value, (int, float, str, list, tuple)) and value != "":
             out[rest] = (value, " ".join(lines[st.lineno - 1].split())[:200])
     return out
 _ALL_KEYS = {k for group in FIELD_KEYS.values() for k in group}
+_LENGTH_KEYS = {k for g in ("steps", "epochs") for k in FIELD_KEYS[g]}
+_SCHEDULER = re.compile(r"sched|_schedule_with_warmup|LR\(|OneCycle", re.I)
 _DERIVABLE = {k for g in ("learning_rate", "steps", "epochs") for k in FIELD_KEYS[g]}
 
 
@@ -73,6 +81,10 @@ def find_config_file(repo: Path, value: str, limit: int = 4000) -> str | None:
     for ext in exts:
         if (repo / f"{value}{ext}").is_file():
             return f"{value}{ext}"
+    if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value):  # an importable module: `--config configs.base`
+        rel = value.replace(".", "/") + ".py"
+        if (repo / rel).is_file():
+            return rel
     wanted = {f"{value}{ext}" for ext in exts if (ext or value.endswith((*CONFIG_EXT, ".py")))}
     seen = 0
     for root, dirs, names in os.walk(repo):
@@ -156,13 +168,19 @@ def code_facts(closure: list[str], parsed: dict[str, tuple[Any, str]], facts: li
     def is_field(k: str) -> bool:
         return k.lower().replace("-", "_") in _ALL_KEYS
 
+    called_anywhere: set[str] = set()  # a module's function runs when any file of the program calls it
+    for rel in closure:
+        res = parsed.get(rel)
+        if res is not None:
+            called_anywhere |= {n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(res[0])
+                                if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
     for rel in closure:
         res = parsed.get(rel)
         if res is None:
             continue
         tree, text = res
-        called = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(tree)
-                  if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
+        called = called_anywhere
+        helpers = pyc.constant_returns(tree)
         consts = {k: v.value for k, v in pys.module_constants(tree, text, launch.env).items()}
 
         def resolve(name: str, consts: dict[str, Any] = consts) -> Any:
@@ -171,8 +189,14 @@ def code_facts(closure: list[str], parsed: dict[str, tuple[Any, str]], facts: li
 
         bodies: list[list[ast.stmt]] = []
         if rel == launch.entry:  # a script's top level runs; a config module's top level only states values
-            bodies.append([st for st in tree.body if not isinstance(
-                st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))])
+            top = [st for st in tree.body if not isinstance(
+                st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))]
+            configurator = CONFIGURATOR.search(text)
+            if configurator:  # nanoGPT: globals set before `exec(open('configurator.py')...)` are defaults the
+                # config file and `--key=value` replace; read them through the configuration, not as code
+                exec_line = text.count("\n", 0, configurator.start()) + 1
+                top = [st for st in top if not (isinstance(st, (ast.Assign, ast.AnnAssign)) and st.lineno < exec_line)]
+            bodies.append(top)
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and (st.name in called or st.name in (
                     "main", "train", "run", "fit")):
@@ -181,12 +205,35 @@ def code_facts(closure: list[str], parsed: dict[str, tuple[Any, str]], facts: li
                 bodies += [m.body for m in st.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for body in bodies:
             out += _model_class_facts(body, text, rel)
-            for cf in pyc.code_facts(body, text, resolve, env=env, is_field=is_field):
+            for cf in pyc.code_facts(body, text, resolve, names=helpers, env=env, is_field=is_field):
                 leaf = cf.key.rsplit(".", 1)[-1].lower()
                 if cf.kind == "derived" and leaf not in _DERIVABLE:
                     continue  # a batch size or worker count recomputed in code is not what the config states
+                if leaf in _LENGTH_KEYS and _SCHEDULER.search(cf.snippet):
+                    continue  # get_scheduler(num_training_steps=max_train_steps * num_processes): a schedule length
                 if re.search(r"(^|[._])(val|valid|eval|test)", cf.key.lower()) or re.search(
                         r"\b(?:val|valid|eval|test)\w*\s*=", cf.snippet):
                     continue
                 out.append(Fact(cf.key, cf.value, rel, cf.snippet, cf.kind))
     return out
+
+
+_EVAL_NAME = re.compile(r"val|eval|test", re.I)
+
+
+def loader_without_workers(tree: Any, text: str) -> str | None:
+    """The line of a training `DataLoader(...)` built without `num_workers` (PyTorch's default: 0), if any."""
+    lines = text.splitlines()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        if pyc.dotted(call.func).rsplit(".", 1)[-1] != "DataLoader" or any(
+                kw.arg in (None, "num_workers") for kw in call.keywords):
+            continue
+        target = " ".join(pyc.dotted(t) for t in node.targets)
+        first_arg = pyc.dotted(call.args[0]) if call.args else ""
+        if _EVAL_NAME.search(target) or _EVAL_NAME.search(first_arg):
+            continue
+        return " ".join(lines[node.lineno - 1].split())[:200]
+    return None

@@ -21,18 +21,27 @@ import re
 from schedmate.workload import normalize_dataset, normalize_model_name
 
 __all__ = [
-    "DATASET_PATTERNS", "FIELD_KEYS", "LIBRARY_DEFAULTS", "MODEL_FAMILIES", "NAMED_SIZES_B", "TASK_CUES",
-    "canonical_dataset", "canonical_model", "find_model", "is_model_name", "model_size_b", "size_from_dims",
+    "DATASET_PATTERNS", "FIELD_KEYS", "LIBRARY_DEFAULTS", "MODEL_FAMILIES", "NAMED_SIZES_B", "PER_DEVICE_BATCH",
+    "TASK_CUES", "TOTAL_BATCH",
+    "DATASET_TRAIN_SIZES", "WORD_VOCAB", "canonical_dataset", "canonical_model", "find_model", "is_model_name",
+    "model_size_b",
+    "recurrent_lm_size", "size_from_dims",
     "size_from_name",
 ]
 
 # leaf key -> specificity (higher = more specific); matched on the normalised leaf name
 FIELD_KEYS: dict[str, dict[str, int]] = {
+    # the batch as one device sees it wins over a total stated beside it (Megatron --micro-batch-size over
+    # --global-batch-size, DeepSpeed train_micro_batch_size_per_gpu over train_batch_size, litgpt/Composer
+    # micro batch over the global one); a total counts only where it is the only batch stated
     "batch_size": {
-        "global_batch_size": 9, "per_device_train_batch_size": 9, "train_batch_size": 8, "batch_size_per_gpu": 8,
-        "per_gpu_train_batch_size": 8, "batch_size": 7, "bs": 6, "batch": 5, "train_bs": 6, "ims_per_batch": 8,
-        "micro_batch_size": 3, "mini_batch_size": 6, "train_micro_batch_size_per_gpu": 2, "imgs_per_gpu": 4,
-        "samples_per_gpu": 4, "total_batch_size": 8, "effective_batch_size": 8,
+        "per_device_train_batch_size": 10, "per_device_batch_size": 10, "train_micro_batch_size_per_gpu": 10,
+        "micro_batch_size": 10, "device_train_microbatch_size": 10, "micro_batch": 9, "micro_bs": 9,
+        "device_train_batch_size": 9, "batch_size_per_gpu": 9, "per_gpu_train_batch_size": 9,
+        "per_gpu_batch_size": 9, "batch_size_per_device": 9, "train_batch_size": 8, "batch_size": 7, "bs": 6,
+        "batch": 5, "train_bs": 6, "ims_per_batch": 8, "mini_batch_size": 6, "imgs_per_gpu": 4,
+        "samples_per_gpu": 4, "global_batch_size": 4, "global_train_batch_size": 4, "global_batch": 4,
+        "total_batch_size": 3, "effective_batch_size": 3,
     },
     "learning_rate": {
         "learning_rate": 9, "lr": 8, "base_lr": 8, "lr0": 8, "max_lr": 6, "peak_lr": 6, "blr": 5, "init_lr": 6,
@@ -42,15 +51,16 @@ FIELD_KEYS: dict[str, dict[str, int]] = {
         "max_steps": 9, "max_train_steps": 9, "train_iters": 9, "total_steps": 8, "train_steps": 8, "max_iters": 8,
         "max_iter": 7, "num_steps": 7, "total_iters": 7, "num_iterations": 7, "iterations": 6, "num_train_steps": 8,
         "n_steps": 6, "steps": 4, "iters": 4, "training_steps": 7, "num_training_steps": 7, "total_train_steps": 8,
-        "max_num_steps": 7, "num_updates": 5, "num_batches": 6, "max_update": 7, "total_num_steps": 7,
+        "max_num_steps": 7, "num_updates": 5, "max_update": 7, "total_num_steps": 7,
+        "max_duration": 8,
     },
     "epochs": {
         "num_train_epochs": 9, "epochs": 8, "num_epochs": 8, "max_epochs": 8, "n_epochs": 7, "total_epochs": 7,
-        "epoch": 4, "max_epoch": 7, "train_epochs": 7, "nepochs": 6, "training_epochs": 7,
+        "epoch": 4, "max_epoch": 7, "train_epochs": 7, "nepochs": 6, "training_epochs": 7, "max_duration": 8,
     },
     "num_workers": {
         "dataloader_num_workers": 9, "num_workers": 8, "workers": 8, "dataloader_workers": 8, "n_workers": 7,
-        "data_workers": 7, "loader_workers": 7, "num_data_workers": 7, "preprocessing_num_workers": 2,
+        "data_workers": 7, "loader_workers": 7, "num_data_workers": 7,
         "workers_per_gpu": 7,
     },
     "model_name": {
@@ -82,12 +92,23 @@ FIELD_KEYS: dict[str, dict[str, int]] = {
     "vocab": {"vocab_size": 9, "padded_vocab_size": 9, "n_vocab": 9},
 }
 
+# batch keys that name the batch one device sees, and totals over devices / accumulation steps
+PER_DEVICE_BATCH = frozenset(k for k, v in FIELD_KEYS["batch_size"].items() if v >= 9)
+TOTAL_BATCH = frozenset({"global_batch_size", "global_train_batch_size", "global_batch", "total_batch_size",
+                         "effective_batch_size"})
+
 # framework -> {key: default}
 LIBRARY_DEFAULTS: dict[str, dict[str, object]] = {
     "transformers.TrainingArguments": {
         "num_train_epochs": 3.0, "max_steps": -1, "per_device_train_batch_size": 8, "learning_rate": 5e-5,
         "dataloader_num_workers": 0,
     },
+    # a `torch.utils.data.DataLoader(...)` built without num_workers loads in the main process
+    "torch.utils.data.DataLoader": {"num_workers": 0},
+    # Megatron-LM's argument parser (megatron/training/arguments.py): --num-workers 2
+    "megatron": {"num_workers": 2},
+    # torchtune's recipes build their DataLoader without workers
+    "torchtune": {"num_workers": 0},
 }
 
 # ----------------------------------------------------------------------------------------- models
@@ -116,7 +137,7 @@ MODEL_FAMILIES: dict[str, str] = {
     "roberta": r"(?:xlm-)?roberta-(?:base|large)",
     "deberta": r"deberta(?:-v\d)?-(?:xsmall|small|base|large|xlarge)",
     "electra": r"electra-(?:small|base|large)",
-    "vit": r"vit-(?:tiny|small|base|large|huge|ti|s|b|l|h|g)(?:-patch\d+|-\d+)?(?:-\d+)?",
+    "vit": r"vit-(?:tiny|small|base|large|huge|ti|s|b|l|h|g)(?:-patch\d+|-p\d+|-\d+)?(?:-\d+)?",
     "deit": r"deit-(?:tiny|small|base)",
     "swin-like": r"(?:pvt|cait|beit|eva|regnet[xy]?)-?(?:v2)?-(?:tiny|small|base|large|\d+\w*)",
     "resnet": r"resnet-?\d{2,3}[a-z]?|resnext-?\d+|wide-resnet-?\d+|se-?resnet-?\d+",
@@ -126,8 +147,9 @@ MODEL_FAMILIES: dict[str, str] = {
     "swin": r"swin(?:v2)?-(?:tiny|small|base|large|t|s|b|l)",
     "yolo": r"yolo-?v?\d+[nsmlx]?(?:-seg|-pose|-cls)?|yolox(?:-[nsmlx])?",
     "detr": r"(?:deformable-|conditional-|dab-|dino-)?detr(?:-r(?:esnet-?)?\d+)?",
-    "rcnn": r"(?:mask|faster|cascade)-?r-?cnn(?:-r\d+)?",
-    "retinanet": r"retinanet(?:-r\d+)?",
+    "rcnn": r"(?:mask|faster|cascade)-?r-?cnn(?:-r-?\d+)?(?:-fpn)?",
+    "retinanet": r"retinanet(?:-r-?\d+)?(?:-fpn)?",
+    "monai": r"segresnet(?:-?vae|-?ds)?|swin-?unetr(?:-?v2)?|unetr|dynunet|vnet",
     "unet": r"(?:3d-|2d-)?u-?net(?:-?[23]d)?(?:-\d+)?|nnu-?net",
     "stable-diffusion": r"stable-diffusion(?:-v?\d(?:[.-]\d)?)?(?:-xl)?|sd-?v?\d[.-]?\d|sdxl",
     "whisper": r"whisper-(?:tiny|base|small|medium|large)(?:-v\d)?",
@@ -136,8 +158,13 @@ MODEL_FAMILIES: dict[str, str] = {
     "clip": r"(?:openai-)?clip-vit-[a-z]+(?:-patch)?-?\d+|clip-rn\d+",
     "dlrm": r"dlrm",
     "segformer": r"segformer(?:-b\d)?",
-    "deeplab": r"deeplab-?v3\+?(?:-resnet\d+)?",
-    "mae": r"mae-vit-(?:base|large|huge)",
+    # OpenMMLab-style segmentors / detectors, named with an optional backbone (pspnet-r50-d8, fcos-r50)
+    "segmentor": r"(?:pspnet|upernet|ocrnet|danet|ccnet|apcnet|dnlnet|gcnet|knet|mask2former|maskformer|setr)"
+                 r"(?:-r(?:esnet)?-?\d+(?:-d\d+)?)?",
+    "detector": r"(?:fcos|atss|rtmdet(?:-[tsmlx])?|htc|solov?2?|yolof|tood|gfl|paa|centernet)(?:-r(?:esnet)?-?\d+)?",
+    "deeplab": r"deeplab-?v3(?:\+|plus|p)?(?:-r(?:esnet)?-?\d+(?:-d\d+)?)?",
+    "mae": r"mae-vit-(?:base|large|huge|b|l|h)(?:-patch\d+|-\d+)?",
+    "mpt": rf"mpt-{_SIZE}(?:-\d+k)?{_VARIANT}",
     "dino": r"dino-?v?2?-vit[a-z]*-?\d+",
 }
 _FAMILY_RX = [(fam, re.compile(rf"^(?:{rx})$")) for fam, rx in MODEL_FAMILIES.items()]
@@ -153,7 +180,8 @@ def canonical_model(raw: str) -> str:
     'yolov8m.pt' -> 'yolov8m', 'mobilenet_v2' -> 'mobilenetv2', 'resnet50.a1_in1k' -> 'resnet-50'."""
     name = normalize_model_name(raw)
     name = re.sub(r"\.(?:[a-z]+\d*_)?in(?:1k|21k|22k)\S*$|\.(?:tv|fb|a\d|ra|augreg)\S*$", "", name)
-    m = re.match(r"^(clip-)?vit-(tiny|small|base|large|huge|giant|ti|s|b|l|h|g)-?(?:patch-?)?(\d+)(?:-\d+)?$", name)
+    m = re.match(r"^(clip-|mae-)?vit-(tiny|small|base|large|huge|giant|ti|s|b|l|h|g)-?(?:patch-?|p)?(\d+)(?:-\d+)?$",
+                 name)
     if m:
         size = _VIT_SIZES.get(m.group(2), m.group(2))
         return f"{m.group(1) or ''}vit-{size}-{m.group(3)}"
@@ -161,6 +189,9 @@ def canonical_model(raw: str) -> str:
     name = re.sub(r"^resnet(\d)", r"resnet-\1", name)
     name = re.sub(r"^yolo-v?(\d)", r"yolov\1", name)
     name = re.sub(r"^(mask|faster|cascade)-?r-?cnn", r"\1-rcnn", name)
+    name = re.sub(r"^((?:mask|faster|cascade)-rcnn|retinanet|deeplabv3(?:plus)?)-r-(\d+)", r"\1-r\2", name)
+    name = re.sub(r"^(?:tf-)(efficientnet|mixnet|mobilenet)", r"\1", name)  # timm's TF-ported weights, same net
+    name = re.sub(r"^swin-?unetr", "swin-unetr", name)
     return name
 
 
@@ -220,10 +251,13 @@ NAMED_SIZES_B: dict[str, float] = {
     "bert-base": 0.110, "bert-large": 0.340, "distilbert": 0.066, "roberta-base": 0.125, "roberta-large": 0.355,
     "deberta-base": 0.139, "deberta-large": 0.406, "deberta-v3-base": 0.184, "deberta-v3-large": 0.435,
     "electra-base": 0.110, "electra-large": 0.335,
-    "t5-small": 0.060, "t5-base": 0.220, "t5-large": 0.770, "t5-xl": 3.0, "t5-xxl": 11.0,
+    "t5-small": 0.060, "t5-base": 0.220, "t5-large": 0.770, "t5-xl": 2.85, "t5-3b": 2.85, "t5-11b": 11.0,
+    "t5-xxl": 11.0,
     "gpt-2": 0.124, "gpt-2-medium": 0.355, "gpt-2-large": 0.774, "gpt-2-xl": 1.56, "phi-1.5": 1.4, "phi-2": 2.7,
     "vit-ti-16": 0.0057, "vit-s-16": 0.022, "vit-b-16": 0.086, "vit-b-32": 0.088, "vit-l-16": 0.304,
     "vit-l-14": 0.304, "vit-h-14": 0.632,
+    "mae-vit-b-16": 0.112, "mae-vit-l-16": 0.330, "mae-vit-h-14": 0.657,  # encoder + 8-block 512-d decoder
+    "clip-rn50": 0.102, "clip-rn101": 0.120, "clip-rn50x4": 0.178,
     "clip-vit-b-32": 0.151, "clip-vit-b-16": 0.150, "clip-vit-l-14": 0.428,
     "resnet-18": 0.0117, "resnet-34": 0.0218, "resnet-50": 0.0256, "resnet-101": 0.0445, "resnet-152": 0.0602,
     "convnext-tiny": 0.0286, "convnext-small": 0.0502, "convnext-base": 0.0886, "convnext-large": 0.198,
@@ -237,8 +271,13 @@ NAMED_SIZES_B: dict[str, float] = {
     "yolov5n": 0.0019, "yolov5s": 0.0072, "yolov5m": 0.0212, "yolov5l": 0.0465, "yolov5x": 0.0867,
     "whisper-tiny": 0.039, "whisper-base": 0.074, "whisper-small": 0.244, "whisper-medium": 0.769,
     "whisper-large": 1.55, "wav2vec2-base": 0.095, "wav2vec2-large": 0.317,
-    "stable-diffusion-v1-5": 0.86, "stable-diffusion-v1-4": 0.86, "stable-diffusion-2-1": 0.865, "sdxl": 2.6,
+    # diffusion models: the UNet, which is what fine-tuning trains
+    "stable-diffusion-v1-5": 0.86, "stable-diffusion-v1-4": 0.86, "stable-diffusion-2-1": 0.865, "sdxl": 2.57,
+    "stable-diffusion-xl": 2.57,
+    "segresnet": 0.0047, "swin-unetr": 0.062, "unetr": 0.092,  # MONAI defaults (init_filters 16, feature_size 48)
     "detr-resnet-50": 0.041, "detr-r50": 0.041, "mask-rcnn": 0.044, "faster-rcnn": 0.042, "retinanet": 0.038,
+    "faster-rcnn-r50": 0.0413, "faster-rcnn-r101": 0.0603, "mask-rcnn-r50": 0.0440, "mask-rcnn-r101": 0.0630,
+    "retinanet-r50": 0.0378, "retinanet-r101": 0.0568,
 }
 
 _SIZE_IN_NAME = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
@@ -261,6 +300,38 @@ def size_from_dims(n_layer: int, d_model: int, vocab: int | None = None) -> floa
     return (12 * n_layer * d_model * d_model + (vocab or 0) * d_model) / 1e9
 
 
+# training examples of public datasets (standard train split), to tell which of two stated limits binds
+DATASET_TRAIN_SIZES: dict[str, int] = {
+    "alpaca": 52002, "alpaca-cleaned": 51760, "alpaca-gpt4": 52002, "databricks-dolly-15k": 15011,
+    "gsm8k": 7473, "squad": 87599, "squad-v2": 130319, "cifar-10": 50000, "cifar-100": 50000, "mnist": 60000,
+    "fashion-mnist": 60000, "imagenet-1k": 1281167, "coco": 118287, "oasst1": 84437, "imdb": 25000,
+}
+
+# word-level vocabularies of public language-modelling corpora (tokens of the standard splits), for models
+# whose embedding table is sized by the data (`ntokens = len(corpus.dictionary)`)
+WORD_VOCAB: dict[str, int] = {"wikitext-2": 33278, "wikitext-103": 267735, "ptb": 10000}
+_RNN_GATES = {"lstm": 4, "gru": 3, "rnn": 1, "rnn-tanh": 1, "rnn-relu": 1}
+
+
+def recurrent_lm_size(kind: str, vocab: int, emsize: int, nhid: int, nlayers: int, tied: bool) -> float | None:
+    """Parameters (billions) of an embedding -> RNN/Transformer-encoder stack -> linear decoder word LM
+    (PyTorch's word_language_model / AWD-LSTM layout). A tied decoder shares the embedding (bias only)."""
+    kind = kind.lower().replace("_", "-")
+    emb = vocab * emsize
+    if kind in _RNN_GATES:
+        g, body, d_in = _RNN_GATES[kind], 0, emsize
+        for _ in range(nlayers):
+            body += g * (nhid * (d_in + nhid) + 2 * nhid)
+            d_in = nhid
+        dec = vocab if tied else nhid * vocab + vocab
+    elif kind == "transformer":  # nn.TransformerEncoderLayer(emsize, nhead, dim_feedforward=nhid)
+        body = nlayers * (4 * emsize * emsize + 4 * emsize + 2 * emsize * nhid + nhid + emsize + 4 * emsize)
+        dec = emsize * vocab + vocab
+    else:
+        return None
+    return (emb + body + dec) / 1e9
+
+
 def model_size_b(canonical: str, raw: str | None = None) -> tuple[float, str] | None:
     """(size, why) from a model's name: a number written in it, else the public size of a named variant."""
     for text in (raw, canonical):
@@ -269,10 +340,18 @@ def model_size_b(canonical: str, raw: str | None = None) -> tuple[float, str] | 
             if v is not None:
                 return v, f"size written in {text!r}"
     base = re.sub(r"-(?:uncased|cased|instruct|chat|it)$", "", canonical)
-    # release and width markers do not change the size class: t5-v1-1-small, mobilenetv2-100, resnet-50-a1
-    plain = re.sub(r"-v\d+(?:[.-]\d+)?(?=-)", "", base)
+    # release, width and fine-tune markers do not change the size class: t5-v1-1-small, flan-t5-xl,
+    # mobilenetv2-100, resnet-50-a1
+    plain = re.sub(r"-v\d+(?:[.-]\d+)?(?=-)", "", re.sub(r"^flan-", "", base))
     plain = re.sub(r"-(?:\d{3}|a\d|d|tv)$", "", plain)
     for key in (canonical, base, plain):
+        if key in NAMED_SIZES_B:
+            return NAMED_SIZES_B[key], f"public size of {key}"
+    # a variant qualified further than the table knows: faster-rcnn-r101-fpn -> faster-rcnn-r101,
+    # stable-diffusion-xl-base-1.0 -> stable-diffusion-xl
+    parts = plain.split("-")
+    for n in range(len(parts) - 1, 0, -1):
+        key = "-".join(parts[:n])
         if key in NAMED_SIZES_B:
             return NAMED_SIZES_B[key], f"public size of {key}"
     return None
@@ -299,9 +378,11 @@ DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"alpaca-?(?:data-?)?cleaned", "alpaca-cleaned"),
     (r"alpaca-?gpt-?4", "alpaca-gpt4"),
     (r"(?:stanford-)?alpaca(?:-data)?(?:-52k)?", "alpaca"),
-    (r"(?:databricks-)?dolly(?:-15k)?", "dolly-15k"),
+    (r"(?:mosaicml-)?dolly-?hh-?rlhf", "dolly-hhrlhf"),
+    (r"(?:databricks-)?dolly(?:-15k)?", "databricks-dolly-15k"),
     (r"oasst-?1|openassistant-guanaco|guanaco", "oasst1"),
-    (r"ultrachat(?:-200k)?", "ultrachat"),
+    (r"ultrachat-?200k", "ultrachat-200k"),
+    (r"ultrachat", "ultrachat"),
     (r"(?:the-)?pile(?:-uncopyrighted|-text-document|-deduped)?", "pile"),
     (r"slim-?pajama(?:-627b)?(?:-text-document)?", "slimpajama"),
     (r"red-?pajama(?:-data)?(?:-1t|-v2)?(?:-sample)?", "redpajama"),
@@ -310,6 +391,7 @@ DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"open-?web-?text(?:-?corpus)?", "openwebtext"),
     (r"wikitext-?103(?:-raw)?(?:-v1)?", "wikitext-103"),
     (r"wikitext-?2(?:-raw)?(?:-v1)?", "wikitext-2"),
+    (r"ptb|penn-?treebank(?:-word)?", "ptb"),
     (r"(?:tiny-?)?shakespeare(?:-char)?", "shakespeare"),
     (r"c4(?:-en)?|colossal-clean-crawled-corpus", "c4"),
     (r"bookcorpus(?:open)?", "bookcorpus"),
@@ -319,7 +401,7 @@ DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"laion(?:-aesthetics?)?(?:-v2)?(?:-\d+plus)?", "laion"),
     (r"cc-?3m|conceptual-captions", "cc3m"),
     (r"cc-?12m", "cc12m"),
-    (r"criteo-?(?:1tb|tb|terabyte)", "criteo-1tb"),
+    (r"criteo-?(?:1tb|tb|terabyte)", "criteo-tb"),
     (r"criteo-?kaggle|criteo-display-ad-challenge|kaggle-?ad-?display-?challenge(?:-processed)?", "criteo-kaggle"),
     (r"criteo", "criteo"),
     (r"movielens(?:-\w+)?|ml-(?:1m|20m|25m|100k)", "movielens"),
@@ -362,6 +444,7 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
         (r"(?i)(?:language model|llm|gpt|causal[- ]lm)[- ]pre-?train", 3), (r"(?i)\bpre-?train(?:ing)? (?:a )?gpt", 3),
         (r"(?i)megatron", 1.5), (r"--train-iters|train_iters", 1), (r"GPTModel|GPT2LMHeadModel|class GPT\b", 1.5),
         (r"(?i)next[- ]token|causal language model", 1.5), (r"(?i)openwebtext|slimpajama|redpajama|fineweb|\bthe pile\b", 2),
+        (r"(?i)(?:^|[/_-])pre-?train(?:ing)?[/_.-]", 1.5),
         (r"(?i)tokens? per (?:iter|step)|tokens_per_iter", 1.5), (r"(?i)\blanguage[_ -]model(?:ing|ling)\b", 2),
     ),
     "masked-lm-pretraining": ((r"(?i)masked language model|ForMaskedLM|\bmlm\b", 3),),
@@ -397,7 +480,11 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
                            (r"start_positions", 1)),
     "text-classification": ((r"(?i)text classification|ForSequenceClassification|sentiment", 3),
                             (r"(?i)\bglue\b|\bmnli\b|\bsst-?2\b|\bimdb\b", 2)),
-    "seq2seq": ((r"(?i)span[- ]corruption|summari[sz]ation|translation", 2),
+    "summarization": ((r"(?i)summari[sz]ation", 3), (r"(?i)cnn[_-]?daily[_-]?mail|\bxsum\b|samsum", 2)),
+    "translation": ((r"(?i)machine translation|\btranslation\b", 3), (r"(?i)\bwmt\d*\b|opus", 1.5)),
+    "masked-image-modeling": ((r"(?i)masked auto-?encoder|masked image model", 4), (r"\bmask_ratio\b", 2),
+                              (r"norm_pix_loss|mae_vit", 2)),
+    "seq2seq": ((r"(?i)span[- ]corruption", 2),
                 (r"T5ForConditionalGeneration|Seq2SeqTrainer|AutoModelForSeq2SeqLM", 2), (r"(?i)text2text", 2)),
     "speech-recognition": ((r"(?i)speech recognition|\basr\b|ForCTC|Whisper|wav2vec", 3), (r"(?i)librispeech|common[_ ]voice", 2)),
     "preference-optimization": ((r"(?i)\bdpo\b|DPOTrainer|preference optimi[sz]ation|\brlhf\b|reward model", 3),),

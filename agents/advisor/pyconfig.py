@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MISSING", "WORLD_SIZE", "CodeFact", "code_facts", "evaluate", "load_py_config", "merge"]
+__all__ = ["MISSING", "WORLD_SIZE", "CodeFact", "Returns", "code_facts", "constant_returns", "evaluate",
+           "load_py_config", "merge"]
 
 
 class _Missing:
@@ -46,6 +47,31 @@ _ENV_GET = ("os.environ.get", "os.getenv", "environ.get", "getenv")
 MAX_BASES = 8
 WORLD_SIZE = "<world_size>"  # what `lookup` is asked for `dist.get_world_size()` / `torch.cuda.device_count()`
 _WORLD_CALLS = ("get_world_size", "device_count", "num_processes")
+
+
+@dataclass(frozen=True)
+class Returns:
+    """What a module-level function returns whatever its arguments: the keys every `return {...}` of
+    the function states with the same value (`get_default_params(model)` -> {'lr': 5e-4})."""
+
+    value: dict[str, Any]
+
+
+def constant_returns(tree: ast.Module) -> dict[str, Returns]:
+    out: dict[str, Returns] = {}
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        rets = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return)]
+        if not rets or not all(isinstance(r, ast.Dict) for r in rets):
+            continue
+        dicts = [evaluate(r, {}) for r in rets]
+        if any(not isinstance(d, dict) for d in dicts):
+            continue
+        common = {k: v for k, v in dicts[0].items() if all(k in d and d[k] == v for d in dicts[1:])}
+        if common:
+            out[fn.name] = Returns(common)
+    return out
 
 
 def dotted(node: ast.AST) -> str:
@@ -140,6 +166,8 @@ def evaluate(node: ast.AST | None, names: Mapping[str, Any], lookup: Lookup | No
             return a is b if isinstance(node.ops[0], ast.Is) else a is not b if isinstance(node.ops[0], ast.IsNot) else a == b
         if isinstance(node, ast.Call):
             fn = dotted(node.func)
+            if isinstance(names.get(fn), Returns):  # a helper whose every return states the same values
+                return dict(names[fn].value)
             if fn == "dict":
                 out = {}
                 for a in node.args:
@@ -206,8 +234,70 @@ def _read(repo: Path, rel: str) -> str | None:
         return None
 
 
-def _module_values(tree: ast.Module, names: dict[str, Any], env: Mapping[str, str] | None) -> dict[str, tuple[Any, int]]:
-    """Top-level `NAME = expr` values that fold to plain data, in order (name -> (value, line))."""
+def dataclass_defaults(tree: ast.Module) -> dict[str, dict[str, Any]]:
+    """`@dataclass class Config: lr: float = 1e-4` -> {'Config': {'lr': 1e-4}} (fields whose default folds)."""
+    out: dict[str, dict[str, Any]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or not any(
+                dotted(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1] == "dataclass"
+                for d in node.decorator_list):
+            continue
+        fields: dict[str, Any] = {}
+        for st in node.body:
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+                value = st.value
+                if isinstance(value, ast.Call) and dotted(value.func).rsplit(".", 1)[-1] == "field":
+                    value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
+                v = evaluate(value, {}) if value is not None else MISSING
+                if v is not MISSING and _jsonish(v):
+                    fields[st.target.id] = v
+        out[node.name] = fields
+    return out
+
+
+def _imported_dataclasses(repo: Path, rel: str, tree: ast.Module) -> dict[str, dict[str, Any]]:
+    """Dataclasses a config module imports from the repository (`from configs.base import Config`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for st in tree.body:
+        if not isinstance(st, ast.ImportFrom) or not st.module:
+            continue
+        base = Path(rel).parent
+        for _ in range(max(st.level - 1, 0)):
+            base = base.parent
+        mod = st.module.replace(".", "/") + ".py"
+        for cand in ([(base / mod).as_posix()] if st.level else [mod, (Path(rel).parent / mod).as_posix()]):
+            text = _read(repo, cand)
+            if text is None:
+                continue
+            try:
+                classes = dataclass_defaults(ast.parse(text))
+            except (SyntaxError, ValueError, RecursionError):
+                break
+            for a in st.names:
+                if a.name in classes:
+                    out[a.asname or a.name] = classes[a.name]
+            break
+    return out
+
+
+def _instance(node: ast.AST, classes: Mapping[str, dict[str, Any]], names: Mapping[str, Any],
+              env: Mapping[str, str] | None) -> Any:
+    """`Config(lr=2e-4)` of a known dataclass: its defaults updated with the keywords that fold."""
+    if not (isinstance(node, ast.Call) and dotted(node.func) in classes):
+        return MISSING
+    out = dict(classes[dotted(node.func)])
+    for kw in node.keywords:
+        if kw.arg:
+            v = evaluate(kw.value, names, None, env)
+            if v is not MISSING:
+                out[kw.arg] = v
+    return out
+
+
+def _module_values(tree: ast.Module, names: dict[str, Any], env: Mapping[str, str] | None,
+                   classes: Mapping[str, dict[str, Any]] | None = None) -> dict[str, tuple[Any, int]]:
+    """Top-level `NAME = expr` values that fold to plain data, in order (name -> (value, line)); an
+    instance of a dataclass the module defines or imports is its field values."""
     out: dict[str, tuple[Any, int]] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
@@ -216,7 +306,9 @@ def _module_values(tree: ast.Module, names: dict[str, Any], env: Mapping[str, st
             targets, value = [stmt.target], stmt.value
         else:
             continue
-        v = evaluate(value, names, None, env)
+        v = _instance(value, classes or {}, names, env)
+        if v is MISSING:
+            v = evaluate(value, names, None, env)
         if v is MISSING or not _jsonish(v):
             continue
         for t in targets:
@@ -236,7 +328,8 @@ def load_py_config(repo: Path, rel: str, *, env: Mapping[str, str] | None = None
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return {}, {}, []
-    values = _module_values(tree, {}, env)
+    classes = {**_imported_dataclasses(repo, rel, tree), **dataclass_defaults(tree)}
+    values = _module_values(tree, {}, env, classes)
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
     files: list[str] = []
@@ -371,7 +464,7 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
             return
         v = value_of(node)
         if v is MISSING:
-            local.pop(key, None)
+            local[key] = MISSING  # set to something unknown here: the stated value no longer holds
             return
         local[key] = v
         leaf = key.rsplit(".", 1)[-1]
@@ -382,6 +475,8 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
                     out.append(CodeFact(k, x, lineno, _line(lines, lineno), "code_dict"))
         elif _number(v) and is_field(leaf) and _derived_expr(node):
             out.append(CodeFact(key, v, lineno, _line(lines, lineno), "derived"))
+
+    in_loop = [0]  # depth of training loops around the statement being read
 
     def visit(stmts: list[ast.stmt]) -> None:
         for st in stmts:
@@ -394,7 +489,9 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
                 assign(st.target, st.value, st.lineno)
             elif isinstance(st, ast.AugAssign):
                 key = dotted(st.target)
-                if key:
+                if key and in_loop[0]:
+                    local[key] = MISSING  # `lr /= 4.0` inside the loop: a schedule step, not the stated start
+                elif key:
                     assign(st.target, ast.BinOp(left=st.target, op=st.op, right=st.value), st.lineno)
             elif isinstance(st, ast.If):
                 guard = _guard_target(st.test)
@@ -413,10 +510,13 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
                 else:
                     visit(st.body)
                     visit(st.orelse)
-            elif isinstance(st, (ast.For, ast.AsyncFor)):
-                loop_range(st)
+            elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
+                if not isinstance(st, ast.While):
+                    loop_range(st)
+                in_loop[0] += 1
                 visit(st.body)
-            elif isinstance(st, (ast.While, ast.With, ast.AsyncWith)):
+                in_loop[0] -= 1
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
                 visit(st.body)
             elif isinstance(st, ast.Try):
                 visit(st.body)
@@ -429,15 +529,31 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
         if not (isinstance(it, ast.Call) and dotted(it.func) == "range" and it.args) or not var:
             return
         bound = it.args[1] if len(it.args) >= 2 else it.args[0]
-        v = value_of(bound)
-        if not (_number(v) and v > 0):
+        start = value_of(it.args[0]) if len(it.args) >= 2 else 0
+        stop = value_of(bound)
+        if len(it.args) >= 2 and isinstance(bound, ast.BinOp) and isinstance(bound.op, ast.Add) \
+                and dotted(bound.left) and dotted(bound.left) == dotted(it.args[0]):
+            start, stop = 0, value_of(bound.right)  # range(start_epoch, start_epoch + 200): 200 whatever the start
+            bound = bound.right
+        if not _number(start):
+            start = 0  # resumed from an unknown point: the bound is the length as written
+        if not _number(stop):
             return
-        if isinstance(bound, (ast.Name, ast.Attribute)) and dotted(bound) not in local:
-            return  # a bound read straight from the configuration adds nothing
+        v = stop - start  # range(1, epochs + 1) runs `epochs` times
+        if v <= 0:
+            return
+        if _config_read(bound):
+            return  # a bound read straight from the configuration (or off by one: `max_iters + 1`) adds nothing
         key = "epochs" if _LOOP_EPOCH.search(var) else "max_steps" if _LOOP_STEP.search(var) else None
         if key:
             kind = "derived" if _derived_expr(bound) else "code"
             out.append(CodeFact(key, int(v), st.lineno, _line(lines, st.lineno), kind))
+
+    def _config_read(node: ast.AST) -> bool:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return dotted(node) not in local
+        return (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+                and isinstance(node.right, ast.Constant) and node.right.value == 1 and _config_read(node.left))
 
     def calls(st: ast.stmt) -> None:
         nodes = [st.value] if isinstance(st, (ast.Assign, ast.Expr, ast.AnnAssign, ast.Return)) and st.value else []

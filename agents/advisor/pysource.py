@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
 ]
 
 _MISSING = object()
+_EVAL_TARGET = re.compile(r"(?:^|[._])(?:val|valid|eval|test)", re.I)
 MAX_IMPORTED_FILES = 40
 MODEL_LOADERS = ("from_pretrained", "create_model", "YOLO", "load_model", "build_model", "get_model",
                  "create_model_and_transforms", "RTDETR", "timm_model")
@@ -164,9 +166,9 @@ def _segment(text: str, node: ast.AST) -> str:
 # ----------------------------------------------------------------------------------------- imports
 
 
-def _module_file(repo: Path, base: Path, dotted: str) -> Path | None:
+def _module_file(repo: Path, base: Path, dotted: str, roots: tuple[Path, ...] = ()) -> Path | None:
     rel = dotted.replace(".", "/")
-    for root in (base, repo):
+    for root in (base, repo, *roots):
         for cand in (root / f"{rel}.py", root / rel / "__init__.py"):
             if cand.is_file():
                 try:
@@ -178,7 +180,7 @@ def _module_file(repo: Path, base: Path, dotted: str) -> Path | None:
     return None
 
 
-def imported_files(repo: Path, path: Path, tree: ast.Module) -> list[Path]:
+def imported_files(repo: Path, path: Path, tree: ast.Module, roots: tuple[Path, ...] = ()) -> list[Path]:
     """Repository files imported by one module (direct imports only)."""
     base = path.parent
     found: list[Path] = []
@@ -204,16 +206,23 @@ def imported_files(repo: Path, path: Path, tree: ast.Module) -> list[Path]:
         for m in mods:
             parts = m.split(".")
             for i in range(len(parts), 0, -1):  # package __init__ files on the way count too
-                f = _module_file(repo, base, ".".join(parts[:i]))
+                f = _module_file(repo, base, ".".join(parts[:i]), roots)
                 if f is not None:
                     found.append(f)
     return list(dict.fromkeys(found))
 
 
 def local_imports(repo: Path, rel: str, limit: int = MAX_IMPORTED_FILES,
-                  cache: dict[Path, tuple[ast.Module, str] | None] | None = None) -> list[str]:
-    """`rel` and the repository modules it imports, transitively (breadth first, bounded)."""
+                  cache: dict[Path, tuple[ast.Module, str] | None] | None = None,
+                  python_path: str | None = None) -> list[str]:
+    """`rel` and the repository modules it imports, transitively (breadth first, bounded); `python_path`
+    (the launcher's PYTHONPATH, e.g. `$PWD/src`) adds import roots inside the repository."""
     repo_real = repo.resolve()
+    roots: tuple[Path, ...] = ()
+    for part in (python_path or "").split(":"):
+        part = re.sub(r"^\$\{?(?:PWD|HOME_DIR|ROOT)\}?/?|^\./", "", part.strip())
+        if part and not part.startswith(("$", "/", "..")) and (repo / part).is_dir():
+            roots += ((repo / part).resolve(),)
     start = (repo / rel).resolve()
     order: list[Path] = [start]
     seen = {start}
@@ -223,7 +232,7 @@ def local_imports(repo: Path, rel: str, limit: int = MAX_IMPORTED_FILES,
         i += 1
         if parsed is None:
             continue
-        for f in imported_files(repo, order[i - 1], parsed[0]):
+        for f in imported_files(repo, order[i - 1], parsed[0], roots):
             if f not in seen:
                 seen.add(f)
                 order.append(f)
@@ -354,9 +363,11 @@ def call_literals(tree: ast.Module, text: str, names: dict[str, Any] | None = No
             live.append(stmt)
     kwargs: dict[str, Literal_] = {}
     loaders: list[Literal_] = []
+    evaluation = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                  and any(_EVAL_TARGET.search(_dotted(t)) for t in n.targets)}  # val_loader = DataLoader(...)
     for root in live:
         for node in ast.walk(root):
-            if not isinstance(node, ast.Call):
+            if not isinstance(node, ast.Call) or id(node) in evaluation:
                 continue
             fn = _dotted(node.func).split(".")[-1]
             for kw in node.keywords:

@@ -24,14 +24,20 @@ the way the training program would at launch time, then maps configuration keys 
 5. every value becomes a `Fact` with a precedence (derived in code > command line > exported
    environment > config files / code dicts > constants / code literals > argparse/dataclass defaults
    > literal call arguments > library defaults > README prose) and the winning fact per key is kept;
-6. fields are chosen from those keys by name (`knowledge.FIELD_KEYS`, plus keys that name a field
+   framework rules derive what no key states: mmengine `--auto-scale-lr`, Megatron `--train-samples` over
+   the global batch, per-epoch step caps times epochs, Composer time strings ('24800ba', '2ep'), library
+   defaults (a DataLoader without workers: 0; Megatron: 2);
+6. fields are chosen from those keys by name (`knowledge.FIELD_KEYS`: the per-device batch over a total,
+   DeepSpeed's optimizer block over a script's --lr, no schedule length as a run length; plus keys that name a field
    by their place: `model._component_`, `DATASETS.TRAIN`), highest precedence first, then the most
    specific key name; names are put in the extractor's own canonical forms (`knowledge`: model
    families, dataset spellings), never in any corpus generator's;
 7. what configs never state is inferred and marked so: the task (weighted, case-aware cues in
    code, docstrings and README), iteration type (a positive step budget wins over epochs, as in HF
-   Trainer, Lightning and Megatron), model size (written in the name, else ~12*L*h^2 + vocab*h from
-   stated dimensions, else the public size of a variant named by a word).
+   Trainer, Lightning and Megatron, unless both sit in one config section and the epochs of a dataset of
+   public size end first), model size (written in the name, else ~12*L*h^2 + vocab*h from stated
+   dimensions, else a word LM's embedding + recurrent layers, else the public size of a variant named by
+   a word); the model of an OpenMMLab config is the one its file name states (`deeplabv3plus_r50-d8_...`).
 
 Every field carries its provenance (`FieldEvidence`: file, snippet, kind, key) and the
 candidates it beat. Unknown stays None; nothing is invented.
@@ -40,6 +46,7 @@ candidates it beat. Unknown stays None; nothing is invented.
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -57,12 +64,13 @@ from schedmate.agents.advisor.facts import (
     RANK, Fact, as_int, as_lr, as_str, effective, parse_number,
 )
 from schedmate.agents.advisor.knowledge import (
-    FIELD_KEYS, LIBRARY_DEFAULTS, TASK_CUES, canonical_model, model_size_b, size_from_dims,
+    DATASET_TRAIN_SIZES, FIELD_KEYS, LIBRARY_DEFAULTS, PER_DEVICE_BATCH, TASK_CUES, TOTAL_BATCH, WORD_VOCAB,
+    canonical_model, model_size_b, recurrent_lm_size, size_from_dims, size_from_name,
 )
 from schedmate.agents.advisor.launch import Launch, parse_launch
 from schedmate.agents.advisor.names import dataset_name, find_known_model, generic_name, known_dataset
 from schedmate.agents.advisor.tools import NOISE_DIRS, SKIP_DIRS
-from schedmate.workload import WorkloadMetadata, normalize_task_type, parse_model_size_b
+from schedmate.workload import WorkloadMetadata, normalize_model_name, normalize_task_type, parse_model_size_b
 
 __all__ = [
     "FIELDS", "MANDATORY", "RANK", "Fact", "FieldEvidence", "StaticExtraction", "extract_static", "find_known_model",
@@ -78,6 +86,8 @@ _TOKENIZER = re.compile(r"tokeni[sz]er|vocab|merges?[._-]|merge_file", re.I)
 _OVERRIDE_OPTS = {"opts", "cfg_options", "override", "overrides", "set", "options", "opt"}
 _HYDRA_OPTS = {"config_name": "name", "cn": "name", "config_path": "path", "cp": "path", "config_dir": "dir",
                "cd": "dir"}
+_DS_OPTIMIZER_LR = re.compile(r"(?:^|\.)optimizer\.params\.lr$")
+_MEGATRON_IMPORT = re.compile(r"^\s*(?:from|import)\s+megatron\b", re.M)
 _YACS_KEY = re.compile(r"^[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)+$")
 
 
@@ -259,7 +269,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
     closure: list[str] = []
     ast_cache: dict[Path, Any] = {}
     if launch.entry and (repo / launch.entry).is_file():
-        closure = pys.local_imports(repo, launch.entry, cache=ast_cache)
+        closure = pys.local_imports(repo, launch.entry, cache=ast_cache, python_path=launch.env.get("PYTHONPATH"))
     elif launch.entry:
         errors.append(f"entry {launch.entry} not found in the repository")
     specs: dict[str, pys.ArgSpec] = {}
@@ -333,6 +343,19 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             facts.append(Fact(k, lit.value, rel, lit.snippet, "call_kwarg"))
         for lit in loaders:
             facts.append(Fact("model", lit.value, rel, lit.snippet, "call_kwarg"))
+    for rel in closure:  # a training DataLoader built without workers loads in the main process
+        res = parsed.get(rel)
+        snip = codefacts.loader_without_workers(*res) if res is not None else None
+        if snip:
+            facts.append(Fact("num_workers", 0, rel, snip, "library_default"))
+            break
+    if any(_MEGATRON_IMPORT.search(t) for t in texts.values()) and "--num-workers" not in specs:
+        facts.append(Fact("num_workers", LIBRARY_DEFAULTS["megatron"]["num_workers"],
+                          "<library default: megatron>", "--num-workers 2", "library_default"))
+    if launch.cli == "tune":
+        facts.append(Fact("num_workers", LIBRARY_DEFAULTS["torchtune"]["num_workers"],
+                          "<library default: torchtune recipe>", "DataLoader(...) without num_workers",
+                          "library_default"))
     if hf_training or (uses_hf and any("TrainingArguments" in t for t in texts.values())):
         for k, v in LIBRARY_DEFAULTS["transformers.TrainingArguments"].items():
             facts.append(Fact(k, v, "<library default: transformers.TrainingArguments>", f"{k}={v}", "library_default"))
@@ -445,6 +468,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
 
     # -- what the training code itself decides (derived values, hard-coded literals, dicts) ---------
     facts += codefacts.code_facts(closure, parsed, facts, launch, world_size=world_size)
+    facts += _auto_scale_lr(facts, launch, world_size)
 
     return _choose(repo, launch, facts, files, texts, errors)
 
@@ -458,7 +482,7 @@ _PATH_KEYS: dict[str, tuple[tuple[re.Pattern[str], int], ...]] = {
     "model_name": ((re.compile(r"(^|\.)(model|net)\.(_component_|class_path|type|_target_)$"), 6),
                    (re.compile(r"(^|\.)model\.(name|name_or_path|path|id)$"), 8)),
     "dataset": ((re.compile(r"(^|\.)(dataset|data|datamodule|train_dataset|train)\.(_component_|class_path|type|_target_)$"), 6),
-                (re.compile(r"(^|\.)(dataset|data|datasets|train_data)\.(name|path|id)$"), 8),
+                (re.compile(r"(^|\.)(dataset|data|datasets|train_data)\.(name|path|id|hf_name|hf_path)$"), 8),
                 (re.compile(r"(^|\.)datasets\.train$"), 7), (re.compile(r"^dataset_type$"), 4)),
     "valid_dataset": ((re.compile(r"(^|\.)datasets\.test$"), 6),),
 }
@@ -477,6 +501,8 @@ def _candidates(eff: dict[str, Fact], group: str) -> list[tuple[Fact, int]]:
         path = f.key.lower()
         if group != "valid_dataset" and re.search(r"(^|[._])(val|valid|validation|eval|test)([._]|$)", path):
             continue
+        if group in ("steps", "epochs") and re.search(r"sched", path):
+            continue  # a learning-rate schedule's length (DeepSpeed scheduler.params.total_num_steps) is not the run's
         out.append((f, spec))
     return out
 
@@ -506,6 +532,106 @@ def _evidence(fact: Fact, value: Any, others: list[tuple[Fact, Any]], raw: Any =
                          kind=fact.kind, snippet=fact.snippet, beaten=beaten)
 
 
+def _epochs_end_first(eff: dict[str, Fact], steps: tuple[Fact, Any], epochs: tuple[Fact, Any]) -> bool:
+    """Both limits set side by side in one config section (litgpt `train.epochs` + `train.max_steps`,
+    Lightning `trainer.max_epochs` + `trainer.max_steps`) stop training at whichever comes first. Where the
+    dataset's public size and the global batch are known, the epochs end first when they need fewer steps.
+    (HF `num_train_epochs` is not such a limit: a positive `max_steps` replaces it.)"""
+    (fs, n_steps), (fe, n_epochs) = steps, epochs
+    parent_s, _, _ = fs.key.rpartition(".")
+    parent_e, _, _ = fe.key.rpartition(".")
+    if not parent_s or parent_s != parent_e or fe.leaf == "num_train_epochs" or min(fs.rank, fe.rank) < RANK["config"]:
+        return False
+    data = next((f for f, _ in sorted(_candidates(eff, "dataset"), key=lambda c: -c[0].rank)), None)
+    if data is None:
+        return False
+    value = data.value
+    if isinstance(value, str) and "." in value and "/" not in value:
+        value = value.rsplit(".", 1)[-1]  # litgpt.data.Dolly
+    size = DATASET_TRAIN_SIZES.get(known_dataset(str(value)) or "")
+    gbs = next((as_int(f.value, 1) for f in eff.values() if f.leaf in TOTAL_BATCH and f.key.startswith(parent_s)), None)
+    if not size or not gbs:
+        return False
+    return math.ceil(size / gbs) * n_epochs < n_steps
+
+
+def _launcher_world(launch: Launch) -> int | None:
+    """Processes a torchrun-style launcher starts (`--nproc_per_node` x `--nnodes`), if stated."""
+    opts: dict[str, str] = {}
+    args = launch.launcher_args
+    for i, tok in enumerate(args):
+        key, eq, val = tok.partition("=")
+        if not eq and i + 1 < len(args):
+            val = args[i + 1]
+        opts[key.lstrip("-").replace("-", "_")] = val
+    per = as_int(opts.get("nproc_per_node"), 1)
+    return per * (as_int(opts.get("nnodes"), 1) or 1) if per else None
+
+
+def _auto_scale_lr(facts: list[Fact], launch: Launch, world_size: int | None) -> list[Fact]:
+    """mmengine's `--auto-scale-lr` (or `auto_scale_lr.enable=True`): the optimizer's lr is scaled by
+    (processes x per-GPU batch) / `auto_scale_lr.base_batch_size` (the linear scaling rule)."""
+    eff = effective(facts)
+    flag = next((f for f in eff.values() if f.leaf == "auto_scale_lr" and f.kind == "cli" and f.value is True), None)
+    enable = eff.get("auto_scale_lr.enable")
+    if flag is None and not (enable is not None and enable.value is True):
+        return []
+    base = as_int(eff["auto_scale_lr.base_batch_size"].value, 1) if "auto_scale_lr.base_batch_size" in eff else None
+    batch = next((as_int(f.value, 1) for k, f in eff.items() if k == "train_dataloader.batch_size"), None)
+    lrs = [f for k, f in eff.items() if re.search(r"(?:^|\.)optimizer\.lr$", k) and as_lr(f.value)]
+    n = world_size or _launcher_world(launch)
+    if not (base and batch and lrs and n):
+        return []
+    lr = max(lrs, key=lambda f: f.rank)
+    scaled = as_lr(lr.value) * n * batch / base  # type: ignore[operator]
+    why = f"{lr.value} x ({n} GPUs x {batch}) / {base} (auto_scale_lr)"
+    return [Fact(lr.key, scaled, (flag or enable).source, why, "derived")]  # type: ignore[union-attr]
+
+
+def _derived_lengths(eff: dict[str, Fact], epochs: tuple[Fact, Any] | None) -> list[tuple[Fact, Any, int]]:
+    """Step budgets a framework derives from other settings:
+    * a sample budget over the global batch (Megatron `--train-samples` / `--global-batch-size`);
+    * epochs times a stated per-epoch step cap (torchtune `max_steps_per_epoch`, DLRM `--num-batches`): the cap
+      binds on any dataset larger than cap x batch, which is why it is set."""
+    out: list[tuple[Fact, Any, int]] = []
+    by_leaf: dict[str, Fact] = {}
+    for f in eff.values():
+        if f.leaf not in by_leaf or f.rank > by_leaf[f.leaf].rank:
+            by_leaf[f.leaf] = f
+    samples = next((by_leaf[k] for k in ("train_samples", "max_train_samples", "total_train_samples")
+                    if k in by_leaf), None)
+    gbs = next((by_leaf[k] for k in ("global_batch_size", "global_train_batch_size") if k in by_leaf), None)
+    n, b = (as_int(samples.value, 1), as_int(gbs.value, 1)) if samples and gbs else (None, None)
+    if n and b:
+        low = min((samples, gbs), key=lambda f: f.rank)  # as strong as the weaker of the two statements
+        out.append((Fact("train_iters", n // b, low.source, f"{samples.snippet} // {gbs.snippet}", low.kind),
+                    n // b, 9))
+    for key in ("max_steps_per_epoch", "num_batches", "max_batches_per_epoch"):
+        cap = by_leaf.get(key)
+        per = as_int(cap.value, 1) if cap is not None and cap.kind != "derived" else None
+        if not per:  # a count the code derives (ceil(samples / batch)) is an epoch's size, not a cap
+            continue
+        if epochs is None:
+            out.append((cap, per, 6))
+            continue
+        low = min((cap, epochs[0]), key=lambda f: f.rank)
+        out.append((Fact("max_steps", per * epochs[1], cap.source, f"{epochs[0].snippet} x {cap.snippet}", low.kind),
+                    per * epochs[1], 9))
+    return out
+
+
+_DURATION = re.compile(r"^\s*(\d[\d_]*)\s*(ba|ep|sp|tok|dur)\s*$", re.I)
+
+
+def _duration(value: Any, unit: str) -> Any:
+    """Composer time strings: '24800ba' is 24800 batches (steps), '2ep' 2 epochs; a string in another unit
+    (samples, tokens) is no count of `unit`. Other values pass through."""
+    m = _DURATION.match(value) if isinstance(value, str) else None
+    if m is None:
+        return value
+    return m.group(1) if m.group(2).lower() == unit else None
+
+
 def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], texts: dict[str, str],
             errors: list[str]) -> StaticExtraction:
     eff = effective(facts)
@@ -530,15 +656,26 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                              ("learning_rate", "learning_rate", as_lr),
                              ("num_workers", "num_workers", lambda v: as_int(v, 0))):
         cands = numeric(group, conv)
+        ds_lr = [c for c in cands if fld == "learning_rate" and _DS_OPTIMIZER_LR.search(c[0].key)
+                 and c[0].rank >= RANK["config"]]
+        if ds_lr:  # DeepSpeed builds the optimizer from its config: the script's own --lr only feeds other paths
+            cands = ds_lr
+        if fld == "batch_size" and any(f.leaf in PER_DEVICE_BATCH and f.rank >= RANK["argparse_default"]
+                                       for f, _, _ in cands):
+            # a total over devices (global/effective batch) is not the batch once a per-device one is stated
+            cands = [c for c in cands if c[0].leaf not in TOTAL_BATCH]
         best = _pick(cands)
         if best:
             fields[fld] = best[1]
             evidence[fld] = _evidence(best[0], best[1], [(c[0], c[1]) for c in cands] + overridden(group))
 
     # iterations: a positive step budget overrides epochs (HF Trainer / Lightning / Megatron semantics)
-    steps = numeric("steps", lambda v: as_int(v, 1))
-    epochs = numeric("epochs", lambda v: as_int(v, 1))
+    steps = numeric("steps", lambda v: as_int(_duration(v, "ba"), 1))
+    epochs = numeric("epochs", lambda v: as_int(_duration(v, "ep"), 1))
+    steps += _derived_lengths(eff, _pick(epochs))
     best_s, best_e = _pick(steps), _pick(epochs)
+    if best_s and best_e and _epochs_end_first(eff, best_s, best_e):
+        best_s = None
     if best_s and (not best_e or best_s[0].rank >= best_e[0].rank - 2):
         fields["iterations"], fields["iteration_type"] = best_s[1], "steps"
         evidence["iterations"] = _evidence(best_s[0], best_s[1], [(c[0], c[1]) for c in steps + epochs])
@@ -597,6 +734,17 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         elif best_m is not None:
             fields["model_name"] = best_m[1]
             evidence["model_name"] = _evidence(best_m[0], best_m[1], [(c[0], c[1]) for c in model_cands])
+
+    # OpenMMLab configs are named `{algorithm}_{components}_{schedule}_{dataset}`: the algorithm and its
+    # components name the model (deeplabv3plus_r50-d8_4xb2-80k_cityscapes -> deeplabv3plus-r50-d8), where
+    # `model.type` is a generic wrapper (EncoderDecoder) or the backbone alone would be read
+    top_py = [f for f in cfg_files if f.endswith(".py")]
+    if top_py and "model.type" in eff:
+        named = _openmmlab_model(Path(top_py[-1]).stem)
+        if named is not None and named[0] != fields["model_name"]:
+            fields["model_name"] = named[0]
+            evidence["model_name"] = FieldEvidence(value=named[0], raw=named[1], source=top_py[-1],
+                                                   kind="name:config file", snippet=Path(top_py[-1]).name)
 
     # an image tower named the open_clip way ('ViT-L-14') in a CLIP codebase is the CLIP model
     if fields["model_name"] and re.match(r"vit-|rn\d+", fields["model_name"]) and any(
@@ -665,6 +813,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         raw = str(evidence["model_name"].raw) if "model_name" in evidence else canon
         named = model_size_b(canon, raw)
     dims = _dims(eff)
+    hinted = "model_name" in evidence and evidence["model_name"].kind.startswith("name:")
+    if hinted and dims is not None and " + " in dims[1] and named is not None:
+        named = None  # a size in a run or file name (mpt-1b) is rounded; dimensions with the vocabulary are exact
     if fields["model_size_b"] is None and named is not None and named[1].startswith("size written"):
         fields["model_size_b"] = named[0]
         evidence["model_size_b"] = FieldEvidence(value=named[0], raw=fields["model_name"], source="<model name>",
@@ -673,6 +824,10 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         fields["model_size_b"], why, src = dims
         evidence["model_size_b"] = FieldEvidence(value=fields["model_size_b"], raw=why, source=src, kind="derived",
                                                  snippet=why)
+    elif fields["model_size_b"] is None and (rnn := _word_lm_size(eff, fields)) is not None:
+        fields["model_size_b"] = rnn[0]
+        evidence["model_size_b"] = FieldEvidence(value=rnn[0], raw=rnn[1], source=rnn[2], kind="derived",
+                                                 snippet=rnn[1])
     elif fields["model_size_b"] is None and named is not None:
         fields["model_size_b"] = named[0]
         evidence["model_size_b"] = FieldEvidence(value=named[0], raw=fields["model_name"], source="<public model size>",
@@ -707,6 +862,44 @@ def _dims(eff: dict[str, Fact]) -> tuple[float, str, str] | None:
     return size, why, fh.source
 
 
+_MM_SETTING = re.compile(r"^\d+x(?:b\d+)?(?:-|$)|^\d+(?:e|k|ep|ki)$|^(?:ms|mstrain|amp|fp16|lsj)(?:-|$)|"
+                         r"^(?:coco|voc|cityscapes|ade20k|ade|imagenet|in1k|lvis|objects365|pascal|kitti)", re.I)
+
+
+def _openmmlab_model(stem: str) -> tuple[str, str] | None:
+    """(canonical, as written) of the model an OpenMMLab config file name states, if a known family."""
+    parts: list[str] = []
+    for tok in stem.split("_"):
+        if _MM_SETTING.match(tok):
+            break
+        parts.append(tok)
+    if not parts:
+        return None
+    written = "_".join(parts)
+    hit = find_known_model(written)
+    if hit is None or not normalize_model_name(parts[0]).startswith(hit[0].split("-")[0]):
+        return None
+    return canonical_model(written.replace("_", "-")), written
+
+
+def _word_lm_size(eff: dict[str, Fact], fields: dict[str, Any]) -> tuple[float, str, str] | None:
+    """A word-level LM sized by `--emsize/--nhid/--nlayers` and a public corpus's vocabulary."""
+    by_leaf = {f.leaf: f for f in sorted(eff.values(), key=lambda f: f.rank)}
+    em = next((as_int(by_leaf[k].value, 1) for k in ("emsize", "emb_size", "embedding_dim") if k in by_leaf), None)
+    hid = next((as_int(by_leaf[k].value, 1) for k in ("nhid", "hidden_size") if k in by_leaf), None)
+    layers = next((as_int(by_leaf[k].value, 1) for k in ("nlayers", "num_layers", "n_layers") if k in by_leaf), None)
+    vocab = WORD_VOCAB.get(str(fields.get("dataset")))
+    kind = next((str(by_leaf[k].value) for k in ("model", "rnn_type", "model_type") if k in by_leaf), "")
+    if not (em and hid and layers and vocab):
+        return None
+    tied = by_leaf.get("tied") is not None and by_leaf["tied"].value is True
+    size = recurrent_lm_size(kind, vocab, em, hid, layers, tied)
+    if size is None:
+        return None
+    why = f"{kind} word LM: vocab {vocab} ({fields['dataset']}) x {em} + {layers} x {hid}" + (" tied" if tied else "")
+    return size, why, by_leaf["nhid" if "nhid" in by_leaf else "hidden_size"].source
+
+
 def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
                 config_files: list[str] = ()) -> tuple[str, str, str, str] | None:  # type: ignore[assignment]
     """A well-known model named in launch values, launch scripts, the entry's docs or the README."""
@@ -728,7 +921,10 @@ def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
         hit = find_known_model(Path(src).stem)
         if hit:
             return hit[0], hit[1], src, "name:config file"
-    for src, text in launch.texts.items():
+    for src, text in launch.texts.items():  # a launch script named after its model with its size
+        hit = find_known_model(Path(src).stem) if src != "<command>" else None  # (pretrain_gpt_1.3b.sh) is more
+        if hit and size_from_name(hit[0]) is not None:  # specific than the prose in its comments ('GPT-3')
+            return hit[0], hit[1], src, "name:script file"
         hit = find_known_model(" ".join(re.findall(r"#\s*(.*)", text)) + " " + src)
         if hit:
             return hit[0], hit[1], src, "name:comment"
