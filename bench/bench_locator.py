@@ -11,15 +11,15 @@
    method, with calls and time; and, as a rules-only analogue of the paper's "with / without
    Locator" (Table 4), how often the signature rules classify the located window right.
 
-Corpora: `logcorpus` is the evaluation generator `evals.logcorpus` (written independently of the
-rules; the honest one) and `synthetic` is `agents.failure.synthetic` (written alongside the rules:
-a sanity set with long interleaved cascades). Writes bench/results/locator.json, prints one line.
+Corpora, both from the one generator `synthetic.logs`: `plain` (dev-pool error texts, the
+launcher's usual short teardown: the root cause is near the end) and `hard` (the benchmark's
+`HARD_MIX` of hangs, floods, restarts, decoys, ...; both text pools). Writes
+bench/results/locator.json, prints one line.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -33,10 +33,9 @@ from pathlib import Path
 
 from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex
 from schedmate.agents.failure.rules import RulesClassifier
-from schedmate.agents.failure.synthetic import make_failed_log
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.embedder import EmbeddingCache, FlagEmbedder, make_embedder
-from schedmate.embeddings.synthetic_log import generate_training_log
+from schedmate.synthetic.logs import HARD_MIX, LogSpec, LogStatus, generate_log
 from schedmate.taxonomy import FailureReason, category_of
 
 RESULTS = Path(__file__).resolve().parent / "results" / "locator.json"
@@ -66,39 +65,23 @@ class Case:
     block: int
     first: int
     ranks: int | None = None
-    first_unknown: bool = False
 
     def error(self, found: Located | None) -> int | None:
-        """Lines between the located root-cause line and the true one (the signature line); the
-        `synthetic` generator labels only its block's first line, compared with the block found."""
+        """Lines between the located root-cause line and the true one (the signature line)."""
         if found is None:
             return None
-        return abs(found.block - self.block) if self.first_unknown else abs(found.line_no - self.first)
+        return abs(found.line_no - self.first)
 
 
-def logcorpus_case(n: int, seed: int, reason: FailureReason | None, path: Path | None = None) -> Case:
-    """A failed log from the evaluation generator `evals.logcorpus` (independent of our rules)."""
-    from schedmate.synthetic.logs import LogSpec, LogStatus, generate_log
-
+def generated_case(n: int, seed: int, reason: FailureReason | None, source: str, path: Path | None = None) -> Case:
+    """A failed log of the `plain` or `hard` corpus."""
     spec = LogSpec(n_lines=n, status=LogStatus.FAILED, failure_reason=reason)
-    out, labels = generate_log(spec, seed, out=path)
+    hard = source == "hard"
+    out, labels = generate_log(spec, seed, out=path, hard_mix=HARD_MIX if hard else None, heldout_share=0.5 if hard else 0.0)
     index = LogIndex.open(out) if path is not None else LogIndex.from_lines(str(out).split("\n")[:-1])
     f = labels.failure
     assert f is not None
     return Case(index, f.reason, f.block_start, f.first_line, labels.spec.visible_ranks)
-
-
-def synthetic_case(n: int, seed: int, reason: FailureReason, rng: random.Random, bases: dict, path: Path | None = None) -> Case:
-    """A failed log from `agents.failure.synthetic` (written with the rules in mind: a sanity set)."""
-    style, ranks = rng.choice(list(bases))
-    log = make_failed_log(n, seed=seed, reason=reason, ranks=ranks, style=style,
-                          cascade_gap=rng.randint(5, 200), base=bases[(style, ranks)])  # fmt: skip
-    if path is not None:
-        log.write(path)
-        index = LogIndex.open(path)
-    else:
-        index = LogIndex.from_lines(log.lines)
-    return Case(index, reason, log.root_line, log.root_line, ranks, first_unknown=True)
 
 
 def summary(case: Case, found: Located | None, seconds: float) -> dict:
@@ -117,12 +100,7 @@ def big_log(embedder: FlagEmbedder, n: int, chunk: int, seed: int, source: str) 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "failed.log"
         start = time.perf_counter()
-        if source == "logcorpus":
-            case = logcorpus_case(n, seed, FailureReason.NVLINK_ERROR, path)
-        else:
-            normal = {("torchrun", 16): generate_training_log(n + 64, seed=seed, ranks=16)[:-12]}
-            case = synthetic_case(int(n / 0.995), seed, FailureReason.NVLINK_ERROR, random.Random(seed), normal, path)
-            del normal
+        case = generated_case(n, seed, FailureReason.NVLINK_ERROR, source, path)
         gen_s = time.perf_counter() - start
         case.index.close()
         size = path.stat().st_size
@@ -159,21 +137,12 @@ def corpus(embedder: FlagEmbedder, n_logs: int, chunk: int, seed: int, source: s
     rng = random.Random(seed)
     reasons = list(FailureReason)
     rules = RulesClassifier()
-    bases: dict = {}
-    if source == "synthetic":  # a few long normal logs to cut prefixes from: generating is the slow part
-        bases = {
-            (style, ranks): generate_training_log(40_000, seed=seed + i, ranks=ranks, style=style)[:-12]
-            for i, (style, ranks) in enumerate([("torchrun", 4), ("torchrun", 16), ("mpi", 8), ("pdsh", 32), ("torchrun", 64)])
-        }
     loc = fresh_locator(embedder, chunk)  # one warm classifier across the corpus, as one worker would be
     rows = []
     for i in range(n_logs):
         reason = reasons[i % len(reasons)]
         n = int(math.exp(rng.uniform(math.log(1_500), math.log(40_000))))
-        if source == "logcorpus":
-            case = logcorpus_case(n, seed * 100_000 + i, reason)
-        else:
-            case = synthetic_case(n, seed * 1000 + i, reason, rng, bases)
+        case = generated_case(n, seed * 100_000 + i, reason, source)
         index = case.index
         row = {"reason": reason.value, "category": category_of(reason).value, "lines": len(index),
                "root_block_line": case.block, "root_signature_line": case.first, "ranks": case.ranks,
@@ -229,17 +198,14 @@ def main() -> None:
     parser.add_argument("--logs", type=int, default=200)
     parser.add_argument("--chunk", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corpus", choices=("logcorpus", "synthetic", "both"), default="both",
+    parser.add_argument("--corpus", choices=("plain", "hard", "both"), default="both",
                         help="log generator(s) for the accuracy corpus (and the big log: the first one)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     import torch
 
-    sources = ["logcorpus", "synthetic"] if args.corpus == "both" else [args.corpus]
-    if "logcorpus" in sources and importlib.util.find_spec("schedmate.synthetic.logs.generator") is None:
-        sources.remove("logcorpus")  # the evaluation generator is not installed: our own logs only
-    sources = sources or ["synthetic"]
+    sources = ["plain", "hard"] if args.corpus == "both" else [args.corpus]
     load_before = os.getloadavg()
     embedder = make_embedder()
     result = {

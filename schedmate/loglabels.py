@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
-from schedmate.logspec import FailurePhase, Framework, LogSpec, LogStatus
+from schedmate.logspec import FailurePhase, Framework, HardCase, LogSpec, LogStatus, Pool
 from schedmate.taxonomy import ALLOWED_COMPONENTS, Component, FailureCategory, FailureReason, category_of
 
 LABELS_FILE = "labels.jsonl"
@@ -65,7 +65,11 @@ class FailureLabel(BaseModel):
     phase: FailurePhase
     rank: int | None = Field(description="rank that printed the root cause (None: node/launcher level)")
     host: str | None
-    variant: str = Field(description="which real error text was used")
+    variant: str = Field(description="which real error text (template) was used")
+    pool: Pool | None = Field(None, description="the error-text pool the template belongs to (`synthetic.logs.pools`)")
+    hard: list[HardCase] = Field(default_factory=list, description="hard cases this log actually shows")
+    earlier_lines: list[int] = Field(default_factory=list,
+                                     description="first error lines of earlier, restarted attempts (not the label)")
 
     @model_validator(mode="after")
     def _consistent(self) -> FailureLabel:
@@ -75,6 +79,8 @@ class FailureLabel(BaseModel):
             raise ValueError(f"{self.component} is not a component of {self.reason}")
         if not self.block_start <= self.first_line <= self.block_end < self.cascade_start:
             raise ValueError("expected block_start <= first_line <= block_end < cascade_start")
+        if any(x >= self.block_start for x in self.earlier_lines):
+            raise ValueError("earlier attempts come before the final failure")
         return self
 
 

@@ -45,6 +45,38 @@ class Launcher(StrEnum):
     MPIRUN = "mpirun"
 
 
+class Pool(StrEnum):
+    """Which half of the generator's error texts a failed log draws from (`synthetic.logs.pools`):
+    rules and keyword tables may be written from `dev` only; `heldout` measures generalisation."""
+
+    DEV = "dev"
+    HELDOUT = "heldout"
+
+
+class HardCase(StrEnum):
+    """Shapes of real cluster failures that defeat a reader of the log's tail (`synthetic.logs.hard`)."""
+
+    HANG = "hang"  # the job hangs after the root cause; NCCL watchdog timeouts thousands of lines later
+    FLOOD = "flood"  # thousands of cascade lines from many ranks after the root cause
+    OTHER_RANK = "other_rank"  # the launcher names a peer; the culprit is not the rank that printed last
+    DECOYS = "decoys"  # benign lines that look like errors, before and after the root cause
+    RESTART = "restart"  # an earlier attempt failed (another reason) and was restarted; the label is the final one
+    WARN_LEVEL = "warn_level"  # the root cause is printed as a WARNING and the job dies later
+
+
+# Probability of each hard case in a failed log whose spec leaves `hard` to the seed. Tuned so that
+# a reader of the last 500 lines is far below the binary-search locator (the paper: without the
+# locator, infra F1 falls from 67.7 to 11.1) while every case stays one real clusters produce.
+HARD_MIX: dict[HardCase, float] = {
+    HardCase.FLOOD: 0.85,
+    HardCase.OTHER_RANK: 0.5,
+    HardCase.DECOYS: 0.3,
+    HardCase.HANG: 0.15,
+    HardCase.RESTART: 0.1,
+    HardCase.WARN_LEVEL: 0.1,
+}
+
+
 class RankPrefix(StrEnum):
     """How the launcher marks which rank printed a line."""
 
@@ -162,10 +194,20 @@ class LogSpec(BaseModel):
     slowdown_at: float | None = Field(None, gt=0.0, lt=1.0, description="arrival, as a fraction of the steps in the log")
     global_batch_size: int | None = Field(None, ge=1)
     seq_length: int | None = Field(None, ge=1)
+    pool: Pool | None = Field(None, description="error-text pool of a failed log (dev / heldout); None: drawn")
+    hard: tuple[HardCase, ...] | None = Field(None, description="hard cases of a failed log; None: drawn from the caller's mix")
+    cascade_lines: int | None = Field(None, ge=0, description="a failed log's lines after its root-cause block: the "
+                                      "cascade is padded with peers' errors and survivors' output to about this many; "
+                                      "None: the launcher's usual teardown")
+    cascade_gap: int | None = Field(None, ge=0, description="at most this many survivors' lines between two ranks' "
+                                    "cascade blocks (with cascade_lines or a flood); None: 3")
 
     def resolve(self, rng: np.random.Generator, *, category_weights: dict[FailureCategory, float] | None = None,
-                reason_prior: str = "acme") -> LogSpec:
-        """Fill every `None` field from `rng` (fields already set are kept as they are)."""
+                reason_prior: str = "acme", hard_mix: dict[HardCase, float] | None = None,
+                heldout_share: float = 0.0) -> LogSpec:
+        """Fill every `None` field from `rng` (fields already set are kept as they are). `pool` is
+        `heldout` with probability `heldout_share` (default: always `dev`); a failed log's `hard`
+        cases are drawn from `hard_mix` (default: none; `HARD_MIX` is the benchmark's mix)."""
         v: dict = self.model_dump()
 
         def pick(seq):
@@ -244,6 +286,24 @@ class LogSpec(BaseModel):
             v["global_batch_size"] = max(pick(choices), world)
         if v["seq_length"] is None:
             v["seq_length"] = pick((2048, 4096, 8192) if fw in (Framework.MEGATRON, Framework.DEEPSPEED) else (512, 1024, 2048, 4096))
+        # drawn last, so the fields above resolve as they did before pools and hard cases existed
+        if v["pool"] is None:
+            v["pool"] = Pool.HELDOUT if coin(heldout_share) else Pool.DEV
+        if status is not LogStatus.FAILED:
+            v["hard"] = ()
+        elif v["hard"] is None:
+            mix = hard_mix or {}
+            v["hard"] = tuple(h for h in HardCase if coin(mix.get(h, 0.0)))
+        hard = set(v["hard"])
+        if HardCase.FLOOD in hard and self.world_size is None and world < 64:
+            # thousands of cascade lines need many ranks, all in one (srun-merged) log
+            v["world_size"] = pick((64, 128, 256, 512))
+            v["visible_ranks"] = v["world_size"]
+            if world == 1:
+                v["launcher"] = self.launcher or _pick_launcher(fw, v["world_size"], pick)
+                v["rank_prefix"] = self.rank_prefix or _pick_prefix(Launcher(v["launcher"]), v["world_size"], pick)
+        elif HardCase.FLOOD in hard and self.visible_ranks is None:
+            v["visible_ranks"] = v["world_size"]
         return LogSpec.model_validate(v)
 
     @property

@@ -12,6 +12,7 @@ import pytest
 
 from schedmate.evals.harness import run_failure_eval, run_metrics_eval
 from schedmate.evals.harness.common import f1_scores, macro_f1, rmsre
+from schedmate.evals.harness.devset_failures import KEYWORDS, keyword_regex, last_error_line, run_devset_failures
 from schedmate.evals.harness.failures import _bound, _score
 from schedmate.evals.harness.metrics import step_time_from, truth_step_time
 from schedmate.synthetic.logs import LogStatus, generate_corpus, load_labels
@@ -96,7 +97,7 @@ def test_failure_suite_without_llm(corpus: Path, classifier, tmp_path: Path) -> 
     s = run_failure_eval(corpus, tmp_path, classifier=classifier, progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (len(labels), len(labels))
     assert s["failed_logs"] == len(failed) and s["clean_logs"] == len(labels) - len(failed)
-    assert set(s["systems"]) == {"locator+rules", "linear-scan", "last-500", "no-locator-rules"}
+    assert set(s["systems"]) == {"locator+rules", "binary+rules", "linear-scan", "last-500", "no-locator-rules"}
     for name, m in s["systems"].items():
         assert m["n"] == len(failed) and m["llm_calls"] == 0
         assert 0.0 <= m["infra"]["accuracy"] <= 1.0 and 0.0 <= m["category_macro_f1"] <= 1.0
@@ -110,6 +111,88 @@ def test_failure_suite_without_llm(corpus: Path, classifier, tmp_path: Path) -> 
     md = (tmp_path / "report.md").read_text()
     assert "## Failures" in md and "| locator+rules |" in md and "infra F1" in md
     assert len((tmp_path / "failures_logs.jsonl").read_text().splitlines()) == len(failed)
+    # every score again per error-text pool (dev / held-out) and per hard case
+    pools = s["pools"]
+    assert set(pools) == {"dev", "heldout"}
+    assert pools["dev"]["failed_logs"] + pools["heldout"]["failed_logs"] == len(failed)
+    by_pool = {p: sum(1 for lab in failed if lab.failure.pool.value == p) for p in ("dev", "heldout")}
+    assert {p: pools[p]["failed_logs"] for p in pools} == by_pool
+    for p, ps in pools.items():
+        assert ps["systems"]["locator+rules"].get("n", 0) == by_pool[p]
+    assert s["hard_cases"]["none"]["n"] == sum(1 for lab in failed if not lab.failure.hard)
+    assert "held-out infra F1" in md and "by hard case" in md
+    assert "devset" not in s  # no dev set asked for
+
+
+# --- the real development set beside the generated corpus ----------------------------------------
+
+DEV_ITEMS = [
+    ("r-ecc", "failed", "infrastructure", 4, ["epoch 1 step 10 loss 2.31", "epoch 1 step 20 loss 2.25", "saving checkpoint",
+                                               "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+                                               "rank 3 exiting", "Error: job step failed"]),
+    ("r-key", "failed", "script", 4, ["starting run", "Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+                                       "KeyError: 'input_ids'"]),
+    ("r-ok", "normal", None, None, ["epoch 1 step 10 loss 2.31", "epoch 1 step 20 loss 2.25", "training complete"]),
+]
+
+
+def write_devset(folder: Path) -> Path:
+    """A tiny hand-written dev set in the `schedmate.devset` format."""
+    (folder / "logs").mkdir(parents=True)
+    with open(folder / "labels-test.jsonl", "w") as fh:
+        for item_id, status, cat, root, lines in DEV_ITEMS:
+            (folder / "logs" / f"{item_id}.log").write_text("\n".join(lines) + "\n")
+            fh.write(json.dumps({"id": item_id, "file": f"logs/{item_id}.log", "source_url": "https://example.org/t",
+                                 "status": status, "category": cat, "root_line": root, "confidence": "high"}) + "\n")
+    return folder
+
+
+def test_model_free_baselines_of_the_real_dev_set() -> None:
+    assert keyword_regex(["all good", "NCCL WARN Call to ibv_modify_qp failed", "KeyError: 'x'"]) == (1, "infrastructure")
+    assert keyword_regex(["Traceback (most recent call last):", "KeyError: 'x'"]) == (1, "script")
+    assert keyword_regex(["torch.OutOfMemoryError: CUDA out of memory."]) == (0, "framework")
+    assert keyword_regex(["step 3 loss 1.2"]) == (None, None)
+    assert last_error_line(["ValueError: a", "ok", "RuntimeError: b", "bye"]) == 2 and last_error_line(["ok"]) is None
+    assert len(KEYWORDS) == 10
+
+
+def test_real_dev_set_scores_lines_one_based_and_flags_normal_runs(tmp_path: Path) -> None:
+    s, rows = run_devset_failures(write_devset(tmp_path / "dev"), None)  # baselines only, no model
+    assert s["n_items"] == 3 and s["n_failed"] == 2 and s["n_normal"] == 1 and len(rows) == 3
+    kw = s["systems"]["keyword-regex"]
+    assert kw["category_accuracy"] == 1.0 and kw["line_exact"] == 1.0 and kw["normal_flagged"] == 0.0
+    assert kw["infra"]["f1"] == 1.0 and kw["category_macro_f1"] == 1.0  # macro over the categories present
+    last = s["systems"]["last-error-line"]  # the ECC item's last "Error" line is 2 below its root line
+    assert last["line_exact"] == 0.5 and last["line_within2"] == 1.0 and last["category_accuracy"] is None
+    major = s["systems"]["majority"]
+    assert major["category_accuracy"] == 0.5 and major["line_exact"] is None and major["normal_flagged"] == 1.0
+
+
+def test_an_empty_or_missing_dev_set_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert run_devset_failures(tmp_path / "empty", None)[0]["note"] == "dev set is empty"
+    assert run_devset_failures(tmp_path / "nowhere", None)[0]["note"] == "no dev-set folder"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "labels.jsonl").write_text('{"id": "x"}\n')
+    assert run_devset_failures(bad, None)[0]["note"].startswith("dev set unreadable")
+
+
+def test_failure_suite_reports_the_real_dev_set_beside_the_generated_pools(corpus: Path, classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    dev = write_devset(tmp_path / "dev")
+    s = run_failure_eval(corpus, tmp_path / "out", classifier=classifier, include_clean=False, devset=dev)
+    d = s["devset"]
+    assert d["n_items"] == 3 and d["folder"] == str(dev)
+    assert {"locator+rules", "binary+rules", "last-500", "linear-scan", "no-locator-rules", "majority", "keyword-regex",
+            "last-error-line"} <= set(d["systems"])  # fmt: skip
+    loc = d["systems"]["locator+rules"]
+    assert loc["n_failed"] == 2 and loc["n_normal"] == 1 and 0.0 <= loc["line_within2"] <= 1.0
+    assert "devset_rows" not in s
+    rows = (tmp_path / "out" / "failures_devset.jsonl").read_text().splitlines()
+    assert [json.loads(r)["id"] for r in rows] == ["r-ecc", "r-key", "r-ok"]
+    assert "real dev set (3 items)" in s["summary_line"]
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "real dev set" in md and "| keyword-regex |" in md and "real normal flagged" in md
 
 
 def test_failure_suite_with_stub_llm(corpus: Path, classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -198,8 +281,8 @@ def test_both_suites_end_to_end_with_the_real_local_llm(classifier, tmp_path: Pa
 
     assert fs["llm"] and fs["failed_logs"] == len(failed) and fs["logs"] == len(labels)
     systems = fs["systems"]
-    assert {"locator+rules", "locator+llm", "locator+llm-raw", "linear-scan", "last-500", "no-locator-rules",
-            "pure-llm-tail", "no-locator-llm"} <= set(systems)  # fmt: skip
+    assert {"locator+rules", "locator+llm", "locator+llm-raw", "binary+rules", "linear-scan", "last-500",
+            "no-locator-rules", "pure-llm-tail", "no-locator-llm"} <= set(systems)  # fmt: skip
     cats = {c.value for c in FailureCategory}
     rows = [json.loads(x) for x in (out / "failures_logs.jsonl").read_text().splitlines()]
     assert len(rows) == len(failed)
@@ -227,3 +310,25 @@ def test_both_suites_end_to_end_with_the_real_local_llm(classifier, tmp_path: Pa
     assert {"failures", "metrics"} <= set(report)
     md = (out / "report.md").read_text()
     assert "| pure-llm-tail |" in md and "| locator+llm |" in md and "## Metrics" in md
+
+
+def test_cli_generates_a_pooled_corpus_and_reports_generated_and_real_sets(classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from schedmate.cli import app
+
+    runner = CliRunner()
+    data, out = tmp_path / "corpus", tmp_path / "out"
+    res = runner.invoke(app, ["corpus", "generate", "--out", str(data), "--n", "4", "--seed", "5", "--max-lines", "400",
+                              "--failed-fraction", "1.0", "--pool", "heldout"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert {lab.failure.pool.value for lab in load_labels(data)} == {"heldout"}
+    assert runner.invoke(app, ["corpus", "generate", "--out", str(data), "--pool", "test"]).exit_code != 0
+    dev = write_devset(tmp_path / "dev")
+    res = runner.invoke(app, ["eval", "failures", "--data", str(data), "--out", str(out), "--no-llm", "--devset", str(dev)])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text())["failures"]
+    assert report["devset"]["n_items"] == 3 and report["pools"]["heldout"]["failed_logs"] == 4
+    # a named dev set that is not there is an error before any model is loaded
+    res = runner.invoke(app, ["eval", "failures", "--data", str(data), "--out", str(out), "--devset", str(tmp_path / "none")])
+    assert res.exit_code != 0 and "is not a folder" in res.output

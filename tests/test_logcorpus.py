@@ -305,7 +305,7 @@ REAL_TEXT = {  # reason -> what the real stacks print (logs.md §2.3); any varia
     FailureReason.NVLINK_ERROR: r"NVRM: Xid \(PCI:0000:[0-9a-f]{2}:00\): 74, |an uncorrectable NVLink error was detected during the execution",
     FailureReason.CUDA_ERROR: r"CUDA error: (an illegal memory access was encountered|unspecified launch failure|CUBLAS_STATUS_EXECUTION_FAILED)|Xid .*: 79, .*GPU has fallen off the bus",
     FailureReason.ECC_ERROR: r"CUDA error: uncorrectable ECC error encountered|NVRM: Xid .*: (48|94|95), ",
-    FailureReason.NODE_FAILURE: r"srun: error: Node failure on |DUE TO NODE FAILURE",
+    FailureReason.NODE_FAILURE: r"error: Node failure on |DUE TO NODE FAILURE",
     FailureReason.NETWORK_ERROR: r"NET/IB : Got completion from peer \d+\.\d+\.\d+\.\d+<\d+> with error \d+, opcode \d+, len \d+, vendor err \d+",
     FailureReason.CONNECTION_ERROR: r"requests\.exceptions\.ConnectionError|The client socket has timed out after \d+s|Connection closed by peer",
     FailureReason.S3_STORAGE_ERROR: r"botocore\.exceptions\.(ReadTimeoutError|ClientError)|\[Errno (5|28)\]",

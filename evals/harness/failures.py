@@ -7,6 +7,9 @@ classifier, whose template caches warm up over the run as in production):
   rules on the 200-line window around the located line);
 - ``locator+llm``     `FailureHandler.diagnose` with the LLM (rules cross-check: `combine`), and
   ``locator+llm-raw`` the LLM's own answer from that same call (no cross-check; no extra call);
+- ``binary+rules``    the binary-search locator with exactly the baselines' classification (signature
+  rules on the window): beside ``last-500`` and ``linear-scan`` it isolates what locating adds,
+  whatever the handler's own classifier does;
 - ``linear-scan``     baseline locator: classify chunk after chunk from the start, then rules;
 - ``last-500``        baseline locator: the first failure line in the last 500 lines, then rules;
 - ``no-locator-rules`` ablation: rules on the last 200 lines with no locator (focus = the first
@@ -24,6 +27,13 @@ exact too), ``within5`` (|line − first_line| ≤ 5) and ``within5_block`` (lin
 [block_start − 5, first_line + 5]); latency per log; classifier calls per located failure beside
 the bound 2·log2(lines/chunk) (floored at 2: the tail probe plus one). Completed and running logs
 give each locator's false-alarm rate.
+
+Pools and hard cases: every score is also given per error-text pool (`pools` in the summary:
+`dev`, the texts rules may be written from, and `heldout`, never to be read by rule authors; see
+`synthetic.logs.pools`), and per hard case (`hard_cases`: hang, flood, other_rank, decoys,
+restart, warn_level, none, and `root_beyond_last_500`; see `synthetic.logs.hard`), so a score is
+never only the circular one. With `devset`, the same systems and model-free baselines run on the
+real development set (`devset_failures.py`).
 
 Latency fairness: each located system gets its own line classifier (own embedding and template
 caches, warming up over the run as in production), so no system profits from lines another one
@@ -56,6 +66,7 @@ from schedmate.evals.harness.common import (
     macro_f1,
     ratio,
 )
+from schedmate.evals.harness.devset_failures import run_devset_failures
 from schedmate.loglabels import LogLabels
 from schedmate.logspec import LogStatus
 from schedmate.taxonomy import ALLOWED_COMPONENTS, FailureCategory
@@ -63,7 +74,8 @@ from schedmate.llm_errors import LLMError
 
 CATEGORIES = [c.value for c in FailureCategory]
 INFRA = FailureCategory.INFRASTRUCTURE.value
-LOCATOR_SYSTEMS = ("locator+rules", "locator+llm", "linear-scan", "last-500")
+LOCATOR_SYSTEMS = ("locator+rules", "locator+llm", "binary+rules", "linear-scan", "last-500")
+LLM_ASKED = ("ok", "invalid_output", "rejected", "unavailable")  # llm_status values of a diagnosis that asked the LLM
 
 
 @dataclass
@@ -103,6 +115,8 @@ class _Systems:
                             if llm is not None else None)  # fmt: skip
         self.locator = self.rules_handler.locator
         c = config
+        self.binary_locator = FailureLocator(classifiers["binary+rules"], chunk=c.chunk, window_chunks=c.window_chunks,
+                                             lookback_chunks=c.lookback_chunks, tail_chunks=c.tail_chunks)  # fmt: skip
         self.linear_locator = FailureLocator(classifiers["linear-scan"], chunk=c.chunk, window_chunks=c.window_chunks,
                                              lookback_chunks=c.lookback_chunks, tail_chunks=c.tail_chunks)  # fmt: skip
         self.tail_locator = FailureLocator(classifiers["last-500"], chunk=c.chunk, window_chunks=c.window_chunks,
@@ -128,7 +142,8 @@ class _Systems:
             pred.category, pred.reason, pred.component = _val(d.category), _val(d.reason), _val(d.component)
         raw = None
         if with_llm:
-            pred.llm_calls = 1 if d.status == "failure_found" else 0
+            # the handler asks the LLM only when its rules and learned classifier leave the case open
+            pred.llm_calls = 1 if d.status == "failure_found" and d.llm_status in LLM_ASKED else 0
             pred.extra = {"llm_status": d.llm_status, "source": d.verdict.source if d.verdict else None,
                           "agree": d.verdict.agree if d.verdict else None}  # fmt: skip
             raw = Prediction(line=pred.line, calls=pred.calls, lines_classified=pred.lines_classified, latency_s=dt,
@@ -143,8 +158,9 @@ class _Systems:
     def baseline(self, path: Path, method: str) -> Prediction:
         t0 = time.perf_counter()
         with LogIndex.open(path) as index:
-            loc = self.linear_locator if method == "linear" else self.tail_locator
-            located: Located | None = loc.locate_linear(index) if method == "linear" else loc.locate_tail(index, tail=500)
+            loc = {"binary": self.binary_locator, "linear": self.linear_locator, "tail": self.tail_locator}[method]
+            located: Located | None = (loc.locate(index) if method == "binary" else loc.locate_linear(index)
+                                       if method == "linear" else loc.locate_tail(index, tail=500))  # fmt: skip
             pred = Prediction(calls=loc.last_calls if located is None else located.calls)
             if located is None:
                 pred.status = "no_failure_found"
@@ -289,15 +305,18 @@ def run_failures(
     include_clean: bool = True,
     tail_lines: int = 200,
     config: FailureHandlerConfig | None = None,
+    devset: str | Path | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Score every system on the corpus; returns (summary, per-log rows)."""
+    """Score every system on the corpus, overall and per error-text pool (`dev` / `heldout`), and,
+    when `devset` names a folder, on the real dev set too (`summary["devset"]`, its per-item rows
+    under `summary["devset_rows"]`); returns (summary, per-log rows of the generated corpus)."""
     t_start = time.perf_counter()
     config = config or FailureHandlerConfig()
     labels = load_corpus(data_dir, limit)
     t_cls = time.perf_counter()
     # One classifier (with its own embedding and template caches) per located system, so no system's
     # latency profits from lines another one embedded first; a given `classifier` is shared by all.
-    names = ["locator+rules", "locator+llm", "linear-scan", "last-500"]
+    names = ["locator+rules", "locator+llm", "binary+rules", "linear-scan", "last-500"]
     classifiers = ({n: classifier for n in names} if classifier is not None
                    else default_classifiers([n for n in names if llm is not None or n != "locator+llm"]))  # fmt: skip
     load_s = time.perf_counter() - t_cls
@@ -313,7 +332,7 @@ def run_failures(
             _clean_log(sy, path, clean, clean_lat)
         if progress is not None:
             progress(i + 1, len(labels))
-    systems = ["locator+rules", "linear-scan", "last-500", "no-locator-rules"]
+    systems = ["locator+rules", "binary+rules", "linear-scan", "last-500", "no-locator-rules"]
     if llm is not None:
         systems[1:1] = ["locator+llm", "locator+llm-raw"]
         systems += ["pure-llm-tail", "no-locator-llm"]
@@ -333,13 +352,44 @@ def run_failures(
         "classifier_load_s": round(load_s, 3),
         "wall_s": None,
     }
+    summary["pools"] = {}
+    for pool in ("dev", "heldout"):
+        sel = [r for r in rows if r.get("pool") == pool]
+        summary["pools"][pool] = {"failed_logs": len(sel), "category_mix": dict(Counter(r["category"] for r in sel)),
+                                  "systems": {s: _score(s, sel, config.chunk) for s in systems}}  # fmt: skip
+    summary["hard_cases"] = _hard_summary(rows, systems, config.chunk)
     if include_clean:
         summary["false_alarms"] = {
             k: {"n": v["n"], "false_alarm_rate": ratio(v["found"], v["n"]), "latency": latency_summary(clean_lat[k])}
             for k, v in clean.items()
         }
+    if devset is not None:
+        dev_summary, dev_rows = run_devset_failures(devset, sy, with_llm=llm is not None)
+        summary["devset"] = dev_summary
+        summary["devset_rows"] = dev_rows
     summary["wall_s"] = round(time.perf_counter() - t_start, 2)
     return summary, rows
+
+
+def _hard_summary(rows: list[dict[str, Any]], systems: Sequence[str], chunk: int) -> dict[str, Any]:
+    """Scores on the failed logs showing each hard case, on those without any, and on those whose
+    root cause is more than 500 lines from the end (what a tail reader cannot see)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        for h in r.get("hard") or []:
+            groups.setdefault(h, []).append(r)
+    groups["none"] = [r for r in rows if not r.get("hard")]
+    groups["root_beyond_last_500"] = [r for r in rows if r["n_lines"] - r["first_line"] > 500]
+    out: dict[str, Any] = {}
+    for name, sel in groups.items():
+        entry: dict[str, Any] = {"n": len(sel)}
+        for s in systems:
+            m = _score(s, sel, chunk)
+            if m.get("n"):
+                entry[s] = {"infra_f1": m["infra"]["f1"], "category_accuracy": m["category_accuracy"],
+                            "within5": (m.get("line") or {}).get("within5")}  # fmt: skip
+        out[name] = entry
+    return out
 
 
 def _size_summary(sizes: list[int]) -> dict[str, int | None]:
@@ -357,6 +407,8 @@ def _diagnose_failed(sy: _Systems, lab: LogLabels, path: Path, with_llm: bool) -
         "reason": f.reason.value, "component": f.component.value, "first_line": f.first_line,
         "block_start": f.block_start, "phase": f.phase.value,
         "allowed_components": sorted(c.value for c in ALLOWED_COMPONENTS[f.reason]),
+        "pool": (f.pool or lab.spec.pool or None) and str(f.pool or lab.spec.pool),
+        "hard": [str(h) for h in f.hard], "template": f.variant,
     }  # fmt: skip
     systems: dict[str, Prediction] = {}
     systems["locator+rules"], _ = sy.handler(path, lab.id, with_llm=False)
@@ -364,6 +416,7 @@ def _diagnose_failed(sy: _Systems, lab: LogLabels, path: Path, with_llm: bool) -
         systems["locator+llm"], raw = sy.handler(path, lab.id, with_llm=True)
         assert raw is not None
         systems["locator+llm-raw"] = raw
+    systems["binary+rules"] = sy.baseline(path, "binary")
     systems["linear-scan"] = sy.baseline(path, "linear")
     systems["last-500"] = sy.baseline(path, "tail")
     nl, tail, _, rules_v = sy.no_locator_rules(path)

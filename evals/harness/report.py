@@ -29,14 +29,37 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
     s = summary["systems"]
     if suite == "failures":
         parts = []
-        for name in ("locator+rules", "locator+llm", "last-500", "pure-llm-tail"):
+        for name in ("locator+rules", "locator+llm", "binary+rules", "last-500", "pure-llm-tail"):
             if name in s and s[name].get("n"):
                 m = s[name]
                 w5 = (m.get("line") or {}).get("within5")
                 parts.append(f"{name}: infra-F1 {_f(m['infra']['f1'], True)} acc {_f(m['infra']['accuracy'], True)} "
                              f"cat-F1 {_f(m['category_macro_f1'], True)}" + (f" ±5 {_f(w5, True)}" if w5 is not None else "")
                              + f" {_ms(m['latency'], 'mean_s')} ms/log")  # fmt: skip
-        return f"eval failures: {summary['failed_logs']} failed logs | " + " | ".join(parts)
+        line = f"eval failures: {summary['failed_logs']} failed logs | " + " | ".join(parts)
+        pools = []
+        for pool, ps in (summary.get("pools") or {}).items():
+            sub = []
+            for name in ("locator+rules", "binary+rules", "last-500"):
+                m = ps["systems"].get(name) or {}
+                if m.get("n"):
+                    w5 = (m.get("line") or {}).get("within5")
+                    sub.append(f"{name} F1 {_f(m['infra']['f1'], True)} acc {_f(m['infra']['accuracy'], True)} ±5 {_f(w5, True)}")
+            if sub:
+                pools.append(f"{pool} ({ps['failed_logs']}): " + ", ".join(sub))
+        if pools:
+            line += " || pools: " + " | ".join(pools)
+        dev = summary.get("devset")
+        if dev is not None:
+            m = (dev.get("systems") or {}).get("locator+rules") or {}
+            b = (dev.get("systems") or {}).get("last-500") or {}
+            if m.get("n_failed"):
+                line += (f" || real dev set ({dev['n_items']} items): locator+rules cat-acc {_f(m['category_accuracy'], True)} "
+                         f"infra-F1 {_f(m['infra']['f1'], True)} ±2 {_f(m['line_within2'], True)}; last-500 cat-acc "
+                         f"{_f(b.get('category_accuracy'), True)} infra-F1 {_f((b.get('infra') or {}).get('f1'), True)}")  # fmt: skip
+            else:
+                line += f" || real dev set: {dev.get('note') or 'no failed items'}"
+        return line
     parts = []
     for name in ("tracker", "regex-only", "last-lines"):
         m = s[name]["all"]
@@ -92,11 +115,65 @@ def _failures_md(s: dict[str, Any]) -> list[str]:
                 "| locator | clean logs | false-alarm % | latency mean ms | p95 |", "|---|---|---|---|---|"]
         for name, m in s["false_alarms"].items():
             out.append(f"| {name} | {m['n']} | {_f(m['false_alarm_rate'], True)} | {_ms(m['latency'], 'mean_s')} | {_ms(m['latency'], 'p95_s')} |")
+    if s.get("pools") or s.get("devset"):
+        out += [""] + _side_by_side_md(s)
     names = [n for n, m in s["systems"].items() if m.get("n")]
     out += ["", "Reason accuracy per reason (%):", "", "| reason | category | n | " + " | ".join(names) + " |",
             "|---|---|---|" + "---|" * len(names)]
     for reason, e in s["per_reason"].items():
         out.append(f"| {reason} | {e['category']} | {e['n']} | " + " | ".join(_f(e.get(n), True) for n in names) + " |")
+    return out
+
+
+def _side_by_side_md(s: dict[str, Any]) -> list[str]:
+    """Generated dev pool, generated held-out pool and the real dev set, one row per system."""
+    pools = s.get("pools") or {}
+    dev = s.get("devset") or {}
+    names: list[str] = []
+    for src in [p["systems"] for p in pools.values()] + [dev.get("systems") or {}]:
+        names += [n for n in src if n not in names]
+    n_dev = {k: v.get("failed_logs") for k, v in pools.items()}
+    out = [
+        "### Generated dev pool, generated held-out pool, real dev set",
+        "",
+        f"Generated failed logs: dev pool {n_dev.get('dev')}, held-out pool {n_dev.get('heldout')} (rules may be written "
+        f"from the dev pool only). Real dev set `{dev.get('folder', '–')}`: {dev.get('n_failed', 0)} failed, "
+        f"{dev.get('n_normal', 0)} normal items" + (f" ({dev['note']})" if dev.get("note") else "") + ". Real-set lines are "
+        "1-based `root_line`; normal flagged = share of normal runs reported as failed. majority / keyword-regex / "
+        "last-error-line are the model-free baselines (real set only).",
+        "",
+        "| system | dev infra F1 | dev infra acc | dev cat acc | dev ±5 | held-out infra F1 | held-out infra acc | held-out cat acc | "
+        "held-out ±5 | real cat acc | real macro-F1 | real infra P | real infra R | real infra F1 | real exact | real ±2 | "
+        "real normal flagged |",
+        "|---|" + "---|" * 16,
+    ]
+    for name in names:
+        cells = []
+        for pool in ("dev", "heldout"):
+            m = ((pools.get(pool) or {}).get("systems") or {}).get(name) or {}
+            if m.get("n"):
+                cells += [_f(m["infra"]["f1"], True), _f(m["infra"]["accuracy"], True), _f(m["category_accuracy"], True),
+                          _f((m.get("line") or {}).get("within5"), True)]
+            else:
+                cells += ["–"] * 4
+        r = (dev.get("systems") or {}).get(name) or {}
+        infra = r.get("infra") or {}
+        cells += [_f(r.get("category_accuracy"), True), _f(r.get("category_macro_f1"), True), _f(infra.get("precision"), True),
+                  _f(infra.get("recall"), True), _f(infra.get("f1"), True), _f(r.get("line_exact"), True),
+                  _f(r.get("line_within2"), True), _f(r.get("normal_flagged"), True)]
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    hard = s.get("hard_cases") or {}
+    if hard:
+        sys_names = [n for n in ("locator+rules", "locator+llm", "binary+rules", "last-500", "linear-scan")
+                     if any(n in e for e in hard.values())]
+        out += ["", "Generated failed logs by hard case (both pools): infra F1 / category accuracy / ±5 lines (%).", "",
+                "| case | n | " + " | ".join(sys_names) + " |", "|---|---|" + "---|" * len(sys_names)]
+        for case, e in hard.items():
+            cells = []
+            for n in sys_names:
+                m = e.get(n)
+                cells.append("–" if not m else f"{_f(m['infra_f1'], True)} / {_f(m['category_accuracy'], True)} / {_f(m['within5'], True)}")
+            out.append(f"| {case} | {e['n']} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -130,9 +207,11 @@ def _metrics_md(s: dict[str, Any]) -> list[str]:
     return out
 
 
-def write_report(out_dir: str | Path, suite: str, summary: dict[str, Any], rows: list[dict[str, Any]] | None = None) -> str:
-    """Merge `summary` into out_dir/report.json under `suite`, write the per-log rows and
-    report.md; return the one-line summary."""
+def write_report(out_dir: str | Path, suite: str, summary: dict[str, Any], rows: list[dict[str, Any]] | None = None,
+                 extra_rows: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """Merge `summary` into out_dir/report.json under `suite`, write the per-log rows (and any
+    `extra_rows` as `<suite>_<name>.jsonl`, e.g. the real dev set's) and report.md; return the
+    one-line summary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_JSON
@@ -149,6 +228,11 @@ def write_report(out_dir: str | Path, suite: str, summary: dict[str, Any], rows:
         with open(out / f"{suite}_logs.jsonl", "w", encoding="utf-8") as fh:
             for r in rows:
                 fh.write(json.dumps(r) + "\n")
+    if extra_rows:
+        for name, rs in extra_rows.items():
+            with open(out / f"{suite}_{name}.jsonl", "w", encoding="utf-8") as fh:
+                for r in rs:
+                    fh.write(json.dumps(r) + "\n")
     md = ["# SchedMate evaluation", ""]
     if "failures" in report:
         md += _failures_md(report["failures"]) + [""]

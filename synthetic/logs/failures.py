@@ -10,6 +10,10 @@ DeepSpeed's sigkill handler, srun's task errors, OpenMPI's abort banner).
 `render_tail` is a pure function of (spec, job, timing, seed, budget) whose line count does not
 depend on the timing values, so the generator renders it once to learn its length, plans the
 body, and renders it again with the real times.
+
+Each builder prints one of several real texts for its reason (its `variant`, a template); every
+template belongs to one pool, dev or held-out (`pools.py`), and `build_root` draws from the spec's
+pool only. The hard cases of `spec.hard` (`hard.py`) are arranged around the root cause here.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import numpy as np
 
 from .context import JobContext
 from .noise import NoiseSource
-from schedmate.logspec import FailurePhase, Framework, Launcher, LogSpec, RankPrefix
+from schedmate.logspec import FailurePhase, Framework, HardCase, Launcher, LogSpec, Pool, RankPrefix
+from .pools import template_pool
 from .stacks import ACCELERATE, BACKWARD, CHAINED, DATALOADER, DURING, FORWARD, TORCHRUN, Frame, entry_frames, format_traceback
 from schedmate.taxonomy import FailureReason
 
@@ -73,6 +78,7 @@ class TailBlock:
     host: str | None
     time: float  # job seconds at first_line
     step: int | None
+    hard: list[HardCase] = field(default_factory=list)  # hard cases applied
 
 
 @dataclass
@@ -274,8 +280,25 @@ def _network(K: Kit) -> Root:
         lines += [f"{head} transport/net_ib.cc:{K.pick((1296, 1432, 1696))} NCCL WARN {ib}",
                   f"{head} NCCL INFO transport/net.cc:1134 -> 6", f"{head} NCCL INFO proxy.cc:679 -> 6",
                   f"{head} NCCL INFO proxy.cc:858 -> 6 [Proxy Thread]"]
-    lines += _remote_block(K, r, ib, t)
-    return Root(lines, "NET/IB : Got completion from peer", "ib_completion", r, exit_code=-6)
+    if K.coin(0.5):
+        lines += _remote_block(K, r, ib, t)
+        return Root(lines, "NET/IB : Got completion from peer", "ib_completion", r, exit_code=-6)
+    # a queue pair that cannot be brought up (link down, GID change): NCCL's system error
+    err = K.pick(("Connection timed out", "Invalid argument", "Network is unreachable"))
+    qp = f"Call to ibv_modify_qp failed with error {err}"
+    lines = []
+    if K.spec.nccl_debug:
+        head = K.ctx.prefix(r) + K.ctx.nccl_head(r, 180)
+        lines += [f"{head} misc/ibvwrap.cc:{K.pick((288, 262))} NCCL WARN {qp}", f"{head} NCCL INFO transport/net_ib.cc:861 -> 2",
+                  f"{head} NCCL INFO transport/net.cc:682 -> 2"]
+    exc = [f"torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+           f"unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version {K.ctx.nccl_version}",
+           "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+           "Last error:", qp]
+    frames = _train_frames(K)[:-2] + [("{site}/torch/distributed/c10d_logger.py", 79, "wrapper", "return func(*args, **kwargs)"),
+                                      ("{site}/torch/distributed/distributed_c10d.py", 2288, "all_reduce", "work = group.allreduce([tensor], opts)")]
+    sig = "ibv_modify_qp failed" if lines else "unhandled system error"  # NCCL's WARN line names it first
+    return Root(lines + K.tb(r, frames, exc), sig, "ib_system", r)
 
 
 def _connection(K: Kit) -> Root:
@@ -373,6 +396,31 @@ def _nccl_timeout(K: Kit) -> Root:
     op = K.pick(("ALLREDUCE", "ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST"))
     numel = int(K.pick((1, 1024, 524288, 16777216, 131334144)))
     t = K.timing.t_fail + timeout_ms / 1000
+    if ctx.torch_new and K.coin(0.35):
+        # torch >= 2.3: the watchdog itself is stuck in a hung NCCL call; the heartbeat monitor fires first
+        secs = K.pick((480, 600))
+        lines = [K.c10(a, "E", "ProcessGroupNCCL.cpp:1316", t) + f"[PG 0 Rank {a}] Heartbeat monitor timed out! Process will "
+                 "be terminated after dumping debug info. workMetaList_.size()=1",
+                 K.c10(a, "E", "ProcessGroupNCCL.cpp:1153", t) + f"[PG 0 Rank {a}] ProcessGroupNCCL preparing to dump debug info.",
+                 K.c10(a, "F", "ProcessGroupNCCL.cpp:1169", t) + f"[PG 0 Rank {a}] [PG 0 Rank {a}] ProcessGroupNCCL's watchdog got "
+                 f"stuck for {secs} seconds without making progress in monitoring enqueued collectives. This typically indicates "
+                 "a NCCL/CUDA API hang blocking the watchdog, and could be triggered by another thread holding the GIL inside a "
+                 "CUDA api, or other deadlock-prone behaviors.If you suspect the watchdog is not actually stuck and a longer "
+                 "timeout would help, you can either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value or "
+                 "disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of aforementioned helps, feel free to "
+                 "file an issue to PyTorch about the short timeout or false positive abort; otherwise, please attempt to debug "
+                 "the hang. workMetaList_.size() = 1"]
+        K.extra.update(timeout=(seq, op, numel, timeout_ms, stuck), watchdog_tail=[])
+        return Root(lines, "Heartbeat monitor timed out", "heartbeat", a, exit_code=-6, delay=timeout_ms / 1000)
+    if not ctx.torch_new and K.coin(0.35):
+        # torch < 2.2 with blocking wait / async error handling: the timeout surfaces as a Python exception
+        ran = timeout_ms + int(K.rng.integers(5, 900))
+        exc = [f"RuntimeError: NCCL communicator was aborted on rank {a}.  Original reason for failure was: [Rank {a}] Watchdog "
+               f"caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, Timeout(ms)={timeout_ms}) ran for "
+               f"{ran} milliseconds before timing out."]
+        frames = _train_frames(K, backward=True)
+        K.extra.update(timeout=(seq, op, numel, timeout_ms, stuck), watchdog_tail=[])
+        return Root(K.tb(a, frames, exc), "NCCL communicator was aborted", "aborted", a, delay=timeout_ms / 1000)
     lines, n_root = _watchdog_lines(K, a, seq, op, numel, timeout_ms, t)
     K.extra.update(timeout=(seq, op, numel, timeout_ms, stuck), watchdog_tail=lines[n_root:])
     return Root(lines[:n_root], "Watchdog caught collective operation timeout", "watchdog", a, exit_code=-6,
@@ -511,9 +559,9 @@ def _value(K: Kit) -> Root:
 
 
 def _zero_div(K: Kit) -> Root:
-    exc = K.pick(("ZeroDivisionError: division by zero", "ZeroDivisionError: float division by zero"))
+    exc, variant = K.pick((("ZeroDivisionError: division by zero", "int"), ("ZeroDivisionError: float division by zero", "float")))
     frames = K.entry()[:-1] + [("{wd}/" + K.ctx.script, 318, "train", "tokens_per_sec = tokens_seen / (time.time() - t_last_log)")]
-    return _simple(K, frames, exc, "division")
+    return _simple(K, frames, exc, variant)
 
 
 def _model_loading(K: Kit) -> Root:
@@ -623,9 +671,13 @@ def _index(K: Kit) -> Root:
 
 
 def _name(K: Kit) -> Root:
-    exc = "NameError: name 'args' is not defined" + (". Did you mean: 'arg'?" if K.ctx.py311 else "")
-    return _simple(K, K.entry()[:-1] + [_script_frame(K, 203, "lr = args.lr * world_size", "train")], exc, "args",
-                   sig="NameError: name 'args' is not defined")
+    if K.coin(0.5):
+        exc = "NameError: name 'args' is not defined" + (". Did you mean: 'arg'?" if K.ctx.py311 else "")
+        return _simple(K, K.entry()[:-1] + [_script_frame(K, 203, "lr = args.lr * world_size", "train")], exc, "args",
+                       sig="NameError: name 'args' is not defined")
+    exc = "NameError: name 'local_rank' is not defined" + (". Did you mean: 'local_ranks'?" if K.ctx.py311 else "")
+    return _simple(K, K.entry()[:-1] + [_script_frame(K, 88, "torch.cuda.set_device(local_rank)", "setup")], exc, "local_rank",
+                   sig="NameError: name 'local_rank' is not defined")
 
 
 def _syntax(K: Kit) -> Root:
@@ -640,9 +692,15 @@ def _syntax(K: Kit) -> Root:
 
 def _permission(K: Kit) -> Root:
     step = K.timing.step or 0
-    frames = K.entry()[:-1] + [_script_frame(K, 251, "os.makedirs(ckpt_dir, exist_ok=True)", "save_checkpoint"),
-                               ("/usr/lib/python3.10/os.py", 225, "makedirs", "mkdir(name, mode)")]
-    return _simple(K, frames, f"PermissionError: [Errno 13] Permission denied: '/checkpoints/shared/run-7/iter_{step:07d}'", "ckpt",
+    if K.coin(0.5):
+        frames = K.entry()[:-1] + [_script_frame(K, 251, "os.makedirs(ckpt_dir, exist_ok=True)", "save_checkpoint"),
+                                   ("/usr/lib/python3.10/os.py", 225, "makedirs", "mkdir(name, mode)")]
+        return _simple(K, frames, f"PermissionError: [Errno 13] Permission denied: '/checkpoints/shared/run-7/iter_{step:07d}'",
+                       "ckpt", sig="PermissionError: [Errno 13] Permission denied")
+    frames = K.entry()[:-1] + [_script_frame(K, 64, "logger = SummaryWriter(log_dir=args.tensorboard_dir)", "setup_logging"),
+                               ("{site}/torch/utils/tensorboard/writer.py", 66, "__init__", "self.event_writer = EventFileWriter("),
+                               ("/usr/lib/python3.10/os.py", 215, "makedirs", "makedirs(head, exist_ok=exist_ok)")]
+    return _simple(K, frames, "PermissionError: [Errno 13] Permission denied: '/mnt/shared/tensorboard'", "tensorboard",
                    sig="PermissionError: [Errno 13] Permission denied")
 
 
@@ -741,6 +799,8 @@ def _launcher_summary(K: Kit, root: Root, failed: list[int], t: float) -> list[s
     launcher = Launcher(spec.launcher)
     culprit = root.rank if root.rank is not None else (failed[0] if failed else 0)
     code = root.exit_code
+    if K.extra.get("reported") is not None:  # other_rank: a peer aborted first and is what the launcher reports
+        culprit, code = K.extra["reported"], -6
     out: list[str] = []
     if launcher in (Launcher.TORCHRUN, Launcher.ACCELERATE) and ctx.world_size > 1:
         node = culprit // ctx.gpus_per_node
@@ -818,13 +878,65 @@ def _launcher_summary(K: Kit, root: Root, failed: list[int], t: float) -> list[s
     return out
 
 
+def build_root(K: Kit, reason: FailureReason, pool: Pool | str | None) -> Root:
+    """The root-cause block of `reason` from a template of `pool` (any template when None)."""
+    builder = BUILDERS[FailureReason(reason)]
+    for _ in range(256):
+        root = builder(K)
+        if pool is None or template_pool(reason, root.variant) is Pool(pool):
+            return root
+    raise RuntimeError(f"no {pool} template of {reason} for this job")  # pragma: no cover - pools.py lists one per phase
+
+
+def launcher_lines(K: Kit, root: Root, t: float, *, restart: bool = False) -> list[str]:
+    """What the launcher prints when a worker fails: the teardown and, with `restart`, the restart of
+    the worker group (torchrun's elastic agent) or of the job (a Slurm wrapper's auto-resume)."""
+    ctx = K.ctx
+    r = root.rank if root.rank is not None else 0
+    launcher = Launcher(K.spec.launcher)
+    fail_msg = f"failed (exitcode: {root.exit_code}) local_rank: {ctx.local(r)} (pid: {ctx.pids[r]}) of binary: {ctx.python}"
+    if not restart:
+        return _launcher_summary(K, root, [r], t)
+    if launcher in (Launcher.TORCHRUN, Launcher.ACCELERATE):
+        left = int(K.rng.integers(1, 3))
+        msgs = [("E", "multiprocessing/api.py:869", fail_msg),
+                ("W", "agent/server/api.py:723", f"[default] Worker group FAILED. {left}/3 attempts left; will restart worker group"),
+                ("I", "agent/server/api.py:681", "[default] Stopping worker group"),
+                ("I", "agent/server/api.py:871", "[default] Rendezvous'ing worker group"),
+                ("I", "agent/server/api.py:689", "[default] Starting worker group")]
+        if ctx.torch_new:
+            return [ctx.glog(lvl, t + i, ctx.agent_pid, f"torch/distributed/elastic/{where}") + m for i, (lvl, where, m) in enumerate(msgs)]
+        names = {"E": "ERROR", "W": "WARNING", "I": "INFO"}
+        mods = {"multiprocessing": "torch.distributed.elastic.multiprocessing.api", "agent": "torch.distributed.elastic.agent.server.api"}
+        return [f"{names[lvl]}:{mods[where.split('/')[0]]}:{m}" for lvl, where, m in msgs]
+    code = root.exit_code if root.exit_code > 0 else 1
+    return [f"srun: error: {ctx.host_of(r)}: task {r}: Exited with exit code {code}",
+            f"[auto-resume] training exited with code {code}; restarting from the latest checkpoint (attempt 2/3)"]
+
+
 def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.random.SeedSequence, budget: int) -> TailBlock:
-    """The failure tail: root-cause block, interleaved normal lines, cascade. Deterministic in `seed`."""
+    """The failure tail: (decoys,) root-cause block, interleaved normal lines, (a hang,) cascade.
+    Deterministic in `seed`; the hard cases of `spec.hard` draw from their own stream, and each one
+    is only applied (and listed in `TailBlock.hard`) when `budget` leaves room for it."""
+    from . import hard as H  # noqa: PLC0415 - hard.py builds on this module
+
     rng = np.random.default_rng(seed)
+    hrng = np.random.default_rng(np.random.SeedSequence([*seed.generate_state(3, np.uint64).tolist(), 0x4A7D]))
     reason = FailureReason(spec.failure_reason)
     phase = FailurePhase(spec.failure_phase)
+    pool = Pool(spec.pool) if spec.pool is not None else None
+    want = set(HardCase(h) for h in (spec.hard or ()))
     K = Kit(ctx, spec, rng, phase, timing, budget)
-    root = BUILDERS[reason](K)
+    HK = Kit(ctx, spec, hrng, phase, timing, budget)
+    root = build_root(K, reason, pool)
+    applied: list[HardCase] = []
+    multi = ctx.world_size > 1
+    rank_level = root.rank is not None and reason not in (FailureReason.NCCL_TIMEOUT_ERROR, FailureReason.NODE_FAILURE)
+    if HardCase.WARN_LEVEL in want and multi and rank_level and pool is not None and budget >= 60:
+        warned = H.warn_root(HK, root, pool, timing.t_fail)
+        if warned is not None:
+            root = warned
+            applied.append(HardCase.WARN_LEVEL)
     t_root = timing.t_fail + root.delay
     lines = list(root.lines)
     first = root.sig_idx
@@ -834,10 +946,13 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
                      "train" if phase is FailurePhase.TRAIN else "init", pool_size=1)
     ns.t, ns.step, ns.total = t_root, timing.step or 0, timing.total_steps
     interleaved = ns.fill(int(rng.integers(1, 4)))
+    hns = NoiseSource(ctx, spec, np.random.default_rng(hrng.integers(2**63)),
+                      "train" if phase is FailurePhase.TRAIN else "init", pool_size=16)
+    hns.t, hns.step, hns.total = t_root, timing.step or 0, timing.total_steps
+    hang = (HardCase.HANG in want or HardCase.WARN_LEVEL in applied) and multi and rank_level
     cascade: list[str] = []
     failed = [root.rank] if root.rank is not None else []
-    multi = ctx.world_size > 1
-    if root.all_ranks and multi and root.per_rank is not None:
+    if root.all_ranks and multi and root.per_rank is not None and not hang:
         others = [r for r in ctx.visible if r != root.rank][: (1 if K.small else int(rng.integers(1, 4)))]
         for r in others:
             cascade += root.per_rank(r)
@@ -876,16 +991,71 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
         cascade.append(K.c10(root.rank, "E", "ProcessGroupNCCL.cpp:1182", t_root + 1)
                        + f"[Rank {root.rank}] NCCL watchdog thread terminated with exception: CUDA error: "
                        + ("uncorrectable ECC error encountered" if reason is FailureReason.ECC_ERROR else "an illegal memory access was encountered"))
+
+    # -- hard cases: sized from what the budget leaves after the plain tail -----------------------------
+    base_len = len(lines) + len(interleaved) + len(cascade) + len(late) + 40  # + the launcher summary
+    room = max(0, budget - base_len)
+    pre: list[str] = []
+    sig = root.signature
+    if HardCase.DECOYS in want and pool is not None and room >= 40:
+        n_pre = int(min(room * 0.15, hrng.integers(20, 300)))
+        pre = H.sprinkle(HK, hns.fill(n_pre), int(hrng.integers(2, 6)), pool, timing.t_fail, avoid=sig)
+        pre = [x for x in pre if sig not in x]
+        room -= len(pre)
+        applied.append(HardCase.DECOYS)
+    decoys_after = HardCase.DECOYS in applied
+    gap: list[str] = []
+    if hang:
+        # a hang: thousands of quiet lines; a warning-level root alone: the job limps on for a while
+        long = HardCase.HANG in want
+        n_gap = int(min(room * 0.7, hrng.integers(1500, 5000))) if long else int(min(room * 0.5, hrng.integers(20, 400)))
+        if n_gap >= (600 if long else 0):
+            gap = H.quiet(hns, HK, n_gap, pool, decoys_after, t_root + 60, None)
+            room -= len(gap)
+            if long:
+                applied.append(HardCase.HANG)
+        late = []
+        cascade = _peer_timeouts(HK, root, t_root, 1 if K.small else int(hrng.integers(2, 6))) + cascade
+    gap_max = 3 if spec.cascade_gap is None else int(spec.cascade_gap)
+    if HardCase.FLOOD in want and multi and len(ctx.visible) >= 8 and room >= 300:
+        target = int(min(room * 0.9, hrng.integers(1000, 6000)))
+        seq = max(2, (timing.step or 0) * 4 + 2)
+        more, fl = H.flood(HK, root, hns, target, t_root, seq, gap_max)
+        if decoys_after:
+            more = H.sprinkle(HK, more, max(1, len(more) // 500), pool, t_root + 30)  # type: ignore[arg-type]
+        cascade += more
+        failed += fl
+        room -= len(more)
+        applied.append(HardCase.FLOOD)
+    elif decoys_after and cascade:
+        cascade = H.sprinkle(HK, cascade, 1, pool, t_root + 30)  # type: ignore[arg-type]
+    if spec.cascade_lines is not None:  # a requested cascade length: peers' errors and survivors' output
+        summary_len = len(_launcher_summary(Kit(ctx, spec, np.random.default_rng(0), phase, timing, budget), root, failed, t_root))
+        need = int(spec.cascade_lines) - (len(interleaved) + len(gap) + len(cascade) + len(late) + summary_len)
+        if need > 0:
+            seq = max(2, (timing.step or 0) * 4 + 2)
+            more, fl = H.flood(HK, root, hns, need, t_root, seq, gap_max) if multi else (hns.fill(need), [])
+            cascade += more
+            failed += fl
+    if HardCase.OTHER_RANK in want and multi and root.rank is not None:
+        peers = [r for r in failed if r != root.rank] or K.other_ranks(root.rank, 1)
+        if peers:
+            K.extra["reported"] = peers[0]
+            if not late and not cascade:
+                late = _peer_timeouts(HK, root, t_root, 1)
+            applied.append(HardCase.OTHER_RANK)
     cascade += _launcher_summary(K, root, failed, t_root + 2)
     cascade += late  # printed by other nodes after the local launcher gave up (srun-merged output)
     if not cascade:  # pragma: no cover - every launcher prints something
         cascade = ["Killed"]
-    out = lines + interleaved + cascade
+    out = pre + lines + interleaved + gap + cascade
+    off = len(pre)
     return TailBlock(
-        lines=out, block_start=0, first_line=first, block_end=block_end, cascade_start=len(lines) + len(interleaved),
+        lines=out, block_start=off, first_line=off + first, block_end=off + block_end,
+        cascade_start=off + len(lines) + len(interleaved) + len(gap),
         signature=root.signature, variant=root.variant, rank=root.rank,
         host=root.host if root.host is not None else (ctx.host_of(root.rank) if root.rank is not None else None),
-        time=t_root, step=timing.step,
+        time=t_root, step=timing.step, hard=[h for h in HardCase if h in applied],
     )
 
 
@@ -928,3 +1098,9 @@ def render_completion(spec: LogSpec, ctx: JobContext, timing: FailureTiming, rng
                 "constraint has always been present,  but this warning has only been added since PyTorch 2.4 (function operator())"
                 for r in ctx.visible[:2]]
     return out
+
+
+# names other modules of the package build on
+watchdog_lines = _watchdog_lines
+remote_block = _remote_block
+peer_timeouts = _peer_timeouts

@@ -5,7 +5,9 @@ failure before training, more initialisation output), and a tail (the failure wi
 clean completion, or nothing for a log cut while the job runs). The tail is rendered first (dry
 run) to know its length, so a requested `n_lines` is honoured exactly; then the body is planned
 and everything is streamed to the file in chunks, so memory stays bounded by a chunk plus the
-label arrays, whatever the size.
+label arrays, whatever the size. A restart (`HardCase.RESTART`) puts an earlier failed attempt,
+the launcher's restart and the re-initialisation into the noise after one progress event, so
+training resumes after it and the truth arrays stay exact.
 """
 
 from __future__ import annotations
@@ -21,18 +23,20 @@ import numpy as np
 
 from .context import JobContext
 from .failures import FailureTiming, render_completion, render_tail
+from .hard import restart_segment
+from .pools import template_pool
 from .formats import PEAK_FLOPS, EventBlock, make_renderer
 from schedmate.loglabels import (LABELS_FILE, LOGS_DIR, MANIFEST_FILE, CorpusEntry, CorpusManifest, FailureLabel, LogLabels,
                      SlowdownLabel, TruthLabel)
 from .noise import NoiseSource, header_units
 from .series import Series, SeriesParams
-from schedmate.logspec import FailurePhase, Framework, LogSpec, LogStatus
+from schedmate.logspec import HARD_MIX, FailurePhase, Framework, HardCase, LogSpec, LogStatus, Pool
 from schedmate.taxonomy import FailureCategory, category_of, component_of
 
 CHUNK_EVENTS = 4096  # events rendered per chunk (the numbers do not depend on it)
 WRITE_LINES = 65536  # lines buffered before a write ...
 WRITE_CHARS = 4_000_000  # ... or characters, whichever comes first (tqdm lines can be long)
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: template pools and hard cases
 
 
 class _Writer:
@@ -80,16 +84,20 @@ def derive_seed(seed: int, index: int) -> int:
 
 def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log_id: str | None = None,
                  category_weights: dict[FailureCategory, float] | None = None,
-                 reason_prior: str = "acme") -> tuple[str | Path, LogLabels]:
+                 reason_prior: str = "acme", hard_mix: dict[HardCase, float] | None = None,
+                 heldout_share: float = 0.0) -> tuple[str | Path, LogLabels]:
     """Generate one log. Returns (the text, or `out` when a path is given) and its labels.
 
     Deterministic in (spec, seed). `spec` fields left None are drawn from the seed; the labels
-    carry the resolved spec. Unless it is too small for the chosen header and failure tail,
+    carry the resolved spec. A failed log's hard cases (`hard.py`) come from `spec.hard`, else
+    from `hard_mix` (default none); its error texts from `spec.pool`, else `heldout` with
+    probability `heldout_share` (default: the `dev` pool, see `pools.py`). Unless it is too small for the chosen header and failure tail,
     the log has exactly `spec.n_lines` lines (all `\\n`-terminated).
     """
     ss = _seed_sequence(seed)
     s_res, s_ctx, s_series, s_body, s_noise, s_tail, s_header, s_render = ss.spawn(8)
-    rs = spec.resolve(np.random.default_rng(s_res), category_weights=category_weights, reason_prior=reason_prior)
+    rs = spec.resolve(np.random.default_rng(s_res), category_weights=category_weights, reason_prior=reason_prior,
+                      hard_mix=hard_mix, heldout_share=heldout_share)
     rng_ctx = np.random.default_rng(s_ctx)
     ctx = JobContext.build(rs, rng_ctx)
     body_rng = np.random.default_rng(s_body)
@@ -107,10 +115,16 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
     t_init = float(rng_ctx.uniform(20, 240))
 
     # -- tail (dry run: its length does not depend on the times) ---------------------------------------
-    tail_budget = max(12, n_req // 2)
+    hard = set(rs.hard or ())
+    # hangs and floods are thousands of lines after the root cause: let the tail take most of the log
+    tail_budget = max(12, int(n_req * 0.8) if hard & {HardCase.HANG, HardCase.FLOOD} else n_req // 2)
+    if rs.cascade_lines is not None:
+        tail_budget = max(tail_budget, int(rs.cascade_lines) + 400)
     dummy = FailureTiming(t_fail=0.0, step=None if phase is FailurePhase.INIT else 1, total_steps=2, train_start=0.0)
+    final_sig: str | None = None
     if status is LogStatus.FAILED:
-        tail_len = len(render_tail(rs, ctx, dummy, s_tail, tail_budget).lines)
+        dry = render_tail(rs, ctx, dummy, s_tail, tail_budget)
+        tail_len, final_sig = len(dry.lines), dry.signature
     elif status is LogStatus.COMPLETED:
         tail_len = len(render_completion(rs, ctx, dummy, np.random.default_rng(s_tail), 1.0, 2.0))
     else:
@@ -154,6 +168,15 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
         candidate = int(rs.slowdown_at * steps_in_log) + 1
         if rs.warmup_steps < candidate <= steps_in_log:
             slow_step = candidate
+    # an earlier attempt that failed and was restarted, inside the body (its lines count as noise)
+    restart: tuple[int, list[str], int] | None = None  # (after event i, lines, first error line in them)
+    if train and status is LogStatus.FAILED and HardCase.RESTART in hard and n_events >= 4 and final_sig is not None:
+        r_rng = np.random.default_rng(np.random.SeedSequence([*s_tail.generate_state(3, np.uint64).tolist(), 0x2E57]))
+        at = int(n_events * r_rng.uniform(0.2, 0.7)) + 1
+        seg = restart_segment(rs, ctx, r_rng, t_init + at * interval * base, at * interval, total_steps, final_sig,
+                              budget=n_noise - 4)
+        if seg is not None:
+            restart = (at, seg[0], seg[1])
     params = SeriesParams.draw(np.random.default_rng(s_series), base_step_time=base, warmup_steps=int(rs.warmup_steps),
                                warmup_factor=float(rs.warmup_factor), slowdown_step=slow_step,
                                slowdown_factor=slow_factor, total_steps=max(total_steps, 1))
@@ -171,9 +194,13 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
         truth_parts: dict[str, list[np.ndarray]] = {k: [] for k in ("lines", "steps", "step_time", "loss", "time")}
         stats = {"steady_sum": 0.0, "steady_n": 0, "slow_sum": 0.0, "slow_n": 0, "slow_time": None, "loss_sum": 0.0}
         t_now = t_init
+        earlier: list[int] = []
         if train:
             weights = body_rng.gamma(0.6, 1.0, size=n_events + 1) + 1e-12
-            k = body_rng.multinomial(n_noise, weights / weights.sum()) if n_noise else np.zeros(n_events + 1, dtype=np.int64)
+            n_free = n_noise - (len(restart[1]) if restart else 0)
+            k = body_rng.multinomial(n_free, weights / weights.sum()) if n_free else np.zeros(n_events + 1, dtype=np.int64)
+            if restart:
+                k[restart[0]] += len(restart[1])
             noise.t, noise.step = t_init, 0
             w.extend(noise.fill(int(k[0])))
             for e0 in range(0, n_events, CHUNK_EVENTS):
@@ -208,7 +235,13 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
                     out_lines.extend(lines[i * p:(i + 1) * p])
                     if kk_l[i]:
                         noise.t, noise.step, noise.loss = t_end[i], s_end[i], l_end[i]
-                        out_lines.extend(fill(kk_l[i]))
+                        if restart is not None and e0 + i + 1 == restart[0]:
+                            n_seg = len(restart[1])
+                            out_lines.extend(fill(kk_l[i] - n_seg))
+                            earlier.append(w.cursor + len(out_lines) + restart[2])
+                            out_lines.extend(restart[1])
+                        else:
+                            out_lines.extend(fill(kk_l[i]))
                 w.extend(out_lines)
                 t_now = float(cum[-1])
         else:
@@ -235,6 +268,8 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
                 first_line=off + tail.first_line, block_start=off + tail.block_start, block_end=off + tail.block_end,
                 cascade_start=off + tail.cascade_start, signature=tail.signature, time=round(tail.time, 3),
                 step=tail.step, phase=phase, rank=tail.rank, host=tail.host, variant=tail.variant,
+                pool=template_pool(reason, tail.variant), hard=tail.hard + ([HardCase.RESTART] if earlier else []),
+                earlier_lines=earlier,
             )
             w.extend(tail.lines)
         elif status is LogStatus.COMPLETED:
@@ -304,15 +339,22 @@ def generate_corpus(out_dir: str | Path, n: int, seed: int, *, min_lines: int = 
                     failed_fraction: float = 0.5, frameworks: Sequence[Framework | str] = tuple(Framework),
                     progress: Callable[[int, int], None] | None = None, running_fraction: float = 0.5,
                     padded_fraction: float = 0.0, category_weights: dict[FailureCategory, float] | None = None,
-                    reason_prior: str = "acme") -> CorpusManifest:
+                    reason_prior: str = "acme", pool: Pool | str = "both",
+                    hard_mix: dict[HardCase, float] | None = None) -> CorpusManifest:
     """Write `logs/<id>.log` and `labels.jsonl` (one `LogLabels` per line) and `manifest.json` under out_dir.
 
     Sizes are log-uniform in [min_lines, max_lines]. `failed_fraction` of the logs fail (one Acme
     root cause each, categories by `category_weights`, reasons within a category by Acme counts or
     uniformly); of the others `running_fraction` are cut mid-training, the rest complete.
     `padded_fraction` of the logs get 90-98% noise (the Metric Tracker's "padded" condition).
-    `progress(done, total)` is called after each log. Log i depends only on (seed, i).
+    `pool` ("dev", "heldout" or "both": half and half, drawn per log) chooses the error-text pool
+    of `pools.py`; `hard_mix` the probability of each hard case in a failed log (default
+    `HARD_MIX`, the benchmark's mix; `{}` for none). `progress(done, total)` is called after each log. Log i depends
+    only on (seed, i).
     """
+    if pool not in ("both", *Pool):
+        raise ValueError(f"pool must be dev, heldout or both, not {pool!r}")
+    fixed_pool = None if pool == "both" else Pool(pool)
     if n < 0 or not 1 <= min_lines <= max_lines:
         raise ValueError("need n >= 0 and 1 <= min_lines <= max_lines")
     fws = [Framework(f) for f in frameworks]
@@ -339,9 +381,10 @@ def generate_corpus(out_dir: str | Path, n: int, seed: int, *, min_lines: int = 
             noise = round(float(rng.uniform(0.9, 0.98)), 3) if rng.random() < padded_fraction else None
             log_id = f"log-{i:05d}"
             rel = f"{LOGS_DIR}/{log_id}.log"
-            spec = LogSpec(framework=fw, n_lines=n_lines, status=status, noise_level=noise)
+            spec = LogSpec(framework=fw, n_lines=n_lines, status=status, noise_level=noise, pool=fixed_pool)
             _, labels = generate_log(spec, log_seed, out=root / rel, log_id=log_id, category_weights=category_weights,
-                                     reason_prior=reason_prior)
+                                     reason_prior=reason_prior, hard_mix=HARD_MIX if hard_mix is None else hard_mix,
+                                     heldout_share=0.5)
             labels = labels.model_copy(update={"path": rel})
             lf.write(labels.model_dump_json() + "\n")
             f = labels.failure
@@ -356,6 +399,7 @@ def generate_corpus(out_dir: str | Path, n: int, seed: int, *, min_lines: int = 
                   "running_fraction": running_fraction, "padded_fraction": padded_fraction,
                   "frameworks": [str(f) for f in fws], "reason_prior": reason_prior,
                   "category_weights": {str(k): v for k, v in (category_weights or {}).items()} or None,
+                  "pool": str(pool), "hard_mix": None if hard_mix is None else {str(k): v for k, v in hard_mix.items()},
                   "generator_version": GENERATOR_VERSION},
         entries=entries,
     )
