@@ -1,42 +1,73 @@
-"""Failure injection for the standalone case study (spec §8.3): which jobs fail, when, and why.
+"""Failures as clusters see them (spec §8.3, revised): the world side of the standalone study.
 
-`inject_failures` is a pure function over `JobSpec`s, deterministic by seed:
+Three causes, and what each does to a job:
 
-- every job first becomes a job that completes after its full work (the trace's own states are
-  replaced: Philly's file has none, the synthetic trace's are redrawn here);
-- `rate` (30.5%, Philly's GPU-job failure rate) of the jobs fail once, at U(0, 1) of their run:
-  `status` FAILED, `duration` = run time until the failure, `work` = the full run, so the engine
-  runs `duration`, calls `on_failure`, and a resumed or resubmitted job redoes only what the
-  last checkpoint lost (`SimConfig.checkpoint_interval`);
-- the category is Acme's (logs spec §2.1): `infra_share` (≈ 11%) of the failures are
-  infrastructure failures, chosen with weights (GPU time)^α, α picked so that they hold
-  `infra_gpu_share` (≈ 82%) of the GPU time lost to failures; the others are framework errors
-  (`framework_share` of them, Acme's 404 of 2,294) or user-script errors;
-- the choice is recorded in `spec.attributes["failure"]` as a plain dict (`category`, `reason`,
-  `at`) so an insight source can generate the matching failed log (`failure_of` reads it back).
+- **Application errors** (script / framework: the user's bug). `inject_failures` marks
+  `app_rate` of the jobs (the trace's failure rate × the non-infrastructure share: Philly
+  0.305 × 0.89) with one error at U(0, 1) of their planned work, category by Acme's counts
+  (framework 404 : script 1,890), reason by Acme's per-reason counts. The error ends the job as
+  FAILED (the trace's failed jobs; a fixed script is a new job). A restart hits the same bug at
+  once (the Failure Handler's false positives).
+- **Infrastructure hazard**: a job fails each time the GPU time it has held crosses the next
+  point of a Poisson process of rate λ per GPU-second (drawn per job from (seed, job id), so the
+  same job meets the same exposure thresholds in every arm): wide and long jobs fail more, and
+  may fail several times. A share `hardware_share` of these (Acme's NVLink, CUDA, ECC and
+  NodeFailure counts: 103 of 281 infrastructure failures) leaves the struck node **faulty**;
+  the rest (network, connection, storage, NCCL) are transient.
+- **Faulty nodes** fail every job placed on them after Exp(`faulty_mttf_s`) of run, with the
+  node's own fault, until the node is cordoned: by the Failure Handler at its first diagnosed
+  infrastructure failure, otherwise by the operators once it has failed `ops_failures` jobs.
+  A cordoned node comes back healthy after `repair_s` (faulty), or after `check_s` (300 s) when
+  it was healthy: the handler's recovery plan (`agents/failure/recovery.py`) runs diagnostics
+  (DCGM, NCCL tests, ...) on the suspect node and keeps it cordoned only if one fails, so a
+  healthy node is out only while they run (inside the job's 300 s recovery).
 
-Jobs with zero run time cannot fail part-way and are never chosen.
+λ is calibrated per trace (`calibrate_hazard`) so that infrastructure failures are
+`infra_share` (Acme ≈ 11%) of all failure events in the no-handler world, counting the
+expected follow-up failures of faulty nodes; the achieved count share and the infrastructure
+share of failed-attempt GPU time (Acme ≈ 82%) are measured and reported (`FailureWorld.stats`).
+
+The world runs in `FailureSimulator`, an engine subclass that strikes failures at their times.
+On a failure the attempt's progress goes back to the last checkpoint and the policy's
+`on_failure` is asked (the failed node is told to it as `job.info["failed_node"]`: the host whose
+task died, which any scheduler sees). If the policy does not resume the job: an application
+error ends it as FAILED; an infrastructure failure ends the attempt and the user resubmits the
+job `resubmit_delay` (D) later as a new arrival; JCT counts from the first submit.
+The causes stay in the world: a policy sees a diagnosis only through `CauseDiagnosis`, which
+writes the failed log of the true cause and gives it to the real Failure Handler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+import heapq
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from schedmate.schedulers.job import FinalStatus, JobSpec
+from schedmate.integrations.artefacts import failure_log_key, unit_hash
+from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.decisions import Cordon, Uncordon
+from schedmate.schedulers.engine import _RESUBMIT, SimConfig, Simulator
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase, Placement
+from schedmate.schedulers.policy import Policy
 
 __all__ = [
     "APPLICATION",
     "CATEGORIES",
     "FAILURE_KEY",
+    "Cause",
+    "CauseDiagnosis",
     "FailureModel",
-    "FailureShares",
+    "FailureSimulator",
+    "FailureWorld",
     "InjectedFailure",
+    "calibrate_hazard",
     "failure_of",
-    "failure_shares",
     "inject_failures",
     "is_infrastructure",
 ]
@@ -45,14 +76,15 @@ FAILURE_KEY = "failure"
 INFRASTRUCTURE, FRAMEWORK, SCRIPT = "infrastructure", "framework", "script"
 CATEGORIES = (INFRASTRUCTURE, FRAMEWORK, SCRIPT)
 APPLICATION = (FRAMEWORK, SCRIPT)
+_EPS = 1e-6
 
-# Acme reasons with their failure counts (logs spec §2.1): the reason within a category is drawn
-# in proportion to them, so the log generator can write the matching error.
+# Acme reasons with their failure counts (logs spec §2.1), by kind of cause
+HARDWARE: Mapping[str, int] = {"NVLinkError": 54, "CUDAError": 21, "NodeFailure": 16, "ECCError": 12}
+TRANSIENT: Mapping[str, int] = {
+    "NetworkError": 12, "ConnectionError": 147, "S3StorageError": 10, "NCCLTimeoutError": 6, "NCCLRemoteError": 3,
+}
 REASONS: Mapping[str, Mapping[str, int]] = {
-    INFRASTRUCTURE: {
-        "NVLinkError": 54, "CUDAError": 21, "NodeFailure": 16, "ECCError": 12, "NetworkError": 12,
-        "ConnectionError": 147, "S3StorageError": 10, "NCCLTimeoutError": 6, "NCCLRemoteError": 3,
-    },
+    INFRASTRUCTURE: {**HARDWARE, **TRANSIENT},
     FRAMEWORK: {
         "DataloaderKilled": 6, "AttributeError": 67, "OutOfMemoryError": 14, "RuntimeError": 65,
         "AssertionError": 105, "ValueError": 33, "ZeroDivisionError": 5, "ModelLoadingError": 104,
@@ -62,28 +94,40 @@ REASONS: Mapping[str, Mapping[str, int]] = {
         "FileNotFoundError": 568, "TypeError": 620, "OSError": 266, "KeyError": 260, "ImportError": 111,
         "IndexError": 23, "NameError": 18, "SyntaxError": 10, "PermissionError": 7,
     },
-}
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class FailureModel:
-    """Knobs of the injection; defaults are spec §8.3's (Philly rate, Acme category shares)."""
+    """Knobs of the world; defaults are spec §8.3's readings (see the module docstring)."""
 
-    rate: float = 0.305
-    infra_share: float = 0.11
-    infra_gpu_share: float = 0.82
-    framework_share: float = 404 / (404 + 1890)
+    fail_rate: float = 0.305  # the trace's share of GPU jobs that fail (Philly)
+    infra_share: float = 0.11  # Acme: infrastructure share of failures (count)
+    framework_share: float = 404 / (404 + 1890)  # of application errors
+    hardware_share: float = sum(HARDWARE.values()) / (sum(HARDWARE.values()) + sum(TRANSIENT.values()))
+    faulty_mttf_s: float = 1800.0  # a job on a faulty node fails after Exp(mean) of run
+    ops_failures: int = 3  # without the handler, operators cordon a faulty node after this many failures
+    repair_s: float = 4 * 3600.0  # cordoned faulty node -> healthy
+    check_s: float = 300.0  # cordoned healthy node -> back once its diagnostics pass
+    hazard_per_gpu_s: float | None = None  # None: `calibrate_hazard` on the trace
 
     def __post_init__(self) -> None:
-        for name in ("rate", "infra_share", "infra_gpu_share", "framework_share"):
+        for name in ("fail_rate", "infra_share", "framework_share", "hardware_share"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if self.infra_share >= 1.0:
+            raise ValueError("infra_share must be < 1")
+
+    @property
+    def app_rate(self) -> float:
+        """Share of jobs with an application error: the non-infrastructure part of the failures."""
+        return self.fail_rate * (1.0 - self.infra_share)
 
 
 @dataclass(frozen=True)
 class InjectedFailure:
-    """What `inject_failures` decided for one job (`at`: fraction of the run when it fails)."""
+    """A job's application error (`at`: fraction of its planned work when it strikes)."""
 
     category: str
     reason: str
@@ -95,20 +139,24 @@ class InjectedFailure:
 
 
 @dataclass(frozen=True)
-class FailureShares:
-    """Measured shares of an injected trace, to check against the model."""
+class Cause:
+    """Why one attempt failed (world truth: never shown to a policy or an agent)."""
 
-    jobs: int
-    failed: int
-    infrastructure: int
-    failed_share: float  # failed / jobs
-    infra_share: float  # infrastructure / failed
-    infra_gpu_share: float  # infrastructure share of the GPU time of failed attempts
+    category: str
+    reason: str
+    kind: str  # "app" | "transient" | "hardware" (a node turned faulty) | "faulty" (on a faulty node)
+    node: int | None
+    at: float
+    gpu_s: float  # GPU time of the failed run (launch to failure)
+
+    @property
+    def infrastructure(self) -> bool:
+        return self.category == INFRASTRUCTURE
 
 
 def is_infrastructure(truth: object) -> bool | None:
     """Normalise a ground-truth answer: a bool, a category name, or anything with an
-    `infrastructure` attribute (`InjectedFailure`, `FailureInsight`); None when unknown."""
+    `infrastructure` attribute (`Cause`, `InjectedFailure`, `FailureInsight`); None when unknown."""
     if truth is None:
         return None
     if isinstance(truth, bool):
@@ -120,7 +168,7 @@ def is_infrastructure(truth: object) -> bool | None:
 
 
 def failure_of(spec: JobSpec) -> InjectedFailure | None:
-    """The injected failure of `spec`, or None when it does not fail (or was not injected)."""
+    """The injected application error of `spec`, or None."""
     raw = spec.attributes.get(FAILURE_KEY)
     if not isinstance(raw, Mapping):
         return None
@@ -128,51 +176,362 @@ def failure_of(spec: JobSpec) -> InjectedFailure | None:
 
 
 def inject_failures(specs: Sequence[JobSpec], seed: int, model: FailureModel = FailureModel()) -> list[JobSpec]:
-    """The same jobs (same order), `model.rate` of them failing once; deterministic by `seed`."""
+    """The same jobs (same order) as completing after their full work, `model.app_rate` of them
+    carrying an application error; deterministic by `seed`. Infrastructure failures are not
+    injected here: they depend on placement and happen in `FailureSimulator`."""
     rng = np.random.default_rng([seed, 0x5EED_FA11])
     work = np.array([s.total_work for s in specs], dtype=float)
-    gpus = np.array([s.num_gpus for s in specs], dtype=float)
     eligible = np.flatnonzero(work > 0)
-    n_fail = min(len(eligible), int(round(model.rate * len(specs))))
+    n_fail = min(len(eligible), int(round(model.app_rate * len(specs))))
     failing = np.sort(rng.choice(eligible, size=n_fail, replace=False)) if n_fail else np.zeros(0, dtype=int)
     at = rng.uniform(0.0, 1.0, size=n_fail)
-    lost = work[failing] * gpus[failing] * at  # GPU time of each failed attempt
-    infra = _choose_infra(work[failing] * gpus[failing], lost, model, rng)
     app_u = rng.uniform(size=n_fail)
     reason_u = rng.uniform(size=n_fail)
-
     out = [_completed(s) for s in specs]
     for i, idx in enumerate(failing.tolist()):
-        if infra[i]:
-            category = INFRASTRUCTURE
-        else:
-            category = FRAMEWORK if app_u[i] < model.framework_share else SCRIPT
-        failure = {"category": category, "reason": _reason(category, reason_u[i]), "at": float(at[i])}
-        spec = out[idx]
-        out[idx] = replace(
-            spec,
-            status=FinalStatus.FAILED,
-            duration=float(work[idx] * at[i]),
-            work=float(work[idx]),
-            attributes={**spec.attributes, FAILURE_KEY: failure},
-        )
+        category = FRAMEWORK if app_u[i] < model.framework_share else SCRIPT
+        failure = {"category": category, "reason": _pick(REASONS[category], reason_u[i]), "at": float(at[i])}
+        out[idx] = replace(out[idx], attributes={**out[idx].attributes, FAILURE_KEY: failure})
     return out
 
 
-def failure_shares(specs: Sequence[JobSpec]) -> FailureShares:
-    """Count failures and infrastructure shares (by number and by failed-attempt GPU time)."""
-    failed = [(s, f) for s in specs if (f := failure_of(s)) is not None]
-    infra = [(s, f) for s, f in failed if f.infrastructure]
-    lost_all = sum(s.duration * s.num_gpus for s, _ in failed)
-    lost_infra = sum(s.duration * s.num_gpus for s, _ in infra)
-    return FailureShares(
-        jobs=len(specs),
-        failed=len(failed),
-        infrastructure=len(infra),
-        failed_share=len(failed) / len(specs) if specs else 0.0,
-        infra_share=len(infra) / len(failed) if failed else 0.0,
-        infra_gpu_share=lost_infra / lost_all if lost_all > 0 else 0.0,
-    )
+def calibrate_hazard(specs: Sequence[JobSpec], model: FailureModel) -> float:
+    """λ per GPU-second: infrastructure failures = `infra_share` of all failure events.
+
+    Expected events: application errors n·app_rate; infrastructure λ·W (W = total GPU work) of
+    which `hardware_share` leave a faulty node that fails `ops_failures` − 1 more jobs before the
+    operators cordon it. Solve λ·W·(1 + h·(k − 1)) = n_app · s / (1 − s)."""
+    if model.hazard_per_gpu_s is not None:
+        return model.hazard_per_gpu_s
+    gpu_work = sum(s.total_work * s.num_gpus for s in specs)
+    n_app = model.app_rate * len(specs)
+    target = n_app * model.infra_share / (1.0 - model.infra_share)
+    per_hazard = 1.0 + model.hardware_share * max(0, model.ops_failures - 1)
+    return target / (gpu_work * per_hazard) if gpu_work > 0 else 0.0
+
+
+# ================================================================================= the world
+
+
+@dataclass
+class _NodeState:
+    faulty: bool = False
+    reason: str = ""
+    failures: int = 0  # failures caused since it turned faulty
+    repair_at: float | None = None
+    cordoned_by: str = ""  # "ops" | "policy"
+
+
+@dataclass
+class FailureWorld:
+    """Failure state of one simulation: hazards, faulty nodes, repairs, the cause of every
+    failed attempt (`causes[job_id][attempt]`) and counters."""
+
+    model: FailureModel
+    seed: int
+    hazard_per_gpu_s: float
+    causes: dict[str, list[Cause]] = field(default_factory=dict)
+    nodes: dict[int, _NodeState] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    gpu_s: Counter[str] = field(default_factory=Counter)
+    # exposure points (GPU-seconds held) per job, drawn lazily; may be preset (tests, scripted worlds)
+    thresholds: dict[str, list[float]] = field(default_factory=dict)
+
+    @classmethod
+    def for_trace(cls, specs: Sequence[JobSpec], seed: int, model: FailureModel = FailureModel()) -> FailureWorld:
+        return cls(model=model, seed=seed, hazard_per_gpu_s=calibrate_hazard(specs, model))
+
+    def node(self, n: int) -> _NodeState:
+        return self.nodes.setdefault(n, _NodeState())
+
+    def cause(self, job_id: str, attempt: int) -> Cause | None:
+        causes = self.causes.get(job_id, [])
+        return causes[attempt] if 0 <= attempt < len(causes) else None
+
+    def next_threshold(self, job_id: str, attained_gpu_s: float) -> float:
+        """The first point of the job's hazard process beyond `attained_gpu_s` (GPU-seconds)."""
+        if self.hazard_per_gpu_s <= 0:
+            return math.inf
+        points = self.thresholds.setdefault(job_id, [])
+        rng = None
+        while not points or points[-1] <= attained_gpu_s + _EPS:
+            if rng is None:  # a stream per (seed, job, how many drawn): same thresholds in every arm
+                rng = np.random.default_rng([self.seed, _stable(job_id), len(points), 0x4A2A])
+            last = points[-1] if points else 0.0
+            points.append(last + float(rng.exponential(1.0 / self.hazard_per_gpu_s)))
+        return next(p for p in points if p > attained_gpu_s + _EPS)
+
+    def note(self, cause: Cause) -> None:
+        self.counts[f"{cause.kind}_failures"] += 1
+        self.counts[f"{cause.category}_failures"] += 1
+        self.gpu_s[cause.category] += cause.gpu_s
+
+    def stats(self) -> dict[str, Any]:
+        """Achieved shares (to compare with the targets) and node counters."""
+        infra = self.counts[f"{INFRASTRUCTURE}_failures"]
+        total = infra + self.counts[f"{FRAMEWORK}_failures"] + self.counts[f"{SCRIPT}_failures"]
+        gpu_total = sum(self.gpu_s.values())
+        jobs = len(self.causes)
+        return {
+            "hazard_per_gpu_hour": self.hazard_per_gpu_s * 3600.0,
+            "failure_events": total,
+            "jobs_with_failures": jobs,
+            "infra_share": infra / total if total else 0.0,
+            "infra_gpu_share": self.gpu_s[INFRASTRUCTURE] / gpu_total if gpu_total else 0.0,
+            "target_infra_share": self.model.infra_share,
+            "target_infra_gpu_share": 0.82,
+            "gpu_hours_failed_attempts": gpu_total / 3600.0,
+            **{k: v for k, v in sorted(self.counts.items())},
+        }
+
+
+class FailureSimulator(Simulator):
+    """The engine plus the failure world: strikes failures, keeps faulty nodes, repairs them.
+
+    World events are kept in their own heap and applied at the start of each event time (a
+    wake-up at each one makes the policy schedule right after). Every world draw is a hash of
+    (seed, job, ...), so a run is deterministic.
+    """
+
+    def __init__(self, jobs: Iterable[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig | None = None,
+                 *, world: FailureWorld, **kwargs: Any) -> None:
+        super().__init__(jobs, cluster, policy, config, **kwargs)
+        self.world = world
+        self._events: list[tuple[float, int, str, Any, int]] = []  # (time, seq, kind, payload, version)
+        self._wseq = 0
+        self._fail_version: dict[str, int] = {}
+        self._runs: Counter[str] = Counter()
+        self._run_start: dict[str, tuple[float, float]] = {}  # job -> (launch time, attained at launch)
+        self._app_struck: set[str] = set()
+        self._progress_at_resume: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ hooks into the engine
+    def _clock(self, t: float) -> None:
+        super()._clock(t)
+        while self._events and self._events[0][0] <= t + _EPS:
+            _, _, kind, payload, version = heapq.heappop(self._events)
+            if kind == "fail":
+                job = self.jobs[payload[0]]
+                if self._fail_version.get(job.job_id) == version and job.phase is Phase.RUNNING:
+                    self._strike(job, payload[1])
+            elif kind == "repair":
+                self._repair(payload, version)
+
+    def _launch(self, job: JobState, placement: Placement, phase: Phase) -> None:
+        super()._launch(job, placement, phase)
+        self._runs[job.job_id] += 1
+        self._run_start[job.job_id] = (self.now, job.attained_gpu_time)
+        self._plan_failure(job)
+
+    def _apply(self, decisions: Sequence[Any] | None) -> int:
+        """The engine's `_apply`, with cordons routed through the world (it repairs the node)."""
+        applied = 0
+        for d in decisions or ():
+            if isinstance(d, (Cordon, Uncordon)):
+                self._cordon(d)
+                applied += 1
+            else:
+                applied += super()._apply([d])
+        return applied
+
+    def _cordon(self, d: Cordon | Uncordon) -> None:
+        self._do_cordon(d)
+        if isinstance(d, Cordon):
+            self._start_repair(d.node, by="policy")
+        else:  # a policy may return a node early; the world forgets its repair
+            self.world.node(d.node).repair_at = None
+
+    # ------------------------------------------------------------------ failure times
+    def _push(self, t: float, kind: str, payload: Any, version: int) -> None:
+        self._wseq += 1
+        heapq.heappush(self._events, (t, self._wseq, kind, payload, version))
+        self.request_wakeup(t)
+
+    def _plan_failure(self, job: JobState) -> None:
+        """The earliest failure of the job's current run (exact for the exponential parts:
+        recomputed whenever a node it runs on changes state)."""
+        version = self._fail_version[job.job_id] = self._fail_version.get(job.job_id, 0) + 1
+        if job.speed <= 0:
+            return
+        w = self.world
+        begin = max(self.now, job.overhead_until)
+        candidates: list[tuple[float, tuple[str, str, str, int | None]]] = []
+        app = failure_of(job.spec)
+        if app is not None:
+            if job.job_id in self._app_struck:  # the bug is still there: fails once restarted
+                candidates.append((begin, ("app", app.category, app.reason, None)))
+            else:
+                point = app.at * job.spec.total_work
+                if job.progress <= point + _EPS:
+                    candidates.append((begin + (point - job.progress) / job.speed, ("app", app.category, app.reason, None)))
+        threshold = w.next_threshold(job.job_id, job.attained_gpu_time)
+        if math.isfinite(threshold) and job.num_gpus > 0:
+            candidates.append((self.now + (threshold - job.attained_gpu_time) / job.num_gpus, ("hazard", INFRASTRUCTURE, "", None)))
+        run = self._runs[job.job_id]
+        for node, _ in job.placement:
+            state = w.nodes.get(node)
+            if state is not None and state.faulty:
+                rng = np.random.default_rng([w.seed, _stable(job.job_id), run, node, version, 0xFA17])
+                t = self.now + float(rng.exponential(w.model.faulty_mttf_s))
+                candidates.append((t, ("faulty", INFRASTRUCTURE, state.reason, node)))
+        if candidates:
+            t, cause = min(candidates, key=lambda c: c[0])
+            self._push(t, "fail", (job.job_id, cause), version)
+
+    def _strike(self, job: JobState, planned: tuple[str, str, str, int | None]) -> None:
+        kind, category, reason, node = planned
+        w = self.world
+        attempt = job.failures
+        if kind == "hazard":
+            nodes = [n for n, _ in job.placement]
+            weights = np.array([k for _, k in job.placement], dtype=float)
+            u_node = unit_hash("culprit", w.seed, job.job_id, attempt)
+            node = nodes[min(int(np.searchsorted(np.cumsum(weights) / weights.sum(), u_node, side="right")), len(nodes) - 1)]
+            hardware = unit_hash("hardware", w.seed, job.job_id, attempt) < w.model.hardware_share
+            table = HARDWARE if hardware else TRANSIENT
+            reason = _pick(table, unit_hash("infra-reason", w.seed, job.job_id, attempt))
+            kind = "hardware" if hardware else "transient"
+        if node is None and job.placement:  # an application error: the host of the first rank
+            node = job.placement[0][0]
+        _, attained0 = self._run_start.get(job.job_id, (self.now, job.attained_gpu_time))
+        self._advance(job)
+        cause = Cause(category, reason, kind, node, self.now, job.attained_gpu_time - attained0)
+        w.causes.setdefault(job.job_id, []).append(cause)
+        w.note(cause)
+        if kind == "app":
+            self._app_struck.add(job.job_id)
+        if kind == "hardware" and node is not None:
+            state = w.node(node)
+            if not state.faulty:
+                state.faulty, state.reason, state.failures = True, reason, 0
+                w.counts["nodes_turned_faulty"] += 1
+                self._replan_on(node, exclude=job.job_id)
+        if kind in ("hardware", "faulty") and node is not None:
+            state = w.node(node)
+            state.failures += 1
+            if state.failures >= w.model.ops_failures and not self.cordoned[node]:
+                self.cordoned[node] = True
+                w.counts["ops_cordons"] += 1
+                self._start_repair(node, by="ops")
+        job.info["failed_node"] = node
+        self._fail(job, cause)
+
+    def _fail(self, job: JobState, cause: Cause) -> None:
+        """The engine's failure path, with the study's endings (module docstring)."""
+        job.failures += 1
+        ci = self.config.checkpoint_interval
+        saved = max(job.checkpoint, math.floor(job.progress / ci) * ci if ci else 0.0)
+        no_progress = job.progress <= self._progress_at_resume.get(job.job_id, -1.0) + _EPS
+        resume = self.policy.on_failure(job, self.view)
+        self._release(job)
+        job.wasted_gpu_time += max(0.0, job.progress - saved) * job.spec.num_gpus
+        job.progress = job.checkpoint = saved
+        if resume:
+            self.world.counts["resumed"] += 1
+            self.world.counts["resumed_without_progress"] += no_progress
+            self._progress_at_resume[job.job_id] = saved
+            job.phase = Phase.QUEUED
+            self.waiting[job.job_id] = job
+            self.policy.on_requeue(job, self.view)
+        elif cause.category != INFRASTRUCTURE or self.config.resubmit_delay is None:
+            self._terminate(job, Phase.FAILED)  # the user's bug ends the job (the trace's failed jobs)
+        else:
+            self.world.counts["user_resubmits"] += 1
+            job.phase = Phase.FAILED  # this attempt ended; the scheduler sees it finish
+            self.policy.on_finish(job, self.view)
+            job.phase = Phase.PENDING  # until the user resubmits it
+            heapq.heappush(self._heap, (self.now + self.config.resubmit_delay, _RESUBMIT, next(self._seq), job.job_id, job.version))
+
+    # ------------------------------------------------------------------ nodes
+    def _start_repair(self, node: int, *, by: str) -> None:
+        state = self.world.node(node)
+        if state.repair_at is not None:
+            return
+        state.cordoned_by = by
+        state.repair_at = self.now + (self.world.model.repair_s if state.faulty else self.world.model.check_s)
+        self.world.counts[f"cordons_by_{by}"] += by == "policy"
+        self.world.counts["cordons_of_healthy_nodes"] += not state.faulty
+        self._push(state.repair_at, "repair", node, 0)
+
+    def _repair(self, node: int, _version: int) -> None:
+        state = self.world.node(node)
+        if state.repair_at is None or state.repair_at > self.now + _EPS:
+            return
+        was_faulty = state.faulty
+        self.world.nodes[node] = _NodeState()
+        self.cordoned[node] = False
+        self.world.counts["repairs"] += was_faulty
+        self.world.counts["checks"] += not was_faulty
+        if was_faulty:
+            self._replan_on(node)
+
+    def _replan_on(self, node: int, *, exclude: str | None = None) -> None:
+        for job in list(self.running.values()):
+            if job.job_id != exclude and any(n == node for n, _ in job.placement):
+                self._advance(job)
+                self._plan_failure(job)
+
+
+# ================================================================================= diagnosis
+
+
+@dataclass
+class CauseDiagnosis:
+    """An `InsightSource` whose `diagnose` gives the real Failure Handler the failed log of the
+    attempt's true cause (the world writes the log; the handler only reads it).
+
+    Over `SimulationInsights` the log is the one its generator writes for (the job's artefact,
+    the cause's reason, a variant), run through the handler with its measured latency and its
+    content-hash cache (replayed in precomputed mode). Any other source is asked as it is.
+    Everything else is delegated. `failure_truth` (counters only) is the world's cause.
+    """
+
+    source: InsightSource
+    world: FailureWorld
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def advise(self, job: JobState) -> AdvisorInsight | None:
+        return self.source.advise(job)
+
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
+        return self.source.track(job, event_at=event_at, now=now)
+
+    def record(self, job: JobState, *, finished: bool) -> None:
+        self.source.record(job, finished=finished)
+
+    def failure_truth(self, job: JobState, attempt: int) -> Cause | None:
+        return self.world.cause(job.job_id, attempt)
+
+    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
+        self.calls["diagnose"] += 1
+        cause = self.world.cause(job.job_id, attempt)
+        by_cause = getattr(self.source, "diagnose_cause", None)
+        if cause is not None and by_cause is not None:  # sensitivity sources (calibrated knobs)
+            return by_cause(job, attempt=attempt, cause=cause)
+        record = getattr(self.source, "_diagnosis_record", None)
+        artefact = getattr(self.source, "artefact", None)
+        if cause is None or record is None or artefact is None:
+            return self.source.diagnose(job, attempt=attempt)
+        art = artefact(job.job_id)
+        if art is None:
+            self.calls["no_artefact"] += 1
+            return None
+        cfg = self.source.config  # type: ignore[attr-defined]
+        variant = int(unit_hash("failure-log", cfg.seed, job.job_id, attempt) * cfg.failure_variants)
+        rec = record(failure_log_key(art, cause.reason, variant))
+        if rec is None or rec.get("status") != "failure_found" or rec.get("category") is None:
+            self.calls["no_failure_found"] += 1
+            return None
+        measured = float(rec.get("seconds") or 0.0)
+        latency = cfg.diagnosis_latency_s if cfg.diagnosis_latency_s is not None else measured
+        self.calls["said_infra"] += rec["category"] == INFRASTRUCTURE
+        return FailureInsight(infrastructure=rec["category"] == INFRASTRUCTURE, category=rec["category"],
+                              reason=rec.get("reason") or "", component=rec.get("component"),
+                              action=rec.get("action"), latency_s=latency)
+
+    def stats(self) -> dict[str, Any]:
+        inner = self.source.stats() if hasattr(self.source, "stats") else {}
+        return {**inner, **{f"fh_{k}": v for k, v in self.calls.items()}}
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -184,36 +543,17 @@ def _completed(spec: JobSpec) -> JobSpec:
     return replace(spec, status=FinalStatus.COMPLETED, duration=spec.total_work, work=None, attributes=attributes)
 
 
-def _choose_infra(weight: np.ndarray, lost: np.ndarray, model: FailureModel, rng: np.random.Generator) -> np.ndarray:
-    """Mask of the `infra_share` failures that are infrastructure ones.
-
-    Weighted sampling without replacement (Efraimidis–Spirakis keys log(u) / w) with weights
-    weight^α; the same draws serve every α, and α in [0, 4] is scanned for the one whose GPU-time
-    share of `lost` is closest to `infra_gpu_share` (α = 0 is a uniform choice by count).
-    """
-    n = len(weight)
-    k = int(round(model.infra_share * n))
-    mask = np.zeros(n, dtype=bool)
-    if k == 0 or n == 0:
-        return mask
-    log_u = np.log(rng.uniform(1e-300, 1.0, size=n))
-    log_w = np.log(np.maximum(weight, 1e-9))
-    log_w -= log_w.max()  # scale-free: only ratios of weights matter
-    total = float(lost.sum())
-    best: tuple[float, np.ndarray] | None = None
-    for alpha in np.linspace(0.0, 4.0, 81):
-        keys = log_u / np.exp(alpha * log_w)  # log(u^(1/w)), w = weight^α; larger is chosen
-        chosen = np.argpartition(-keys, k - 1)[:k]
-        share = float(lost[chosen].sum()) / total if total > 0 else 0.0
-        gap = abs(share - model.infra_gpu_share)
-        if best is None or gap < best[0] - 1e-12:
-            best = (gap, chosen)
-    mask[best[1]] = True  # type: ignore[index]
-    return mask
-
-
-def _reason(category: str, u: float) -> str:
-    names = list(REASONS[category])
-    counts = np.array([REASONS[category][n] for n in names], dtype=float)
-    cdf = np.cumsum(counts) / counts.sum()
+def _pick(counts: Mapping[str, int], u: float) -> str:
+    names = list(counts)
+    cdf = np.cumsum([counts[n] for n in names], dtype=float)
+    cdf /= cdf[-1]
     return names[min(int(np.searchsorted(cdf, u, side="right")), len(names) - 1)]
+
+
+def _stable(text: str) -> int:
+    return int(unit_hash("job", text) * 2**62)
+
+
+def world_summary(world: FailureWorld) -> dict[str, Any]:
+    """`FailureWorld.stats` plus the model (for outputs)."""
+    return {**world.stats(), "model": asdict(world.model)}

@@ -92,7 +92,7 @@ def run_main_job(out: Path | str, config: MainJobConfig | None = None, *, progre
         with _step(report, "case 3: standalone SchedMate with failures", say) as st:
             report.standalone = run_standalone_experiment(
                 out / "standalone", make_source=make, source_label=make.label, trace="synthetic", n_jobs=cfg.jobs,
-                seeds=[cfg.seed], progress=say)
+                seeds=[cfg.seed], resubmit_delays=(), detection_rates=(), progress=say)
             st["summary"] = report.standalone.summary
         report.agents = make.stats()
     with _step(report, "diagnose one failed job", say) as st:

@@ -1,59 +1,70 @@
-"""Standalone SchedMate (spec §5.3, §8.3): SJF on the advisor's estimate, plus a Failure Handler.
+"""Standalone SchedMate (spec §5.3, §8.3): two readings of "SJF on the advisor", plus a Failure Handler.
 
-Scheduling. Non-preemptive shortest-job-first (optional first-fit backfilling, as `OrderedPolicy`).
-A job's estimate is `AdvisorInsight.duration_top3_s` (mean duration of the 3 most similar
-historical jobs) from the `InsightSource`, asked once at its first arrival; the job becomes
-schedulable after the advisor's `latency_s`. A job without a match (no insight, no similar job
-or no top-3 duration) falls back to a history estimate like QSSF's: an `OnlineDurationModel`
-over the jobs that finished so far (running mean per VC/user × GPU count, then a regression
-tree), re-estimated for every queued fallback job when the model is refitted. Ties break on
-the time the job (re-)entered the queue, then the job id.
+**SchedMate-SJF** (`StandaloneSchedMate`, the paper's words): non-preemptive shortest-job-first
+on the advisor's `duration_top3_s` (mean duration of the 3 most similar historical jobs), asked
+at the job's first arrival; the job is schedulable after the advisor's measured `latency_s`.
+Unmatched jobs fall back to a QSSF-like history model of finished jobs (`OnlineDurationModel`),
+re-estimated on every refit. First-fit backfilling optional.
 
-Failures (`on_failure`, after the engine ran a FAILED spec's `duration`; progress goes back to
-the last checkpoint, `SimConfig.checkpoint_interval`):
-- without the handler, or when the handler does not say "infrastructure" (undiagnosed or an
-  application error): the no-FH path. `on_failure` returns False; with
-  `SimConfig.resubmit_delay` = D the engine ends the attempt and the user resubmits the job D
-  later as a new arrival (same estimate, new tie-break time); JCT counts from the first submit.
-- diagnosed infrastructure: the job resumes from its checkpoint with its original priority
-  after `diagnosis_s` + `recovery_s` (10 s + 300 s); the node it failed on (the first node of
-  its placement) is cordoned at once and uncordoned when the recovery is over (a replaced node).
-- a false positive (the ground truth says application error): the resumed job fails again as
-  soon as it has restarted (after the restart overhead, when it would reach the bug). There is
-  no second diagnosis (at most one retry): it is stopped and takes the no-FH path, the user
-  resubmitting it `user_resubmit_s` later. Its restart GPU time is counted as lost.
+**SchedMate-SRPT** (`SchedMateSRPT`): preemptive shortest remaining *predicted GPU-time*, in
+60 s rounds with the engine's restart cost (40 s / 60 s, the same as Tiresias). A matched job's
+key is estimate × GPUs − attained GPU-time. Waiting jobs that have never run are re-asked for
+advice whenever the history of finished jobs has grown by 10% (≥ 20 jobs) since their last
+answer. **Fallback rule** (unmatched jobs, and jobs whose attained service exceeds their
+estimate): the job's key is its **Gittins index** in remaining-service units,
+    key(a) = min_Δ E[min(S − a, Δ) | S > a] / P(S − a ≤ Δ | S > a),
+over the empirical distribution S of the GPU-time service that finished jobs received (a:
+the job's attained GPU-time). This is the index that minimises mean response time when sizes are
+unknown (Gittins; Scully & Harchol-Balter's SOAP), it equals the remaining service for a job of
+known size (so both kinds compare on one scale, with no tuned weight), and wherever the service
+distribution has a decreasing hazard (the heavy tail of GPU clusters) it increases with
+attained service, i.e. it is least-attained-service ordering among unknown jobs (where the
+hazard rises, e.g. the body of a log-normal, it lets a job that has started finish first).
+Before 20 jobs have finished, the predicted GPU-times of the jobs matched so far stand in for
+the distribution; until five sizes are known, and beyond the largest one, the index is the
+attained service itself (pure LAS). The index is taken at the start of the job's service class
+[2^k, 2^(k+1)) GPU-seconds (doubling classes, as multi-level feedback queues discretise LAS), so a
+job's key changes at most log2(size) times and equal jobs do not swap GPUs every round.
 
-The ground truth of a failure comes from the source's `failure_truth(job, attempt)` when it has
-one (`FailureTruth`, the semantic simulator's, which draws its own category), else from the
-injected failure recorded in `spec.attributes` by `failures_sim`. It is used only for counters
-and for false positives, never for the decision itself. `attempt` passed to `diagnose` and
-`failure_truth` is the 0-based index of the failed run (0 = the first), as `semantic_sim`
-numbers them; the engine lets a job fail once, so the handler is asked at most once per job.
+**Failure Handler** (`failure_handler`): on a failed attempt the handler is asked for a
+diagnosis (`InsightSource.diagnose`; `failures_sim.CauseDiagnosis` gives it the log of the
+attempt's true cause), thinned by `detection_rate` (a hash draw per job and attempt). A diagnosed
+infrastructure failure resumes the job from its last checkpoint with its original priority after
+the diagnosis's measured `latency_s` + `recovery_s` (300 s), and cordons the failed node (the
+host whose task died, `job.info["failed_node"]`); the world repairs and returns the node. A job
+that fails again with no progress since its last resume (a restarted application error) is not
+resumed a second time. Everything else takes the world's no-handler path (`failures_sim`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from schedmate.integrations.failures_sim import failure_of, is_infrastructure
+import numpy as np
+
+from schedmate.integrations.experiments.common import detected
+from schedmate.integrations.failures_sim import is_infrastructure
 from schedmate.integrations.insights import InsightSource
-from schedmate.schedulers.decisions import Cordon, Decision, Uncordon
+from schedmate.schedulers.decisions import Cordon, Decision
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobState, Phase
+from schedmate.schedulers.policies.realloc import reallocate
 from schedmate.schedulers.policy import ClusterView, Plan, Policy
 from schedmate.schedulers.predictor import OnlineDurationModel
 
 __all__ = [
     "FailureCounters",
     "FailureTruth",
+    "GittinsFallback",
+    "SchedMateSRPT",
     "StandaloneConfig",
     "StandaloneSchedMate",
     "gpu_hours_lost",
     "make_standalone",
-    "true_infrastructure",
 ]
 
 _EST, _KEY, _FEATS, _SOURCE = "sm_estimate", "sm_key", "sm_features", "sm_estimate_source"
@@ -63,116 +74,178 @@ _EPS = 1e-6
 
 @runtime_checkable
 class FailureTruth(Protocol):
-    """Ground truth of a failed attempt (`semantic_sim.SimulationInsights` has it): a
-    `FailureInsight`, a category name ("infrastructure", "framework", "script") or a bool
-    (True: infrastructure); None when unknown. `attempt` is numbered as for `diagnose`."""
+    """Ground truth of a failed attempt, for counters only (never for a decision)."""
 
     def failure_truth(self, job: JobState, attempt: int) -> object: ...
-
-
-def true_infrastructure(source: object, job: JobState, attempt: int) -> bool | None:
-    """Whether the failed attempt really was an infrastructure failure (None: unknown)."""
-    if isinstance(source, FailureTruth):
-        truth = is_infrastructure(source.failure_truth(job, attempt))
-        if truth is not None:
-            return truth
-    return is_infrastructure(failure_of(job.spec))
 
 
 @dataclass(frozen=True)
 class StandaloneConfig:
     failure_handler: bool = False
-    diagnosis_s: float = 10.0
     recovery_s: float = 300.0
-    user_resubmit_s: float = 3600.0  # no-FH delay after a false positive's second failure
+    detection_rate: float = 1.0  # share of failed attempts the handler gets to diagnose
+    seed: int = 0  # for the detection draw
     backfill: bool = False
     window: int = 256
+    round_s: float = 60.0  # SRPT rounds
+    reestimate: bool = True  # SRPT: re-ask advice for waiting jobs as history grows
+    min_history: int = 20  # SRPT: finished jobs before the fallback uses their service
 
 
 @dataclass
 class FailureCounters:
-    """What the failure handling did in one run (GPU-seconds; `gpu_hours_lost` adds the engine's)."""
+    """What the failure handling did in one run."""
 
     failures: int = 0  # failed attempts seen by on_failure
+    undetected: int = 0  # thinned out by the detection rate
     diagnosed: int = 0  # the handler returned a diagnosis
-    resumed: int = 0  # diagnosed infrastructure and resumed from checkpoint (incl. false positives)
+    resumed: int = 0  # diagnosed infrastructure and resumed from checkpoint
     true_positives: int = 0
-    false_positives: int = 0  # application errors resumed; they fail again at once
-    missed_infra: int = 0  # real infrastructure failures that took the no-FH path
-    user_resubmits: int = 0  # no-FH path, including false positives after their second failure
-    cordoned_nodes: int = 0  # cordon events (one per resumed failure)
-    uncordoned_nodes: int = 0
-    false_positive_gpu_s: float = 0.0  # GPU time of false positives' doomed restarts
+    false_positives: int = 0  # application errors resumed (the world fails them again at once)
+    missed_infra: int = 0  # real infrastructure failures that took the no-handler path
+    not_retried: int = 0  # failed again with no progress since a resume: not resumed twice
+    cordons: int = 0
+    diagnosis_latency_s: float = 0.0  # sum over diagnoses used
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-class StandaloneSchedMate(Policy):
-    """SJF on `duration_top3_s` with an optional Failure Handler (module docstring)."""
+class _SchedMate(Policy):
+    """What both readings share: advice at arrival, the advisor's latency, the Failure Handler."""
 
-    def __init__(
-        self,
-        source: InsightSource,
-        config: StandaloneConfig | None = None,
-        *,
-        model: OnlineDurationModel | None = None,
-    ) -> None:
+    def __init__(self, source: InsightSource, config: StandaloneConfig | None, model: OnlineDurationModel | None) -> None:
         self.source = source
         self.config = config or StandaloneConfig()
-        self.name = "schedmate+fh" if self.config.failure_handler else "schedmate"
-        if self.config.backfill:
-            self.name += "+bf"
         self.model = model or OnlineDurationModel()
         self.counters = FailureCounters()
-        self._fits_seen = 0
-        self._seq = 0
-        self._heap: list[tuple[tuple[float, float, str], int, str]] = []
         self._held: list[tuple[float, int, str]] = []  # (ready at, seq, job id)
+        self._seq = 0
         self._cordon_now: list[int] = []
-        self._cordon_until: dict[int, float] = {}
-        self._uncordon_at: list[tuple[float, int]] = []
-        self._doomed: dict[str, float] = {}  # false positives: job id -> restart time, once relaunched
-        self._doomed_waiting: set[str] = set()  # false positives not yet relaunched
+        self._resumed_at: dict[str, float] = {}  # job id -> progress when it was resumed
 
-    # ---------------------------------------------------------------- arrival and queue
-    def on_arrival(self, job: JobState, view: ClusterView) -> None:
-        if _EST not in job.info:  # first submission: ask the advisor, then become history
-            insight = self.source.advise(job)
-            self.source.record(job, finished=False)
-            job.info[_FEATS] = self.model.features(job.spec)
-            if insight is not None and insight.matched and insight.duration_top3_s is not None:
-                job.info[_EST], job.info[_SOURCE] = float(insight.duration_top3_s), "advisor"
-            else:
-                job.info[_EST], job.info[_SOURCE] = self._fallback(job), "history"
-            ready = view.now + (insight.latency_s if insight is not None else 0.0)
-        else:  # the user resubmitted it after a failure: a new arrival with the same estimate
-            ready = view.now
-        job.info[_KEY] = (job.info[_EST], view.now, job.job_id)
-        self._hold_or_enqueue(job, ready, view)
+    # -------------------------------------------------------------- advice
+    def _ask(self, job: JobState) -> float:
+        """Ask the advisor; sets the estimate and its source; returns the advisor's latency."""
+        insight = self.source.advise(job)
+        if insight is not None and insight.matched and insight.duration_top3_s is not None:
+            job.info[_EST], job.info[_SOURCE] = float(insight.duration_top3_s), "advisor"
+        else:
+            job.info[_EST], job.info[_SOURCE] = None, "history"
+        return insight.latency_s if insight is not None else 0.0
 
-    def on_requeue(self, job: JobState, view: ClusterView) -> None:
-        """Back from a handled failure (resume) or a false positive's second failure (resubmit)."""
-        self._hold_or_enqueue(job, job.info.pop(_READY, view.now), view)
+    def _first_arrival(self, job: JobState, view: ClusterView) -> float:
+        """Advice and history record at the first submission; the time the job becomes ready."""
+        latency = self._ask(job)
+        self.source.record(job, finished=False)
+        job.info[_FEATS] = self.model.features(job.spec)
+        return view.now + latency
 
-    def _fallback(self, job: JobState) -> float:
-        return self.model.predict(job.spec, job.info.get(_FEATS))
-
-    def _hold_or_enqueue(self, job: JobState, ready: float, view: ClusterView) -> None:
-        self._seq += 1
+    def _hold(self, job: JobState, ready: float, view: ClusterView) -> bool:
+        """Hold a job until `ready`; False when it is ready now."""
         if ready > view.now + _EPS:
+            self._seq += 1
             heapq.heappush(self._held, (ready, self._seq, job.job_id))
             view.wake_at(ready)
-        else:
-            heapq.heappush(self._heap, (job.info[_KEY], self._seq, job.job_id))
-            job.info[_SEQ] = self._seq  # marks the live entry; older ones are dropped as stale
+            return True
+        return False
 
-    def _release_held(self, view: ClusterView) -> None:
+    def _released(self, view: ClusterView) -> list[JobState]:
+        out = []
         while self._held and self._held[0][0] <= view.now + _EPS:
             _, _, job_id = heapq.heappop(self._held)
             job = view.job(job_id)
             if job.phase.is_waiting:
-                self._hold_or_enqueue(job, view.now, view)
+                out.append(job)
+        return out
+
+    def _finished(self, job: JobState) -> bool:
+        """Bookkeeping at a job's end; False for a failed attempt the user will resubmit."""
+        if job.end_time is None or _FEATS not in job.info:
+            return False
+        self.source.record(job, finished=True)
+        if job.phase is Phase.COMPLETED:
+            self.model.observe(job.spec, job.spec.total_work, job.info.get(_FEATS))
+        return True
+
+    # -------------------------------------------------------------- failure handler
+    def on_failure(self, job: JobState, view: ClusterView) -> bool:
+        c, cfg = self.counters, self.config
+        c.failures += 1
+        attempt = job.failures - 1  # 0 = the first failed run
+        truth = None
+        if isinstance(self.source, FailureTruth):
+            truth = is_infrastructure(self.source.failure_truth(job, attempt))
+        if not cfg.failure_handler:
+            return False
+        if job.job_id in self._resumed_at and job.progress <= self._resumed_at[job.job_id] + _EPS:
+            c.not_retried += 1  # the mitigation did not help: one retry only
+            return False
+        if not detected(job.job_id, cfg.seed, cfg.detection_rate, f"fh-{attempt}"):
+            c.undetected += 1
+            c.missed_infra += truth is True
+            return False
+        insight = self.source.diagnose(job, attempt=attempt)
+        c.diagnosed += insight is not None
+        if insight is None or not insight.infrastructure:
+            c.missed_infra += truth is True
+            return False
+        c.resumed += 1
+        c.true_positives += truth is True
+        c.false_positives += truth is False
+        c.diagnosis_latency_s += insight.latency_s
+        node = job.info.get("failed_node")
+        if node is not None:
+            self._cordon_now.append(int(node))
+            c.cordons += 1
+        ready = view.now + insight.latency_s + cfg.recovery_s
+        job.info[_READY] = ready
+        view.wake_at(ready)
+        return True
+
+    def _note_resume(self, job: JobState) -> None:
+        if _READY in job.info:
+            self._resumed_at[job.job_id] = job.progress  # after the rollback to the checkpoint
+
+    def _apply_cordons(self, plan: Plan) -> None:
+        for node in dict.fromkeys(self._cordon_now):
+            if plan.usable[node]:
+                plan.usable[node] = False
+                plan.decisions.append(Cordon(node))
+        self._cordon_now.clear()
+
+
+class StandaloneSchedMate(_SchedMate):
+    """SchedMate-SJF: non-preemptive SJF on `duration_top3_s` (module docstring)."""
+
+    def __init__(self, source: InsightSource, config: StandaloneConfig | None = None, *,
+                 model: OnlineDurationModel | None = None) -> None:
+        super().__init__(source, config, model)
+        self.name = "schedmate-sjf+fh" if self.config.failure_handler else "schedmate-sjf"
+        self._fits_seen = 0
+        self._heap: list[tuple[tuple[float, float, str], int, str]] = []
+
+    def on_arrival(self, job: JobState, view: ClusterView) -> None:
+        if _FEATS not in job.info:
+            ready = self._first_arrival(job, view)
+            if job.info[_EST] is None:
+                job.info[_EST] = self.model.predict(job.spec, job.info[_FEATS])
+        else:  # the user resubmitted it after a failure: a new arrival with the same estimate
+            ready = view.now
+        job.info[_KEY] = (job.info[_EST], view.now, job.job_id)
+        if not self._hold(job, ready, view):
+            self._enqueue(job)
+
+    def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        """Back from a handled failure: original priority, held until the recovery is over."""
+        self._note_resume(job)
+        if not self._hold(job, job.info.pop(_READY, view.now), view):
+            self._enqueue(job)
+
+    def _enqueue(self, job: JobState) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (job.info[_KEY], self._seq, job.job_id))
+        job.info[_SEQ] = self._seq  # marks the live entry; older ones are dropped as stale
 
     def _refresh_fallbacks(self, view: ClusterView) -> None:
         """After a refit, re-estimate queued jobs that had no advisor match (as QSSF does)."""
@@ -191,17 +264,12 @@ class StandaloneSchedMate(Policy):
     def _live(seq: int, job: JobState) -> bool:
         return job.phase.is_waiting and job.info.get(_SEQ) == seq
 
-    # ---------------------------------------------------------------- scheduling
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
-        self._release_held(view)
+        for job in self._released(view):
+            self._enqueue(job)
         self._refresh_fallbacks(view)
         plan = view.plan()
-        self._apply_cordons(plan, view)
-        self._fail_doomed(plan, view)
-        self._start_in_order(plan, view)
-        return plan.decisions
-
-    def _start_in_order(self, plan: Plan, view: ClusterView) -> None:
+        self._apply_cordons(plan)
         heap, skipped = self._heap, []
         while heap and plan.free_total > 0:
             entry = heap[0]
@@ -218,96 +286,244 @@ class StandaloneSchedMate(Policy):
             skipped.append(heapq.heappop(heap))
         for entry in skipped:
             heapq.heappush(heap, entry)
-
-    def _apply_cordons(self, plan: Plan, view: ClusterView) -> None:
-        """Cordon nodes of newly diagnosed failures; uncordon those whose recovery is over.
-
-        The decisions go first and the plan's usable mask is updated, so starts stay valid."""
-        while self._uncordon_at and self._uncordon_at[0][0] <= view.now + _EPS:
-            _, node = heapq.heappop(self._uncordon_at)
-            if self._cordon_until.get(node, 0.0) <= view.now + _EPS and node in self._cordon_until:
-                del self._cordon_until[node]
-                plan.usable[node] = True
-                plan.decisions.append(Uncordon(node))
-                self.counters.uncordoned_nodes += 1
-        for node in self._cordon_now:
-            plan.usable[node] = False
-            plan.decisions.append(Cordon(node))
-        self._cordon_now.clear()
-
-    def _fail_doomed(self, plan: Plan, view: ClusterView) -> None:
-        """False positives fail again once their restart is over: stop them, the user resubmits."""
-        for job_id, restart_at in list(self._doomed.items()):
-            job = view.job(job_id)
-            if job.phase is not Phase.RUNNING:
-                continue
-            if job.overhead_until > view.now + _EPS:
-                view.wake_at(job.overhead_until)
-                continue
-            del self._doomed[job_id]
-            self.counters.false_positive_gpu_s += (view.now - restart_at) * job.num_gpus
-            self.counters.user_resubmits += 1
-            job.info["sm_failed_again"] = True
-            ready = view.now + self.config.user_resubmit_s
-            job.info[_READY] = ready
-            job.info[_KEY] = (job.info[_EST], ready, job.job_id)  # a new arrival when resubmitted
-            plan.preempt(job)
-
-    # ---------------------------------------------------------------- events
-    def on_start(self, job: JobState, view: ClusterView) -> None:
-        if job.job_id in self._doomed_waiting:
-            self._doomed_waiting.discard(job.job_id)
-            self._doomed[job.job_id] = view.now
-            view.wake_at(max(view.now, job.overhead_until))
-
-    def on_failure(self, job: JobState, view: ClusterView) -> bool:
-        c = self.counters
-        c.failures += 1
-        attempt = job.failures - 1  # 0 = the first run, as semantic_sim numbers failed attempts
-        truth = true_infrastructure(self.source, job, attempt)
-        insight = self.source.diagnose(job, attempt=attempt) if self.config.failure_handler else None
-        c.diagnosed += insight is not None
-        if insight is None or not insight.infrastructure:
-            c.missed_infra += truth is True
-            c.user_resubmits += 1
-            return False  # no-FH path: the engine's resubmit_delay (the user) takes over
-        c.resumed += 1
-        if truth is False:
-            c.false_positives += 1
-            self._doomed_waiting.add(job.job_id)
-        else:
-            c.true_positives += 1
-        ready = view.now + self.config.diagnosis_s + self.config.recovery_s
-        if job.placement:
-            node = job.placement[0][0]
-            self._cordon_now.append(node)
-            self._cordon_until[node] = max(self._cordon_until.get(node, 0.0), ready)
-            heapq.heappush(self._uncordon_at, (ready, node))
-            c.cordoned_nodes += 1
-        job.info[_READY] = ready  # on_requeue holds it until then; original priority (_KEY kept)
-        view.wake_at(ready)
-        return True
+        return plan.decisions
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
         job.info.pop(_SEQ, None)
-        if job.end_time is None:
-            return  # a failed attempt the user will resubmit (engine resubmit_delay): not the end
-        if _EST not in job.info:
-            return  # cancelled at submission: never seen
-        self.source.record(job, finished=True)
-        if job.phase is Phase.COMPLETED:
-            self.model.observe(job.spec, job.spec.total_work, job.info.get(_FEATS))
+        self._finished(job)
+
+
+# ================================================================================= SRPT
+
+
+class GittinsFallback:
+    """Gittins index (as an effective remaining GPU-time) over a sample of job service times,
+    with its optimal quantum Δ* (how much more service the index stays valid for)."""
+
+    GRID = 96
+
+    def __init__(self) -> None:
+        self._sorted: np.ndarray = np.zeros(0)
+        self._grid_a: np.ndarray = np.zeros(0)
+        self._grid: list[tuple[float, float]] = []
+
+    @property
+    def size(self) -> int:
+        return len(self._sorted)
+
+    def fit(self, sample: Sequence[float]) -> None:
+        s = np.sort(np.asarray([x for x in sample if x > 0], dtype=float))
+        self._sorted = s
+        if not len(s):
+            self._grid_a, self._grid = np.zeros(0), []
+            return
+        self._grid_a = np.concatenate([[0.0], np.geomspace(max(1.0, s[0] / 2), s[-1], self.GRID)])
+        self._grid = [self.exact(x) for x in self._grid_a]
+
+    def exact(self, attained: float) -> tuple[float, float]:
+        """(min over Δ of E[min(S − a, Δ) | S > a] / P(S − a ≤ Δ | S > a), the minimising Δ);
+        (a, 0) when no sampled job ever received more than `a` (pure LAS beyond the data)."""
+        s = self._sorted
+        tail = s[np.searchsorted(s, attained, side="right"):] - attained
+        m = len(tail)
+        if m == 0:
+            return float(attained), 0.0
+        j = np.arange(1, m + 1)
+        # m·E[min(S − a, Δ_j)] = Σ_{i≤j} tail_i + (m − j)·Δ_j and P = j / m, with Δ_j = tail_j
+        ratio = (np.cumsum(tail) + (m - j) * tail) / j
+        best = int(np.argmin(ratio))
+        return float(ratio[best]), float(tail[best])
+
+    def key(self, attained: float) -> tuple[float, float]:
+        """(index, quantum) at `attained`, interpolated on a log grid of attained service."""
+        if not len(self._grid_a) or attained >= self._grid_a[-1]:
+            return float(attained), 0.0
+        i = int(np.searchsorted(self._grid_a, attained, side="right")) - 1
+        (k0, q0), (k1, _) = self._grid[i], self._grid[i + 1]
+        a0, a1 = self._grid_a[i], self._grid_a[i + 1]
+        w = (attained - a0) / (a1 - a0) if a1 > a0 else 0.0
+        return float(k0 + w * (k1 - k0)), max(0.0, float(q0) - (attained - a0))
+
+
+class SchedMateSRPT(_SchedMate):
+    """SchedMate-SRPT: preemptive shortest remaining predicted GPU-time (module docstring).
+
+    A fallback job's key is the Gittins index at the start of its service class [2^k, 2^(k+1))
+    GPU-seconds (doubling classes, as multi-level feedback queues discretise LAS): within a
+    class the key is fixed and ties go to the earlier submission, so two unknown jobs do not swap
+    GPUs every round paying the restart cost each time, and a job's own service changes its key
+    at most log2(its size) times."""
+
+    def __init__(self, source: InsightSource, config: StandaloneConfig | None = None, *,
+                 model: OnlineDurationModel | None = None) -> None:
+        super().__init__(source, config, model)
+        self.name = "schedmate-srpt+fh" if self.config.failure_handler else "schedmate-srpt"
+        self._changed = True  # something happened since the last reallocation
+        self._cross_at = math.inf  # earliest time a running job's key may pass the best ready one
+        self._ready: dict[str, JobState] = {}  # waiting jobs past their advisor latency / recovery
+        self._served: list[float] = []  # service (GPU-s) of finished jobs
+        self._predicted: list[float] = []  # predicted GPU-time of matched jobs (early stand-in)
+        self._fallback = GittinsFallback()
+        self._fit_n = 0
+        self._fit_served = False
+        self._recorded = 0  # finished jobs recorded as history
+        self._asked_at = 0  # history size at the last re-estimation
+
+    # -------------------------------------------------------------- events
+    def on_arrival(self, job: JobState, view: ClusterView) -> None:
+        if _FEATS not in job.info:
+            ready = self._first_arrival(job, view)
+            predicted = self.predicted_gpu_s(job)
+            if predicted is not None:
+                self._predicted.append(predicted)
+        else:  # resubmitted by its user after a failure
+            ready = view.now
+        self._changed = True
+        if not self._hold(job, ready, view):
+            self._ready[job.job_id] = job
+
+    def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        self._note_resume(job)
+        self._changed = True
+        if not self._hold(job, job.info.pop(_READY, view.now), view):
+            self._ready[job.job_id] = job
+
+    def on_start(self, job: JobState, view: ClusterView) -> None:
+        self._ready.pop(job.job_id, None)
+
+    def on_finish(self, job: JobState, view: ClusterView) -> None:
+        self._ready.pop(job.job_id, None)
+        self._changed = True
+        if self._finished(job):
+            self._recorded += 1
+            self._served.append(job.attained_gpu_time)
+
+    # -------------------------------------------------------------- keys
+    @staticmethod
+    def predicted_gpu_s(job: JobState) -> float | None:
+        est = job.info.get(_EST)
+        return None if est is None else est * job.spec.num_gpus
+
+    def key(self, job: JobState, view: ClusterView) -> float:
+        """Remaining predicted GPU-time, or the Gittins fallback (module docstring)."""
+        attained = view.attained_gpu_time(job)
+        predicted = self.predicted_gpu_s(job)
+        if predicted is not None and predicted - attained > 0:
+            return predicted - attained
+        frozen = job.info.get("sm_gittins")
+        if frozen is not None and frozen[2] == self._fit_n and frozen[3] <= attained < frozen[1]:
+            return frozen[0]
+        low = 0.0 if attained < 1.0 else 2.0 ** math.floor(math.log2(attained))  # service class
+        index = self._fallback.key(low)[0]
+        job.info["sm_gittins"] = (index, max(1.0, 2.0 * low), self._fit_n, low)
+        return index
+
+    def _refit(self) -> None:
+        """Refit the fallback when its sample grew by 5% (+5 jobs) or finished jobs take over."""
+        use_served = len(self._served) >= self.config.min_history
+        sample = self._served if use_served else self._served + self._predicted
+        if use_served == self._fit_served and len(sample) < self._fit_n * 1.05 + 5:
+            return
+        self._fit_served, self._fit_n = use_served, len(sample)
+        self._fallback.fit(sample)
+        self._changed = True
+
+    def _reestimate(self) -> None:
+        """Re-ask the advisor for ready jobs that never ran, once history has grown by 10% (≥ 20)."""
+        if not self.config.reestimate or self._recorded - self._asked_at < max(20, 0.1 * self._asked_at):
+            return
+        self._asked_at = self._recorded
+        self._changed = True
+        for job in self._ready.values():
+            if job.first_start is None:
+                self._ask(job)
+
+    def _order(self, jobs: list[JobState], view: ClusterView) -> list[JobState]:
+        keyed = {j.job_id: (self.key(j, view), j.spec.submit_time, j.job_id) for j in jobs}
+        return sorted(jobs, key=lambda j: keyed[j.job_id])
+
+    # -------------------------------------------------------------- scheduling
+    def schedule(self, view: ClusterView) -> Sequence[Decision]:
+        """At a round boundary where a ready job outranks a running one: reallocate (preempt).
+        Otherwise start ready jobs in key order in free GPUs (backfilling), no preemption.
+
+        Rounds are not ticked: the policy wakes at the first boundary after the earliest time the
+        order could change (a running job's key only moves when its prediction runs out or, for
+        a fallback key, when its quantum is used up or, under pure LAS, when its attained
+        service passes the best ready key); events (arrival, end, requeue) also wake it."""
+        for job in self._released(view):
+            self._ready[job.job_id] = job
+            self._changed = True
+        self._reestimate()
+        self._refit()
+        plan = view.plan()
+        self._apply_cordons(plan)
+        if plan.decisions:  # cordons first; the rest on the next call, over the new mask
+            view.wake_at(view.now)
+            return plan.decisions
+        if not self._ready:
+            return ()
+        at_round = abs(view.now / self.config.round_s - round(view.now / self.config.round_s)) < 1e-9
+        running = list(view.running())
+        keys = {j.job_id: (self.key(j, view), j.spec.submit_time, j.job_id) for j in [*running, *self._ready.values()]}
+        best = min(keys[j] for j in self._ready)
+        contended = any(keys[j.job_id] > best for j in running)
+        if at_round and contended and (self._changed or view.now + _EPS >= self._cross_at):
+            self._changed = False
+            order = sorted([*running, *self._ready.values()], key=lambda j: keys[j.job_id])
+            decisions = reallocate(view, order, self.config.window)
+        else:
+            decisions = self._backfill(view, plan, keys)
+        self._arm(view, running, best[0], contended)
+        return decisions
+
+    def _backfill(self, view: ClusterView, plan: Plan, keys: dict[str, tuple[float, float, str]]) -> list[Decision]:
+        if plan.free_total < min(j.spec.num_gpus for j in self._ready.values()):
+            return plan.decisions
+        skips = 0
+        for job in sorted(self._ready.values(), key=lambda j: keys[j.job_id]):
+            if plan.free_total == 0 or skips > self.config.window:
+                break
+            if not plan.try_start(job):
+                skips += 1
+        return plan.decisions
+
+    def _arm(self, view: ClusterView, running: list[JobState], best: float, contended: bool) -> None:
+        """Wake at the boundary after the earliest time a running job's key can pass `best`."""
+        def boundary(t: float) -> float:
+            return math.ceil(t / self.config.round_s - 1e-9) * self.config.round_s
+
+        if contended and self._changed:
+            view.wake_at(boundary(view.now + _EPS))
+            return
+        cross = math.inf
+        for job in running:
+            n = max(1, job.num_gpus)
+            attained = view.attained_gpu_time(job)
+            predicted = self.predicted_gpu_s(job)
+            if predicted is not None and predicted - attained > 0:
+                cross = min(cross, view.now + (predicted - attained) / n)  # the prediction runs out
+                continue
+            frozen = job.info.get("sm_gittins")
+            if frozen is not None and frozen[1] > attained:
+                cross = min(cross, view.now + (frozen[1] - attained) / n)  # the quantum is used up
+            else:  # pure LAS: the key is the attained service itself
+                cross = min(cross, view.now + max(0.0, best - attained) / n)
+        self._cross_at = cross
+        if math.isfinite(cross):
+            view.wake_at(boundary(max(cross, view.now + _EPS)))
+
+
+# ================================================================================= helpers
 
 
 def gpu_hours_lost(result: SimResult, policy: Policy | None = None) -> float:
-    """GPU-hours lost to failures: progress lost back to checkpoints (the engine's wasted GPU
-    time) plus, for SchedMate+FH, the doomed restarts of false positives."""
-    wasted = sum(j.wasted_gpu_time for j in result.jobs)
-    extra = policy.counters.false_positive_gpu_s if isinstance(policy, StandaloneSchedMate) else 0.0
-    return (wasted + extra) / 3600.0
+    """GPU-hours lost to failures: progress lost back to checkpoints (the engine's wasted GPU time)."""
+    return sum(j.wasted_gpu_time for j in result.jobs) / 3600.0
 
 
-def make_standalone(source: InsightSource, *, failure_handler: bool = False, **options: Any) -> StandaloneSchedMate:
-    """`StandaloneSchedMate` with `StandaloneConfig(failure_handler, **options)`."""
-    return StandaloneSchedMate(source, StandaloneConfig(failure_handler=failure_handler, **options))
-
+def make_standalone(source: InsightSource, *, failure_handler: bool = False, srpt: bool = False,
+                    **options: Any) -> _SchedMate:
+    """SchedMate-SJF (or -SRPT) with `StandaloneConfig(failure_handler, **options)`."""
+    cls = SchedMateSRPT if srpt else StandaloneSchedMate
+    return cls(source, StandaloneConfig(failure_handler=failure_handler, **options))

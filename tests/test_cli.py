@@ -61,15 +61,18 @@ def test_experiment_standalone_runs_the_real_agents_and_replays_them(tmp_path):
         pytest.skip("redis-server is not installed")
     out = tmp_path / "exp"
     args = ["experiment", "standalone", "--trace", "synthetic", "--jobs", "40", "--seeds", "1", "--gpus", "8",
-            "--history", "20", "--out", str(out)]
+            "--history", "20", "--arms", "fifo,schedmate-srpt,schedmate-srpt+fh", "--resubmit-delays", "600,3600",
+            "--detection-rates", "1", "--out", str(out)]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "standalone experiment [SimulationInsights (real agents" in first.output
     assert sorted(p.name for p in (out / "insights").glob("*.json"))  # saved for replay
     doc = json.loads((out / "standalone.json").read_text())
+    assert [r["arm"] for r in doc["aggregate"]] == ["fifo", "schedmate-srpt", "schedmate-srpt+fh"]
+    assert [p["resubmit_s"] for p in doc["resubmit_sweep"]] == [600.0, 3600.0] and doc["detection_sweep"]
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "agent_runs 0" in again.output
     replayed = json.loads((out / "standalone.json").read_text())["aggregate"]
-    keys = ("arm", "mean_jct_mean", "p99_jct_mean", "makespan_mean", "completed_mean")
+    keys = ("arm", "mean_jct_mean", "p99_jct_mean", "makespan_mean", "completed_mean", "gpu_hours_lost_mean")
     assert [{k: r[k] for k in keys} for r in replayed] == [{k: r[k] for k in keys} for r in doc["aggregate"]]

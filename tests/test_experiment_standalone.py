@@ -39,31 +39,40 @@ class RecordingFactory:
 def test_small_experiment_writes_results_for_every_arm_and_seed(tmp_path: Path) -> None:
     factory = RecordingFactory()
     result = run_standalone_experiment(
-        tmp_path, make_source=factory, source_label="calibrated (test)", trace="synthetic", n_jobs=120, seeds=2, gpus=16
+        tmp_path, make_source=factory, source_label="calibrated (test)", trace="synthetic", n_jobs=120, seeds=1,
+        gpus=16, resubmit_delays=(600.0, 3600.0), detection_rates=(0.5, 1.0),
     )
-    assert {(r.arm, r.seed) for r in result.rows} == {(a, s) for a in ARMS for s in (0, 1)}
+    assert {(r.arm, r.seed) for r in result.rows} == {(a, 0) for a in ARMS}
     assert all(r.summary.unfinished == 0 and r.summary.finished == 120 for r in result.rows)
-    # one fresh source per SchedMate arm and seed, over the jobs with their injected failures
-    assert [(seed, rate) for _, seed, rate, _ in factory.calls] == [(0, 1.0), (0, 1.0), (1, 1.0), (1, 1.0)]
-    assert all(n == 120 and 30 <= failed <= 45 for n, _, _, failed in factory.calls)
+    # one fresh source per SchedMate arm, plus the sweeps' SRPT runs (D = 600 s; d = 0.5)
+    per_seed = [1.0] * 4 + [1.0, 1.0] + [0.5, 0.5]
+    assert [(seed, rate) for _, seed, rate, _ in factory.calls] == [(0, r) for r in per_seed]
+    assert all(n == 120 and failed == round(0.305 * 0.89 * 120) for n, _, _, failed in factory.calls)
 
     doc = json.loads((tmp_path / "standalone.json").read_text())
     assert doc["config"]["source"] == "calibrated (test)" and doc["details"]["source"] == "calibrated (test)"
-    assert doc["details"]["failures"]["seed0"]["failed"] == pytest.approx(0.305 * 120, abs=1)
+    assert [r["arm"] for r in doc["aggregate"]] == list(ARMS)
+    assert all("mean_jct_mean" in r and "gpu_hours_lost_mean" in r for r in doc["aggregate"])
+    assert [p["resubmit_s"] for p in doc["resubmit_sweep"]] == [600.0, 3600.0]
+    assert [p["detection_rate"] for p in doc["detection_sweep"]] == [0.5, 1.0]
+    assert all(p["seeds"] == 1 and p["mean_jct"] > 0 and p["mean_jct_fh"] > 0 for p in doc["resubmit_sweep"])
+    world = doc["details"]["failures"]["seed0"]
+    assert world["failure_events"] > 0 and 0.0 <= world["infra_share"] <= 1.0
     rows = list(csv.DictReader(open(tmp_path / "standalone.csv")))
-    assert len(rows) == 10 and {"mean_jct", "p99_jct", "mean_queueing", "gpu_hours_lost", "queue_share"} <= set(rows[0])
-    fh = next(r for r in rows if r["arm"] == "schedmate+fh")
-    assert int(fh["fh.failures"]) > 0 and "fh.resumed" in fh and "fh.cordoned_nodes" in fh
+    assert len(rows) == 9 and {"mean_jct", "p99_jct", "mean_queueing", "gpu_hours_lost", "queue_share"} <= set(rows[0])
+    fh = next(r for r in rows if r["arm"] == "schedmate-srpt+fh")
+    assert int(fh["fh.failures"]) > 0 and "fh.resumed" in fh and "fh.cordons" in fh
     assert (tmp_path / "jct_cdf_synthetic_seed0.png").stat().st_size > 0
-    assert (tmp_path / "synthetic_seed0" / "schedmate_fh.jobs.csv").is_file()
+    assert (tmp_path / "synthetic_seed0" / "schedmate-srpt_fh.jobs.csv").is_file()
     assert "calibrated (test)" in result.summary and "120 jobs" in result.summary and "\n" not in result.summary
-    assert set(result.details["reductions"]) >= {"schedmate_vs_qssf", "schedmate_vs_tiresias", "fh_vs_schedmate"}
+    assert set(result.details["reductions"]) >= {"srpt_vs_qssf", "srpt_vs_tiresias", "fh_on_srpt",
+                                                 "preemption_oracle_srtf_vs_sjf", "estimates_srpt_vs_oracle_srtf"}
 
 
 def test_cluster_is_sized_until_fifo_queues_and_the_size_is_reported(tmp_path: Path) -> None:
     result = run_standalone_experiment(
         None, make_source=calibrated_source(), source_label="calibrated (test)", trace="synthetic",
-        n_jobs=150, seeds=1, arms=("fifo",),
+        n_jobs=150, seeds=1, arms=("fifo",), resubmit_delays=(), detection_rates=(),
     )
     sizing = result.details["sizing"]
     assert sizing["met"] and sizing["queue_share"] >= 0.3 and sizing["baseline"] == "fifo"

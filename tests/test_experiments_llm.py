@@ -37,7 +37,7 @@ def test_standalone_reduced_with_the_llm_failure_handler(tmp_path: Path) -> None
         result = run_standalone_experiment(tmp_path / "out", make_source=make, source_label=make.label,
                                            trace="synthetic", n_jobs=24, seeds=[0], gpus=8)
         stats = make.stats()
-    assert {r["arm"] for r in result.aggregate} >= {"fifo", "qssf", "tiresias", "schedmate", "schedmate+fh"}
+    assert {r["arm"] for r in result.aggregate} >= {"fifo", "qssf", "tiresias", "schedmate-sjf", "schedmate-srpt+fh"}
     assert (tmp_path / "out" / "standalone.json").stat().st_size > 0
     assert stats["advise_calls"] > 0
     if stats.get("diagnose_runs", 0):  # failures were diagnosed: through the local LLM

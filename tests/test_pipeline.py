@@ -57,7 +57,7 @@ def test_main_job_writes_a_report_with_every_step(tmp_path: Path) -> None:
                                  "diagnose one failed job"}
     saved = json.loads((tmp_path / "report.json").read_text())
     assert {r["arm"] for r in saved["lucid"]} >= {"lucid", "lucid+sm"}
-    assert {r["arm"] for r in saved["standalone"]} >= {"fifo", "qssf", "tiresias", "schedmate", "schedmate+fh"}
+    assert {r["arm"] for r in saved["standalone"]} >= {"fifo", "qssf", "tiresias", "schedmate-sjf", "schedmate-srpt+fh"}
     diag = saved["diagnosis"]
     assert diag["reason"] == diag["truth"]["reason"] == "NetworkError"
     assert abs(diag["line"] - diag["truth"]["first_error_line"]) <= 5

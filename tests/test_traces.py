@@ -501,3 +501,23 @@ def test_calibration_from_summary_reads_a_row(tmp_path):
 def test_embedded_calibration_equals_the_published_summary(name):
     from_file = calibration_from_summary(SHARED / "acme/cluster_summary.csv", name)
     assert from_file == CALIBRATIONS[name]
+
+
+def test_acme_mixture_pools_seren_and_kalos_and_matches_their_pooled_statistics():
+    """`acme` = Seren + Kalos by GPU-job count: size shares, median run time and state rates of
+    the pooled clusters; the fit report puts target next to achieved."""
+    from schedmate.schedulers.traces.synthetic import fit_report, mixture_targets
+
+    trace = generate_trace(20_000, seed=7, profile="acme", cluster_gpus=1024)
+    clusters = Counter(j.attributes["cluster"] for j in trace.jobs)
+    assert clusters["Kalos"] / len(trace) == pytest.approx(19_907 / (663_813 + 19_907), abs=0.005)
+    report = fit_report(trace, "acme")
+    target, achieved = report["target"], report["achieved"]
+    for size in ("gpus_1_1", "gpus_2_8", "gpus_9_64"):
+        assert achieved[size] == pytest.approx(target[size], abs=0.015)
+    assert achieved["med_run_time"] == pytest.approx(target["med_run_time"], rel=0.05)
+    assert achieved["fail_rate"] == pytest.approx(target["fail_rate"], abs=0.015)
+    assert mixture_targets("acme")["avg_gpu_num"] == pytest.approx((663_813 * 5.68 + 19_907 * 26.77) / 683_720)
+    assert trace.source.startswith("synthetic:acme:")
+    # a single profile draws exactly what it drew before mixtures existed (no cluster attribute)
+    assert "cluster" not in generate_trace(50, seed=1, profile="seren").jobs[0].attributes

@@ -1,32 +1,45 @@
-"""Case 3 (spec §8.3): standalone SchedMate vs FIFO, QSSF and Tiresias, with failures.
+"""Case 3 (spec §8.3): standalone SchedMate vs FIFO, QSSF, Tiresias and oracles, with failures.
 
 Setup, and where it reads something into the spec:
 
-- **Trace**: one week of Sia's Philly trace, Monday 2 October 2017 00:00 to Monday 9 October
-  (11,387 jobs; `--limit` keeps the earliest N), or the synthetic default for quick runs.
-  Requests above the cluster are capped at its size.
-- **Failures** (`failures_sim.inject_failures`, per seed): 30.5% of jobs fail once at U(0, 1) of
-  their run; infrastructure ≈ 11% of failures, ≈ 82% of their GPU time. Checkpoints every 30 min.
-  Every arm runs the no-FH path for failures it does not handle: the attempt ends and the user
-  resubmits the job 1 h later from its last checkpoint (`SimConfig.resubmit_delay`); JCT counts
-  from the first submit. FIFO and QSSF still rank a resubmitted job by its original submit time
-  (their priority keys); SchedMate ranks it by the resubmission time.
+- **Trace**: `acme` (primary): an Acme-like synthetic trace, Seren and Kalos pooled by GPU-job
+  count (`synthetic.generate_trace(profile="acme")`; `details.trace_fit` prints target vs
+  achieved size shares, run-time quantiles and state rates). `philly`: one week of Sia's Philly
+  trace, 2-8 October 2017 (11,387 jobs; `limit` keeps the earliest N). `synthetic`: a small
+  Philly-profile trace for smoke tests. Requests above the cluster are capped at its size.
+- **Failures** (`failures_sim`): application errors (fail rate × 0.89 of jobs; they end the
+  job), an infrastructure hazard per GPU-hour calibrated to 11% of failure events, faulty
+  nodes that fail every job placed on them until cordoned (handler, or operators after 3
+  failures) and repaired (4 h; a healthy node is back once its 300 s diagnostics pass).
+  Checkpoints every 30 min. An
+  infrastructure failure that is not handled ends the attempt; the user resubmits D later
+  (default 1 h; `resubmit_sweep` over D). The achieved infrastructure shares (count and
+  failed-attempt GPU time) are reported per run.
 - **Cluster**: 8-GPU nodes, sized by `size_cluster` on FIFO (seed 0's failures) so its avg
   queuing is ≥ 30% of its avg JCT; the same cluster for every arm and seed (reported).
-- **Arms**: `fifo`, `qssf` (history model per VC × GPU count, Philly has no users), `tiresias`
-  (2 queues at 18,000 GPU-s, 60 s rounds), `schedmate` (SJF on the advisor's top-3 estimate),
-  `schedmate+fh` (plus the Failure Handler: 10 s diagnosis + 300 s recovery, node cordoned).
+- **Arms**: `fifo`, `qssf` (history model; backfilling), `tiresias` (2 queues at 18,000 GPU-s,
+  60 s rounds), `schedmate-sjf` (the paper's non-preemptive SJF on the top-3 estimate),
+  `schedmate-srpt` (preemptive shortest remaining predicted GPU-time, Gittins/LAS fallback,
+  60 s rounds), each `+fh` (Failure Handler: the real handler's diagnosis of the failed log,
+  its measured latency + 300 s recovery, node cordoned); `oracle-sjf` (true duration,
+  non-preemptive) and `oracle-srtf` (true remaining GPU-time, the SRPT arm's rounds): key
+  (oracle-sjf vs fifo), preemption (oracle-srtf vs oracle-sjf), estimates (schedmate vs oracle).
+  Every preemptive arm pays the engine's restart cost (40 s; 60 s above 8 GPUs).
 - **Insight source**: `make_source(specs, seed, detection_rate)`, a fresh one per SchedMate arm
-  (sources keep history). The lead plugs `semantic_sim.SimulationInsights` for reported runs;
-  `calibrated_source` (spec §8's knobs: match rate, log-normal duration error, handler
-  recall/precision) exists for the labelled sensitivity analysis and for quick runs. The label
-  is written into every output.
+  (sources keep history): `SemanticSources` (the real agents) in reported runs;
+  `calibrated_source` is for the labelled sensitivity analysis only. The label is written into
+  every output. SchedMate policies never read a trace outcome; only oracle arms read durations.
+- **Sweeps**: `resubmit_sweep` (handler gain against D) and `detection_sweep` (against the
+  detection rate, which thins both the advisor's matches and the handler's diagnoses) on the
+  SRPT reading, per seed.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import json
 import math
 import time
 import zlib
@@ -52,19 +65,34 @@ from schedmate.integrations.experiments.common import (
     synthetic_jobs,
     write_experiment,
 )
-from schedmate.integrations.failures_sim import FailureModel, failure_of, failure_shares, inject_failures
+from schedmate.integrations.failures_sim import (
+    CauseDiagnosis,
+    FailureModel,
+    FailureSimulator,
+    FailureWorld,
+    failure_of,
+    inject_failures,
+)
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.integrations.standalone import StandaloneConfig, StandaloneSchedMate, gpu_hours_lost
+from schedmate.integrations.standalone import (
+    SchedMateSRPT,
+    StandaloneConfig,
+    StandaloneSchedMate,
+    gpu_hours_lost,
+)
 from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
-from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.schedulers.engine import SimConfig, SimResult
+from schedmate.schedulers.job import JobSpec, JobState, Phase
 from schedmate.schedulers.metrics import Summary, summarize
-from schedmate.schedulers.policies import FIFO, QSSF, Tiresias
-from schedmate.schedulers.policy import Policy
+from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
+from schedmate.schedulers.policy import ClusterView, Policy
+from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
 
 __all__ = [
     "ARMS",
+    "AdviceJournal",
     "CalibratedInsights",
+    "OracleSRTF",
     "StandaloneSetup",
     "calibrated_source",
     "load_jobs",
@@ -73,10 +101,14 @@ __all__ = [
     "run_standalone_experiment",
 ]
 
-ARMS = ("fifo", "qssf", "tiresias", "schedmate", "schedmate+fh")
-TRACES = ("philly", "synthetic")
+ARMS = ("fifo", "qssf", "tiresias", "schedmate-sjf", "schedmate-sjf+fh", "schedmate-srpt", "schedmate-srpt+fh",
+        "oracle-sjf", "oracle-srtf")
+SCHEDMATE_ARMS = ("schedmate-sjf", "schedmate-sjf+fh", "schedmate-srpt", "schedmate-srpt+fh")
+TRACES = ("acme", "philly", "synthetic")
 PHILLY_FIRST_SUBMIT = datetime(2017, 9, 4, 10, 30, 41)  # first job of sia/traces/philly.csv (t = 0)
 WEEK_START = datetime(2017, 10, 2)  # a Monday: 2-8 October 2017 hold 11,387 jobs
+FAIL_RATES = {"acme": 0.428, "philly": 0.305, "synthetic": 0.305}  # GPU-job failure rate of the trace
+ACME_GENERATION_GPUS = 512  # the synthetic Acme trace's load is set against this many GPUs
 
 
 # ================================================================================= insight sources
@@ -140,6 +172,16 @@ class CalibratedInsights:
         f = failure_of(job.spec)
         return None if f is None else FailureInsight(f.infrastructure, f.category, f.reason)
 
+    def diagnose_cause(self, job: JobState, *, attempt: int, cause: Any) -> FailureInsight | None:
+        """The calibrated handler on a failure whose true cause is `cause` (`failures_sim.Cause`)."""
+        self.calls["diagnose"] += 1
+        rate = self.recall * self.detection_rate if cause.infrastructure else self.false_positive_rate
+        salt = f"diagnose-{'infra' if cause.infrastructure else 'fp'}-{attempt}"
+        says_infra = detected(job.job_id, self.seed, rate, salt)
+        self.calls["said_infra"] += says_infra
+        category = "infrastructure" if says_infra else (cause.category if not cause.infrastructure else "framework")
+        return FailureInsight(says_infra, category, f"calibrated ({cause.reason})", latency_s=10.0)
+
     def record(self, job: JobState, *, finished: bool) -> None:
         return None
 
@@ -169,12 +211,11 @@ class StandaloneSetup:
     """Everything but the policy, fixed across arms and seeds (spec §8.3 defaults)."""
 
     checkpoint_s: float = 1800.0
-    resubmit_s: float = 3600.0
-    diagnosis_s: float = 10.0
+    resubmit_s: float = 3600.0  # D of the headline rows
     recovery_s: float = 300.0
     tiresias_threshold: float = 18_000.0
-    tiresias_round_s: float = 60.0
-    # every ordered arm (FIFO, QSSF, SchedMate) backfills: without it, SJF keeps a short but wide
+    round_s: float = 60.0  # Tiresias and the SRPT arms
+    # every ordered arm (FIFO, QSSF, SJF) backfills: without it, SJF keeps a short but wide
     # job at the head while GPUs sit idle waiting for it (measured: 205 h vs 7.9 h mean JCT on
     # the synthetic trace), which would test head-of-line blocking, not duration estimates
     backfill: bool = True
@@ -182,15 +223,16 @@ class StandaloneSetup:
     gpus_per_node: int = 8
     failures: FailureModel = field(default_factory=FailureModel)
 
-    def sim_config(self, seed: int) -> SimConfig:
-        return SimConfig(
-            seed=seed, checkpoint_interval=self.checkpoint_s, resubmit_delay=self.resubmit_s, record_timeline=False
-        )
+    def sim_config(self, seed: int, resubmit_s: float | None = None) -> SimConfig:
+        return SimConfig(seed=seed, checkpoint_interval=self.checkpoint_s,
+                         resubmit_delay=self.resubmit_s if resubmit_s is None else resubmit_s, record_timeline=False)
 
 
 def load_jobs(trace: str, *, days: float = 7.0, limit: int | None = None, n_jobs: int = 2000, seed: int = 0) -> list[JobSpec] | None:
     """The trace's jobs before failure injection (None when its file is absent)."""
-    if trace == "synthetic":
+    if trace == "acme":
+        jobs = generate_trace(n_jobs, seed, profile="acme", cluster_gpus=ACME_GENERATION_GPUS, load=0.9).jobs
+    elif trace == "synthetic":
         jobs = synthetic_jobs(n_jobs, seed, profile="philly", cluster_gpus=64, load=0.9, max_gpus=None)
     elif trace == "philly":
         path = shared_file("sia", "traces", "philly.csv")
@@ -207,57 +249,169 @@ def _cap(jobs: Sequence[JobSpec], total: int) -> list[JobSpec]:
     return [s if s.num_gpus <= total else dataclasses.replace(s, num_gpus=total) for s in jobs]
 
 
-def _policy(arm: str, setup: StandaloneSetup, source: Callable[[], InsightSource]) -> Policy:
+class OracleSRTF(SchedMateSRPT):
+    """ORACLE: the SRPT arm's rounds and backfilling on the true remaining GPU-time."""
+
+    def __init__(self, *, round_s: float = 60.0) -> None:
+        super().__init__(NullInsights(), StandaloneConfig(round_s=round_s, reestimate=False))
+        self.name = "oracle-srtf"
+
+    def key(self, job: JobState, view: ClusterView) -> float:
+        return view.remaining(job) * job.spec.num_gpus
+
+    def _arm(self, view: ClusterView, running: list[JobState], best: float, contended: bool) -> None:
+        """Running keys only fall and ready ones stay: the order changes only at events."""
+        if contended and self._changed:
+            view.wake_at(math.ceil((view.now + 1e-6) / self.config.round_s - 1e-9) * self.config.round_s)
+
+
+@dataclass
+class AdviceJournal:
+    """Keeps every advisor answer of one arm in call order, so a replayed run (`--precomputed`)
+    gets the answer each re-estimation got live (a replayed `SimulationInsights` only keeps the
+    last answer per job). Without a path it only passes calls through."""
+
+    source: InsightSource
+    path: Path | None = None
+    _log: dict[str, list[dict[str, Any] | None]] = field(default_factory=dict)
+    _cursor: dict[str, int] = field(default_factory=dict)
+    _replay: bool = False
+
+    def __post_init__(self) -> None:
+        if self.path is not None and self.path.is_file():
+            self._log = json.loads(self.path.read_text())
+            self._replay = True
+
+    def advise(self, job: JobState) -> AdvisorInsight | None:
+        if self._replay:
+            i = self._cursor.get(job.job_id, 0)
+            self._cursor[job.job_id] = i + 1
+            answers = self._log.get(job.job_id, [])
+            rec = answers[i] if i < len(answers) else (answers[-1] if answers else None)
+            return None if rec is None else AdvisorInsight(**{**rec, "similar_ids": tuple(rec["similar_ids"])})
+        insight = self.source.advise(job)
+        self._log.setdefault(job.job_id, []).append(None if insight is None else dataclasses.asdict(insight))
+        return insight
+
+    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
+        return self.source.track(job, event_at=event_at, now=now)
+
+    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
+        return self.source.diagnose(job, attempt=attempt)
+
+    def record(self, job: JobState, *, finished: bool) -> None:
+        self.source.record(job, finished=finished)
+
+    def __getattr__(self, name: str) -> Any:  # artefact, config, _diagnosis_record, stats, ...
+        return getattr(self.__dict__["source"], name)
+
+    def close(self) -> None:
+        if self.path is not None and not self._replay:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(self._log, default=list))
+
+
+def _journal_path(make_source: MakeSource, jobs: Sequence[JobSpec], seed: int, rate: float, tag: str) -> Path | None:
+    folder = getattr(make_source, "precomputed", None)
+    if not isinstance(folder, Path):
+        return None
+    h = hashlib.sha256(f"{seed}|{rate:.6f}|{tag}|".encode())
+    for s in jobs:
+        h.update(f"{s.job_id},{s.num_gpus},{s.duration:.3f};".encode())
+    return folder / f"advice-{h.hexdigest()[:16]}.json"
+
+
+def _policy(arm: str, setup: StandaloneSetup, source: Callable[[], InsightSource] | None, *, seed: int,
+            detection_rate: float) -> Policy:
     if arm == "fifo":
         return FIFO(backfill=setup.backfill)
     if arm == "qssf":
         return QSSF(backfill=setup.backfill)
     if arm == "tiresias":
-        return Tiresias(threshold=setup.tiresias_threshold, round_seconds=setup.tiresias_round_s)
-    if arm in ("schedmate", "schedmate+fh"):
-        config = StandaloneConfig(
-            failure_handler=arm == "schedmate+fh",
-            diagnosis_s=setup.diagnosis_s,
-            recovery_s=setup.recovery_s,
-            user_resubmit_s=setup.resubmit_s,
-            backfill=setup.backfill,
-        )
-        policy = StandaloneSchedMate(source(), config)
+        return Tiresias(threshold=setup.tiresias_threshold, round_seconds=setup.round_s)
+    if arm == "oracle-sjf":
+        policy = SJF(backfill=setup.backfill)
         policy.name = arm
         return policy
+    if arm == "oracle-srtf":
+        return OracleSRTF(round_s=setup.round_s)
+    if arm in SCHEDMATE_ARMS:
+        assert source is not None
+        config = StandaloneConfig(failure_handler=arm.endswith("+fh"), recovery_s=setup.recovery_s,
+                                  detection_rate=detection_rate, seed=seed, backfill=setup.backfill,
+                                  round_s=setup.round_s)
+        cls = SchedMateSRPT if arm.startswith("schedmate-srpt") else StandaloneSchedMate
+        return cls(source(), config)
     raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
-def _simulate(jobs: Sequence[JobSpec], gpus: int, policy: Policy, setup: StandaloneSetup, seed: int) -> SimResult:
+def _simulate(jobs: Sequence[JobSpec], gpus: int, policy: Policy, world: FailureWorld, setup: StandaloneSetup,
+              seed: int, resubmit_s: float | None = None) -> SimResult:
     cluster = ClusterSpec.homogeneous(max(1, gpus // setup.gpus_per_node), setup.gpus_per_node)
-    return Simulator(_cap(jobs, cluster.total_gpus), cluster, policy, setup.sim_config(seed)).run()
+    sim = FailureSimulator(_cap(jobs, cluster.total_gpus), cluster, policy, setup.sim_config(seed, resubmit_s), world=world)
+    return sim.run()
 
 
-def _extra(result: SimResult, summary: Summary, policy: Policy, setup: StandaloneSetup) -> dict[str, Any]:
-    """Failure costs and SchedMate's counters. `failure_wait_h`: job-hours spent between a
-    failure and the job's return to the queue (user resubmissions at `resubmit_s`, handled
-    resumes at diagnosis + recovery): what the Failure Handler saves, unlike GPU-hours lost,
-    which the checkpoint interval fixes (progress since the last checkpoint is lost either way)."""
-    failed = sum(j.failures for j in result.jobs)
-    wait = failed * setup.resubmit_s
-    if isinstance(policy, StandaloneSchedMate):
-        c = policy.counters
-        wait = c.user_resubmits * setup.resubmit_s + c.resumed * (setup.diagnosis_s + setup.recovery_s)
+def _extra(result: SimResult, summary: Summary, policy: Policy, world: FailureWorld) -> dict[str, Any]:
+    """Failure costs, the world's achieved shares and SchedMate's counters."""
+    ws = world.stats()
     out: dict[str, Any] = {
         "gpu_hours_lost": gpu_hours_lost(result, policy),
         "queue_share": queue_share(summary),
-        "failed_jobs": sum(j.failures > 0 for j in result.jobs),
-        "failure_wait_h": wait / 3600.0,
+        "failure_events": ws["failure_events"],
+        "jobs_failed_at_end": sum(j.phase is Phase.FAILED for j in result.jobs),
+        "jobs_with_infra_failure": sum(any(c.infrastructure for c in cs) for cs in world.causes.values()),
+        "world": {k: v for k, v in ws.items() if isinstance(v, (int, float))},
     }
-    if isinstance(policy, StandaloneSchedMate):
+    hit = [j for j in result.jobs if any(c.infrastructure for c in world.causes.get(j.job_id, ()))
+           and j.end_time is not None]
+    out["mean_jct_infra_hit"] = float(np.mean([j.end_time - j.spec.submit_time for j in hit])) if hit else 0.0
+    if isinstance(policy, (StandaloneSchedMate, SchedMateSRPT)) and not isinstance(policy, OracleSRTF):
         states = [j.info.get("sm_estimate_source") for j in result.jobs]
         out["advisor_share"] = states.count("advisor") / len(states) if states else 0.0
         out["fh"] = policy.counters.as_dict()
-        out["source"] = policy.source.stats()
+        stats = policy.source.stats() if hasattr(policy.source, "stats") else {}
+        out["source"] = {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))}
     return out
 
 
 # ================================================================================= experiment
+
+
+@dataclass
+class _Runner:
+    """Runs one (arm, seed, D, detection rate) simulation with a fresh world and source."""
+
+    make_source: MakeSource
+    setup: StandaloneSetup
+    gpus: int
+    trace: str
+    say: Callable[[str], None]
+    journals: list[AdviceJournal] = field(default_factory=list)
+
+    def run(self, arm: str, jobs: Sequence[JobSpec], seed: int, *, resubmit_s: float | None = None,
+            detection_rate: float | None = None, tag: str = "") -> tuple[RunRow, SimResult]:
+        rate = self.setup.detection_rate if detection_rate is None else detection_rate
+        world = FailureWorld.for_trace(jobs, seed, self.setup.failures)
+
+        def source() -> InsightSource:
+            path = _journal_path(self.make_source, jobs, seed, rate, f"{arm}|{tag}")
+            journal = AdviceJournal(self.make_source(jobs, seed, rate), path)
+            self.journals.append(journal)
+            return CauseDiagnosis(journal, world)  # type: ignore[arg-type]
+
+        self.say(f"{self.trace} seed {seed}: {arm}{' ' + tag if tag else ''}")
+        policy = _policy(arm, self.setup, source if arm in SCHEDMATE_ARMS else None, seed=seed, detection_rate=rate)
+        result = _simulate(jobs, self.gpus, policy, world, self.setup, seed, resubmit_s)
+        summary = summarize(result)
+        extra = _extra(result, summary, policy, world)
+        extra.update({"resubmit_s": self.setup.resubmit_s if resubmit_s is None else resubmit_s, "detection_rate": rate})
+        return RunRow(self.trace, arm, seed, self.gpus, summary, extra), result
+
+    def close(self) -> None:
+        for j in self.journals:
+            j.close()
+        self.journals.clear()
 
 
 def run_standalone_experiment(
@@ -265,7 +419,7 @@ def run_standalone_experiment(
     *,
     make_source: MakeSource,
     source_label: str,
-    trace: str = "philly",
+    trace: str = "acme",
     days: float = 7.0,
     limit: int | None = None,
     n_jobs: int = 2000,
@@ -273,67 +427,125 @@ def run_standalone_experiment(
     gpus: int | None = None,
     start_gpus: int | None = None,
     arms: Sequence[str] = ARMS,
-    setup: StandaloneSetup = StandaloneSetup(),
+    setup: StandaloneSetup | None = None,
+    resubmit_delays: Sequence[float] = (600.0, 1800.0, 3600.0, 14400.0),
+    detection_rates: Sequence[float] = (0.0, 0.5, 1.0),
+    sweep_arm: str = "schedmate-srpt",
     progress: Callable[[str], None] | None = None,
 ) -> ExperimentResult:
-    """Run case 3 and write `standalone.json`, `standalone.csv`, per-seed job CSVs, JCT CDFs.
+    """Run case 3 and write `standalone.json` (rows, `aggregate`, `resubmit_sweep`,
+    `detection_sweep`), `standalone.csv`, per-seed job CSVs and JCT CDFs.
 
     `source_label` names the insight source in every output. `gpus` fixes the cluster and skips
     sizing; sizing starts at `start_gpus` (default: 2× the trace's mean GPU demand). `limit`
-    keeps the earliest jobs of the Philly week; `n_jobs` sizes the synthetic trace.
+    keeps the earliest jobs of the Philly week; `n_jobs` sizes the synthetic traces. Sweeps run
+    `sweep_arm` with and without the handler (empty sequences skip them).
     """
     say = progress or (lambda _msg: None)
+    if setup is None:
+        setup = StandaloneSetup(failures=FailureModel(fail_rate=FAIL_RATES.get(trace, 0.305)))
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     base = load_jobs(trace, days=days, limit=limit, n_jobs=n_jobs, seed=seed_list[0])
     if not base:
         raise FileNotFoundError(f"trace {trace!r} is absent or empty (../shared/data; set SCHEDMATE_SHARED_DATA)")
     started = time.perf_counter()
     details: dict[str, Any] = {"source": source_label, "trace": trace, "jobs": len(base), "failures": {}}
+    if trace == "acme":
+        from schedmate.schedulers.traces.trace import LoadedTrace
+
+        details["trace_fit"] = fit_report(LoadedTrace(base, "synthetic:acme", "synthetic"), "acme")
     first = inject_failures(base, seed_list[0], setup.failures)
     if gpus is None:
         start = start_gpus or _demand_start(base, setup.gpus_per_node)
 
         def fifo(n: int) -> Summary:
             say(f"sizing: fifo on {n} GPUs")
-            return summarize(_simulate(first, n, FIFO(backfill=setup.backfill), setup, seed_list[0]))
+            world = FailureWorld.for_trace(first, seed_list[0], setup.failures)
+            return summarize(_simulate(first, n, FIFO(backfill=setup.backfill), world, setup, seed_list[0]))
 
         sizing = size_cluster(fifo, start_gpus=start, gpus_per_node=setup.gpus_per_node)
         gpus = sizing.gpus
         details["sizing"] = dataclasses.asdict(sizing) | {"met": sizing.met, "baseline": "fifo"}
     else:
         details["sizing"] = {"gpus": gpus, "fixed": True}
+    runner = _Runner(make_source, setup, gpus, trace, say)
     rows: list[RunRow] = []
+    sweep_rows: list[RunRow] = []
+    det_rows: list[RunRow] = []
     plots: dict[str, dict[str, SimResult]] = {}
-    for seed in seed_list:
-        jobs = first if seed == seed_list[0] else inject_failures(base, seed, setup.failures)
-        details["failures"][f"seed{seed}"] = dataclasses.asdict(failure_shares(jobs))
-        results: dict[str, SimResult] = {}
-        for arm in arms:
-            say(f"{trace} seed {seed}: {arm}")
-            policy = _policy(arm, setup, lambda _j=jobs, _s=seed: make_source(_j, _s, setup.detection_rate))
-            result = _simulate(jobs, gpus, policy, setup, seed)
-            summary = summarize(result)
-            results[arm] = result
-            rows.append(RunRow(trace, arm, seed, gpus, summary, _extra(result, summary, policy, setup)))
-        if seed == seed_list[0]:
-            plots[f"{trace}_seed{seed}"] = results
+    fh_arm = f"{sweep_arm}+fh"
+    try:
+        for seed in seed_list:
+            jobs = first if seed == seed_list[0] else inject_failures(base, seed, setup.failures)
+            results: dict[str, SimResult] = {}
+            for arm in arms:
+                row, result = runner.run(arm, jobs, seed)
+                rows.append(row)
+                results[arm] = result
+            details["failures"][f"seed{seed}"] = next((r.extra["world"] for r in rows if r.seed == seed), {})
+            if seed == seed_list[0]:
+                plots[f"{trace}_seed{seed}"] = results
+            by_arm = {r.arm: r for r in rows if r.seed == seed}
+            for d in resubmit_delays:
+                for arm in (sweep_arm, fh_arm):
+                    if d == setup.resubmit_s and arm in by_arm and by_arm[arm].extra.get("detection_rate") == setup.detection_rate:
+                        sweep_rows.append(by_arm[arm])
+                    else:
+                        sweep_rows.append(runner.run(arm, jobs, seed, resubmit_s=d, tag=f"D={d:g}")[0])
+            for rate in detection_rates:
+                for arm in (sweep_arm, fh_arm):
+                    if rate == setup.detection_rate and arm in by_arm:
+                        det_rows.append(by_arm[arm])
+                    else:
+                        det_rows.append(runner.run(arm, jobs, seed, detection_rate=rate, tag=f"d={rate:g}")[0])
+    finally:
+        runner.close()
     details["wall_seconds"] = round(time.perf_counter() - started, 1)
     details["reductions"] = _reductions(rows)
     details["pass"] = _passes(rows)
+    details["resubmit_sweep"] = _sweep(sweep_rows, "resubmit_s", sweep_arm, fh_arm)
+    details["detection_sweep"] = _sweep(det_rows, "detection_rate", sweep_arm, fh_arm)
     summary = _summary_line(rows, details, len(seed_list), gpus)
     files: list[Path] = []
     if out_dir is not None:
         config = {
             "trace": trace, "days": days, "limit": limit, "n_jobs_synthetic": n_jobs, "seeds": seed_list,
             "arms": list(arms), "setup": dataclasses.asdict(setup), "source": source_label,
+            "resubmit_delays": list(resubmit_delays), "detection_rates": list(detection_rates), "sweep_arm": sweep_arm,
         }
         files = write_experiment(out_dir, "standalone", rows, config=config, details=details, results=plots)
+        doc = json.loads(files[0].read_text())
+        doc["aggregate"] = aggregate(rows, _METRICS)
+        doc["resubmit_sweep"] = details["resubmit_sweep"]
+        doc["detection_sweep"] = details["detection_sweep"]
+        files[0].write_text(json.dumps(doc, indent=2, default=str))
         (out_dir / "summary.txt").write_text(summary + "\n")
         files.append(out_dir / "summary.txt")
     return ExperimentResult("standalone", out_dir, rows, aggregate(rows, _METRICS), files, summary, details)
 
 
-_METRICS = ("mean_jct", "mean_queueing", "p99_jct", "makespan", "wasted_gpu_time", "gpu_hours_lost", "failure_wait_h")
+_METRICS = ("mean_jct", "mean_queueing", "p99_jct", "makespan", "wasted_gpu_time", "gpu_hours_lost", "mean_jct_infra_hit")
+
+
+def _sweep(rows: Sequence[RunRow], knob: str, arm: str, fh_arm: str) -> list[dict[str, Any]]:
+    """Per knob value: mean JCT without / with the handler (mean over seeds) and the gain (%)."""
+    out = []
+    values = sorted({float(r.extra[knob]) for r in rows})
+    for v in values:
+        at = [r for r in rows if float(r.extra[knob]) == v]
+        base = [r.summary.mean_jct for r in at if r.arm == arm]
+        fh = [r.summary.mean_jct for r in at if r.arm == fh_arm]
+        hit_b = [r.extra["mean_jct_infra_hit"] for r in at if r.arm == arm]
+        hit_f = [r.extra["mean_jct_infra_hit"] for r in at if r.arm == fh_arm]
+        gains = [100.0 * (1 - f / b) for b, f in zip(base, fh) if b > 0]
+        out.append({
+            knob: v, "arm": arm, "seeds": len(base),
+            "mean_jct": float(np.mean(base)) if base else None, "mean_jct_fh": float(np.mean(fh)) if fh else None,
+            "gain_pct": float(np.mean(gains)) if gains else None,
+            "mean_jct_infra_hit": float(np.mean(hit_b)) if hit_b else None,
+            "mean_jct_infra_hit_fh": float(np.mean(hit_f)) if hit_f else None,
+        })
+    return out
 
 
 def _demand_start(jobs: Sequence[JobSpec], per_node: int) -> int:
@@ -353,52 +565,70 @@ def _metric(row: RunRow, metric: str) -> float:
     return float(value)
 
 
+_PAIRS = {
+    "srpt_vs_tiresias": ("schedmate-srpt", "tiresias"), "srpt_vs_qssf": ("schedmate-srpt", "qssf"),
+    "sjf_vs_qssf": ("schedmate-sjf", "qssf"), "sjf_vs_tiresias": ("schedmate-sjf", "tiresias"),
+    "fh_on_srpt": ("schedmate-srpt+fh", "schedmate-srpt"), "fh_on_sjf": ("schedmate-sjf+fh", "schedmate-sjf"),
+    "key_oracle_sjf_vs_fifo": ("oracle-sjf", "fifo"), "preemption_oracle_srtf_vs_sjf": ("oracle-srtf", "oracle-sjf"),
+    "estimates_srpt_vs_oracle_srtf": ("schedmate-srpt", "oracle-srtf"),
+    "estimates_sjf_vs_oracle_sjf": ("schedmate-sjf", "oracle-sjf"),
+}
+
+
 def _reductions(rows: Sequence[RunRow]) -> dict[str, list[float]]:
     """Per seed: 1 − arm / reference of mean JCT (positive: the arm is better), in percent."""
-    pairs = {"schedmate_vs_qssf": ("schedmate", "qssf"), "schedmate_vs_tiresias": ("schedmate", "tiresias"),
-             "schedmate_vs_fifo": ("schedmate", "fifo"), "fh_vs_schedmate": ("schedmate+fh", "schedmate"),
-             "fh_vs_qssf": ("schedmate+fh", "qssf")}
     by = {(r.arm, r.seed): r.summary.mean_jct for r in rows}
     out: dict[str, list[float]] = {}
-    for name, (arm, ref) in pairs.items():
+    for name, (arm, ref) in _PAIRS.items():
         vals = [100.0 * (1.0 - by[(arm, s)] / by[(ref, s)]) for (a, s) in by if a == arm and (ref, s) in by and by[(ref, s)] > 0]
         if vals:
             out[name] = [round(v, 2) for v in vals]
     return out
 
 
-def _passes(rows: Sequence[RunRow]) -> dict[str, bool] | None:
-    """Spec §8.3's pass rule per seed: mean JCT SM+FH < SM < QSSF."""
+def _passes(rows: Sequence[RunRow]) -> dict[str, dict[str, bool]] | None:
+    """Spec §8.3's pass rule per seed and reading: mean JCT SM+FH < SM < QSSF."""
     by = {(r.arm, r.seed): r.summary.mean_jct for r in rows}
     seeds = sorted({s for _, s in by})
-    if not all((a, s) in by for a in ("qssf", "schedmate", "schedmate+fh") for s in seeds):
-        return None
-    return {f"seed{s}": by[("schedmate+fh", s)] < by[("schedmate", s)] < by[("qssf", s)] for s in seeds}
+    out: dict[str, dict[str, bool]] = {}
+    for reading in ("schedmate-sjf", "schedmate-srpt"):
+        if all((a, s) in by for a in ("qssf", reading, reading + "+fh") for s in seeds):
+            out[reading] = {f"seed{s}": by[(reading + "+fh", s)] < by[(reading, s)] < by[("qssf", s)] for s in seeds}
+    return out or None
 
 
 def _summary_line(rows: Sequence[RunRow], details: dict[str, Any], n_seeds: int, gpus: int) -> str:
     arms = list(dict.fromkeys(r.arm for r in rows))
     jct = ", ".join(f"{a} {_mean(rows, a) / 3600:.2f} h" for a in arms)
     lost = ", ".join(f"{a} {_mean(rows, a, 'gpu_hours_lost'):.0f}" for a in arms)
-    wait = ", ".join(f"{a} {_mean(rows, a, 'failure_wait_h'):.0f}" for a in arms)
     red = details["reductions"]
     gains = "; ".join(f"{k} {np.mean(v):+.1f}%" for k, v in red.items())
     share = details.get("sizing", {}).get("queue_share")
     sizing = f", FIFO queue share {share:.0%}" if isinstance(share, float) else ""
+    sweep = "; ".join(f"D={p['resubmit_s'] / 60:.0f} min {p['gain_pct']:+.1f}%" for p in details["resubmit_sweep"]
+                      if p.get("gain_pct") is not None)
+    det = "; ".join(f"d={p['detection_rate']:g} {p['gain_pct']:+.1f}%" for p in details["detection_sweep"]
+                    if p.get("gain_pct") is not None)
     return (
         f"standalone experiment [{details['source']}; {details['trace']}, {details['jobs']} jobs, {gpus} GPUs{sizing}; "
-        f"{n_seeds} seed(s)]: avg JCT {jct}; JCT reduction {gains}; GPU-h lost to failures {lost}; "
-        f"job-h waiting after failures {wait}"
+        f"{n_seeds} seed(s)]: avg JCT {jct}; JCT reduction {gains}; GPU-h lost to failures {lost}"
+        + (f"; FH gain vs D: {sweep}" if sweep else "") + (f"; FH gain vs detection: {det}" if det else "")
     )
 
 
 # ================================================================================= command line
 
 
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m schedmate.integrations.experiments.standalone [--trace synthetic --limit N ...]`."""
+    """`python -m schedmate.integrations.experiments.standalone [--trace acme --n-jobs N ...]`
+    with the calibrated stand-in (SENSITIVITY ONLY) or the null source; the reported runs use
+    `schedmate experiment standalone` (real agents)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", choices=TRACES, default="philly")
+    ap.add_argument("--trace", choices=TRACES, default="acme")
     ap.add_argument("--days", type=float, default=7.0)
     ap.add_argument("--limit", type=int, default=None, help="keep the earliest N jobs of the Philly week")
     ap.add_argument("--n-jobs", type=int, default=2000, help="synthetic trace size")
@@ -406,19 +636,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gpus", type=int, default=None, help="fix the cluster size (skip sizing)")
     ap.add_argument("--source", choices=("calibrated", "null"), default="calibrated")
     ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--resubmit-delays", default="600,1800,3600,14400")
+    ap.add_argument("--detection-rates", default="0,0.5,1")
     ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
     ap.add_argument("--out", type=Path, default=Path("results/standalone"))
     args = ap.parse_args(argv)
     make, label = {
-        "calibrated": (calibrated_source(), "calibrated knobs (sensitivity only, not the real modules)"),
+        "calibrated": (calibrated_source(), "calibrated knobs (SENSITIVITY ONLY, not the real modules)"),
         "null": (null_source, "null (history fallback only)"),
     }[args.source]
-    setup = StandaloneSetup(detection_rate=args.detection_rate, backfill=args.backfill)
+    setup = StandaloneSetup(detection_rate=args.detection_rate,
+                            failures=FailureModel(fail_rate=FAIL_RATES.get(args.trace, 0.305)))
     result = run_standalone_experiment(
         args.out, make_source=make, source_label=label, trace=args.trace, days=args.days, limit=args.limit,
         n_jobs=args.n_jobs, seeds=args.seeds, gpus=args.gpus, arms=[a.strip() for a in args.arms.split(",") if a.strip()],
-        setup=setup, progress=lambda m: print(m, flush=True),
+        setup=setup, resubmit_delays=_floats(args.resubmit_delays), detection_rates=_floats(args.detection_rates),
+        progress=lambda m: print(m, flush=True),
     )
     print(result.summary)
     for f in result.files:
