@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from schedmate.embeddings.redis_server import running_server
+from schedmate.integrations.artefacts import InfraCalibration, failure_truth
 from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, synthetic_history
+from schedmate.integrations.simlogs import write_failed_log
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.traces import generate_trace
 
@@ -51,16 +53,25 @@ def one_run(specs: list[Any], history: list[Any], url: str, cache: Path, seed: i
         out["matched_median_rel_error"] = round(float(np.median(errs)), 4) if len(errs) else None
         t0 = time.perf_counter()
         picks = [JobState(s) for s in specs[:: max(1, len(specs) // sample)][:sample]]
-        ratios = [r.ratio for j in picks if (r := src.track(j, slowdown=0.5, since_s=1e9)) is not None]
+        for j in picks:  # simulated history: solo at speed 1, then co-located at half speed from t = 4000 s
+            j.speed_log = [(0.0, 1.0, 0.0), (4000.0, 0.5, 4000.0)]
+        ratios = [r.ratio for j in picks if (r := src.track(j, event_at=4000.0, now=1e6)) is not None]
         out["track_s"] = round(time.perf_counter() - t0, 2)
         out["track_answered"] = f"{len(ratios)}/{len(picks)}"
         out["track_ratio_mean"] = round(float(np.mean(ratios)), 4) if ratios else None
         t0 = time.perf_counter()
         agree = infra = 0
-        for j in picks:
-            d, t = src.diagnose(j, attempt=0), src.failure_truth(j, 0)
-            agree += d is not None and t is not None and d.category == t.category
-            infra += t is not None and t.infrastructure
+        cal = src.stats()["infra_calibration"]
+        logs = Path(tempfile.mkdtemp(prefix="bench-failed-"))
+        for j in picks:  # the world draws the cause and writes the log; the source only reads it
+            t = failure_truth(j.spec, 0, seed, InfraCalibration(**cal)) if cal else None
+            art = src.artefact(j.job_id)
+            if t is None or art is None:
+                continue
+            write_failed_log(j, 0, art, t.reason, logs, seed=seed)
+            d = src.diagnose(j, attempt=0)
+            agree += d is not None and d.category == t.category
+            infra += t.category == "infrastructure"
         out["diagnose_s"] = round(time.perf_counter() - t0, 2)
         out["diagnose_agree"] = f"{agree}/{len(picks)} (truth infra: {infra})"
         st = src.stats()

@@ -41,15 +41,18 @@ from __future__ import annotations
 
 import heapq
 import math
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.artefacts import failure_log_key, unit_hash
+from schedmate.integrations.artefacts import unit_hash
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.integrations.simlogs import write_failed_log
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Cordon, Uncordon
 from schedmate.schedulers.engine import _RESUBMIT, SimConfig, Simulator
@@ -480,15 +483,17 @@ class CauseDiagnosis:
     """An `InsightSource` whose `diagnose` gives the real Failure Handler the failed log of the
     attempt's true cause (the world writes the log; the handler only reads it).
 
-    Over `SimulationInsights` the log is the one its generator writes for (the job's artefact,
-    the cause's reason, a variant), run through the handler with its measured latency and its
-    content-hash cache (replayed in precomputed mode). Any other source is asked as it is.
+    Over `SimulationInsights` the world writes the attempt's log (`simlogs.write_failed_log`:
+    the job's log style, the cause's reason, a variant) and notes its path on the job; the
+    source's `diagnose` reads that file like any job's log (measured latency, content-hash
+    cache, replayed in precomputed mode). Any other source is asked as it is.
     Everything else is delegated. `failure_truth` (counters only) is the world's cause.
     """
 
     source: InsightSource
     world: FailureWorld
     calls: Counter[str] = field(default_factory=Counter)
+    _log_dir: Path | None = field(default=None, repr=False)
 
     def advise(self, job: JobState) -> AdvisorInsight | None:
         return self.source.advise(job)
@@ -508,26 +513,27 @@ class CauseDiagnosis:
         by_cause = getattr(self.source, "diagnose_cause", None)
         if cause is not None and by_cause is not None:  # sensitivity sources (calibrated knobs)
             return by_cause(job, attempt=attempt, cause=cause)
-        record = getattr(self.source, "_diagnosis_record", None)
         artefact = getattr(self.source, "artefact", None)
-        if cause is None or record is None or artefact is None:
-            return self.source.diagnose(job, attempt=attempt)
-        art = artefact(job.job_id)
-        if art is None:
-            self.calls["no_artefact"] += 1
-            return None
-        cfg = self.source.config  # type: ignore[attr-defined]
-        variant = int(unit_hash("failure-log", cfg.seed, job.job_id, attempt) * cfg.failure_variants)
-        rec = record(failure_log_key(art, cause.reason, variant))
-        if rec is None or rec.get("status") != "failure_found" or rec.get("category") is None:
+        if cause is not None and artefact is not None:
+            art = artefact(job.job_id)
+            if art is None:
+                self.calls["no_artefact"] += 1
+                return None
+            # the world writes the attempt's log; the source only reads it (never the cause)
+            cfg = self.source.config  # type: ignore[attr-defined]
+            write_failed_log(job, attempt, art, cause.reason, self.log_dir(), seed=cfg.seed,
+                             variants=cfg.failure_variants, n_lines=cfg.failure_lines)
+        insight = self.source.diagnose(job, attempt=attempt)
+        if insight is None:
             self.calls["no_failure_found"] += 1
-            return None
-        measured = float(rec.get("seconds") or 0.0)
-        latency = cfg.diagnosis_latency_s if cfg.diagnosis_latency_s is not None else measured
-        self.calls["said_infra"] += rec["category"] == INFRASTRUCTURE
-        return FailureInsight(infrastructure=rec["category"] == INFRASTRUCTURE, category=rec["category"],
-                              reason=rec.get("reason") or "", component=rec.get("component"),
-                              action=rec.get("action"), latency_s=latency)
+        else:
+            self.calls["said_infra"] += insight.infrastructure
+        return insight
+
+    def log_dir(self) -> Path:
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="schedmate-failed-logs-"))
+        return self._log_dir
 
     def stats(self) -> dict[str, Any]:
         inner = self.source.stats() if hasattr(self.source, "stats") else {}

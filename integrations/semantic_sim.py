@@ -13,8 +13,10 @@ its GPU request and length) and the **real** modules process them:
   lines after the event as the elapsed time allows) is tailed by the Metric Tracker's
   `JobLogRegistry` in two parts (before / after the event), whose `throughput_before_after` gives
   the reading. No speed, slowdown or duration crosses the call;
-- `diagnose`: a failed log with the attempt's root cause (`artefacts.failure_truth`, Acme
-  taxonomy) goes through the `FailureHandler` (rules; LLM optional); `failure_truth` is the label.
+- `diagnose(job, attempt=)`: the `FailureHandler` (rules, learned classifier; LLM optional) reads
+  the log the failed attempt wrote. The simulated world writes it (`simlogs.write_failed_log`,
+  from the cause the failure model chose) and notes its path on the job, as a live cluster has a
+  job's log file; the source never learns the cause.
 
 Costs are bounded: jobs share artefacts (608 distinct for 2,000 synthetic jobs, 883 for 10,000),
 and each agent result is cached by content hash (`insight_cache`) in memory and in `cache_dir`,
@@ -50,7 +52,6 @@ Redis or models (a question the saved run never asked answers None, counted as `
      "jobs": {job id: [artefact key, GPU-seconds, GPUs]},
      "advice": {job id: AdvisorInsight fields},              # as answered in the saved run
      "track_logs": {"<job id>|<event time>|<now>": log sha256},
-     "failure_logs": {failure log key: log sha256},
      "cache": {"extract"|"track"|"diagnose": {"<sha256>:<mode>": result}}}
 
 Construction, as adapters and experiments use it:
@@ -79,12 +80,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from schedmate.integrations.artefacts import (
-    DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, failure_log_key,
-    failure_log_spec, failure_truth, modelled_metrics, plan_artefact, repo_hash, unit_hash,
+    DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, modelled_metrics,
+    plan_artefact, repo_hash, unit_hash,
 )
 from schedmate.integrations.insight_cache import ContentCache
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
-from schedmate.integrations.simlogs import running_log, split_lines
+from schedmate.integrations.simlogs import FAILED_LOGS_KEY, running_log, split_lines
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ FORMAT = "schedmate.sim-insights"
 _METRIC_KEYS = ("speed", "gpu_util", "gmem_util", "gmem")
 _BASE_COUNTERS = (
     "advise_calls", "advise_matched", "advise_unmatched", "advise_undetected", "advise_no_fingerprint",
-    "track_calls", "track_undetected", "track_no_signal", "track_no_history", "diagnose_calls",
+    "track_calls", "track_undetected", "track_no_signal", "track_no_history", "diagnose_no_log", "diagnose_calls",
     "diagnose_no_failure_found", "extract_runs", "extract_cache_hits", "track_runs", "track_cache_hits",
     "diagnose_runs", "diagnose_cache_hits", "llm_calls", "no_artefact", "store_errors", "extract_errors",
     "track_errors", "diagnose_errors", "replay_misses", "recorded_arrivals", "recorded_finished",
@@ -276,7 +277,6 @@ class SimulationInsights:
         self._artefacts: dict[str, Artefact] = {}
         self._repo_hashes: dict[str, str] = {}
         self._track_logs: dict[str, str] = {}
-        self._failure_logs: dict[str, str] = {}
         self._advice: dict[str, dict[str, Any]] = {}
         self._calibration: InfraCalibration | None = None
         self._counts: Counter[str] = Counter()
@@ -429,14 +429,15 @@ class SimulationInsights:
         return TrackerReading(before=rec["before"], after=rec["after"])
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
+        """The Failure Handler on the log the failed attempt wrote (`job.info["failed_logs"]`,
+        written by the simulated world, or the job's own `log_file`): the source reads text, it
+        is never told the cause."""
         self._counts["diagnose_calls"] += 1
-        art = self.artefact(job.job_id)
-        if art is None or self._calibration is None:
-            self._counts["no_artefact"] += 1
+        path = (job.info.get(FAILED_LOGS_KEY) or {}).get(attempt) or job.spec.log_file
+        if path is None:
+            self._counts["diagnose_no_log"] += 1
             return None
-        truth = failure_truth(job.spec, attempt, self.config.seed, self._calibration)
-        variant = int(unit_hash("failure-log", self.config.seed, job.job_id, attempt) * self.config.failure_variants)
-        rec = self._diagnosis_record(failure_log_key(art, truth.reason, variant))
+        rec = self._diagnosis_record(Path(path), world=job.spec.num_gpus)
         if rec is None:
             return None
         if rec.get("status") != "failure_found" or rec.get("category") is None:
@@ -447,15 +448,6 @@ class SimulationInsights:
         return FailureInsight(infrastructure=rec["category"] == "infrastructure", category=rec["category"],
                               reason=rec.get("reason") or "", component=rec.get("component"),
                               action=rec.get("action"), latency_s=latency)
-
-    def failure_truth(self, job: JobState, attempt: int) -> FailureInsight | None:
-        """The injected root cause of the failed attempt (the label the diagnosis is judged by)."""
-        if self.artefact(job.job_id) is None or self._calibration is None:
-            return None
-        t = failure_truth(job.spec, attempt, self.config.seed, self._calibration)
-        infra = t.category == "infrastructure"
-        return FailureInsight(infrastructure=infra, category=t.category, reason=t.reason, component=t.component,
-                              action="resubmit_from_checkpoint" if infra else None, latency_s=0.0)
 
     def record(self, job: JobState, *, finished: bool) -> None:
         if self._replay:
@@ -517,7 +509,7 @@ class SimulationInsights:
             "calibration": asdict(self._calibration) if self._calibration else None,
             "artefacts": {k: self._artefacts[k].to_dict() for k in sorted(used)},
             "jobs": {jid: [j.artefact, j.gpu_time, j.gpus] for jid, j in self._jobs.items()},
-            "advice": self._advice, "track_logs": self._track_logs, "failure_logs": self._failure_logs,
+            "advice": self._advice, "track_logs": self._track_logs,
             "cache": self._cache.tables,
         }
         path = Path(path)
@@ -544,7 +536,6 @@ class SimulationInsights:
         self._jobs = {jid: _Job(a, float(g), int(n)) for jid, (a, g, n) in data["jobs"].items()}
         self._advice = dict(data["advice"])
         self._track_logs = dict(data["track_logs"])
-        self._failure_logs = dict(data["failure_logs"])
         for table, entries in data["cache"].items():
             self._cache.tables.setdefault(table, {}).update(entries)
         return self
@@ -719,20 +710,12 @@ class SimulationInsights:
         return {"before": before, "after": after, "unit": cmp.unit, "reason": cmp.reason, "llm_calls": llm,
                 "seconds": round(time.perf_counter() - t0, 4)}
 
-    def _diagnosis_record(self, fkey: str) -> dict[str, Any] | None:
-        from schedmate.synthetic.logs.generator import generate_log
-
-        h = self._failure_logs.get(fkey)
-        text: str | None = None
-        if h is None:
-            if self._replay:
-                self._counts["replay_misses"] += 1
-                return None
-            spec, seed = failure_log_spec(fkey, n_lines=self.config.failure_lines)
-            out, _ = generate_log(spec, seed)
-            text = str(out)
-            h = self._failure_logs[fkey] = content_hash(text.encode("utf-8"))
-        key = f"{h}:{self._modes['diagnose']}"
+    def _diagnosis_record(self, path: Path, *, world: int) -> dict[str, Any] | None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:  # a log that vanished is "no diagnosis", not a crash
+            return self._failed("diagnose_errors", exc)
+        key = f"{content_hash(data)}:{self._modes['diagnose']}"
         rec = self._cache.get("diagnose", key)
         if rec is not None:
             self._counts["diagnose_cache_hits"] += 1
@@ -741,12 +724,7 @@ class SimulationInsights:
             self._counts["replay_misses"] += 1
             return None
         try:
-            if text is None:
-                spec, seed = failure_log_spec(fkey, n_lines=self.config.failure_lines)
-                text = str(generate_log(spec, seed)[0])
-            path = self._log_path("failure", h)
-            path.write_text(text, encoding="utf-8")
-            rec = self._run_handler(path, int(fkey.split("|")[1][1:]))
+            rec = self._run_handler(path, world)
         except Exception as exc:  # noqa: BLE001 -- an agent failure is "no diagnosis", not a crash
             return self._failed("diagnose_errors", exc)
         self._cache.put("diagnose", key, rec)

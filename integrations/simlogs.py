@@ -21,11 +21,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from schedmate.integrations.artefacts import Artefact, unit_hash
+from pathlib import Path
+
+from schedmate.integrations.artefacts import Artefact, content_hash, failure_log_key, failure_log_spec, unit_hash
 from schedmate.logspec import Framework, LogSpec, LogStatus
 from schedmate.schedulers.job import JobState
 
-__all__ = ["RunningLog", "running_log", "split_lines"]
+__all__ = ["FAILED_LOGS_KEY", "RunningLog", "failed_log_text", "running_log", "split_lines", "write_failed_log"]
+
+FAILED_LOGS_KEY = "failed_logs"  # JobState.info[...]: {attempt: path of the log the attempt wrote}
 
 WINDOW_EVENTS = 40  # progress events shown before the event (a tailing tracker keeps recent ones)
 MAX_AFTER_EVENTS = 400  # and at most this many after it
@@ -132,3 +136,32 @@ def running_log(art: Artefact, job: JobState, *, event_at: float, now: float, se
     written_after = sum(1 for i in after_idx if int(plines[i]) < cut)
     return RunningLog(text="".join(lines[:cut]), event_line=event_line, lines_before=event_line,
                       progress_after=written_after)
+
+
+# ----------------------------------------------------------------------------------- failed attempts
+
+
+def failed_log_text(art: Artefact, reason: str, *, seed: int, job_id: str, attempt: int, variants: int = 2,
+                    n_lines: int = 500) -> str:
+    """The log a failed attempt wrote: the job's log style and world size with `reason` as its
+    root cause (one of `variants` logs per style, world size and cause, so identical failures
+    share a log and its cached diagnosis)."""
+    from schedmate.synthetic.logs.generator import generate_log
+
+    variant = int(unit_hash("failure-log", seed, job_id, attempt) * max(1, variants))
+    spec, gen_seed = failure_log_spec(failure_log_key(art, reason, variant), n_lines=n_lines)
+    return str(generate_log(spec, gen_seed)[0])
+
+
+def write_failed_log(job: JobState, attempt: int, art: Artefact, reason: str, folder: Path, *, seed: int,
+                     variants: int = 2, n_lines: int = 500) -> Path:
+    """World side of a failure: write the attempt's log under `folder` and note its path in
+    `job.info[FAILED_LOGS_KEY]`, where a source finds it as a live one finds a job's log file."""
+    text = failed_log_text(art, reason, seed=seed, job_id=job.job_id, attempt=attempt, variants=variants,
+                           n_lines=n_lines)
+    path = Path(folder) / f"failed-{content_hash(text.encode('utf-8'))[:20]}.log"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    job.info.setdefault(FAILED_LOGS_KEY, {})[attempt] = str(path)
+    return path

@@ -21,6 +21,7 @@ from schedmate.integrations.artefacts import (
     calibrate_infra, failure_truth, length_bucket, plan_artefact, repo_hash,
 )
 from schedmate.integrations.insights import InsightSource
+from schedmate.integrations.simlogs import write_failed_log
 from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models, synthetic_history
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
@@ -198,15 +199,28 @@ def test_an_unslowed_job_reads_about_one(source: SimulationInsights) -> None:
     assert reading is not None and reading.ratio == pytest.approx(1.0, rel=0.1)
 
 
-def test_diagnosis_agrees_with_the_truth_on_infrastructure_failures(source: SimulationInsights) -> None:
-    big = [JobState(s) for s in TRACE if s.num_gpus >= 8 and s.duration >= 86400.0]
-    infra = [(j, a) for j in big for a in range(3)
-             if source.failure_truth(j, a).infrastructure]  # type: ignore[union-attr]
-    assert infra, "big long jobs must draw infrastructure failures"
-    for job, attempt in infra[:2]:
-        truth, got = source.failure_truth(job, attempt), source.diagnose(job, attempt=attempt)
-        assert got is not None and got.infrastructure and got.category == truth.category  # type: ignore[union-attr]
+def fail(source: SimulationInsights, job: JobState, attempt: int, reason: str, folder: Path) -> JobState:
+    """The world's side of a failure: the attempt writes its log (the source is never told why)."""
+    art = source.artefact(job.job_id)
+    assert art is not None
+    write_failed_log(job, attempt, art, reason, folder, seed=SEED)
+    return job
+
+
+def test_diagnosis_reads_the_log_the_failed_attempt_wrote(source: SimulationInsights, tmp_path: Path) -> None:
+    big = [JobState(s) for s in TRACE if s.num_gpus >= 8][:2]
+    for job, reason in zip(big, ("ECCError", "NCCLTimeoutError"), strict=True):
+        got = source.diagnose(fail(source, job, 0, reason, tmp_path), attempt=0)
+        assert got is not None and got.infrastructure and got.category == "infrastructure"
         assert got.action == "run_diagnostic" and 0.0 < got.latency_s < 60.0  # measured, not a constant
+    script = fail(source, JobState(TRACE[1]), 0, "KeyError", tmp_path)
+    got = source.diagnose(script, attempt=0)
+    assert got is not None and not got.infrastructure
+
+
+def test_without_a_written_log_there_is_no_diagnosis(source: SimulationInsights) -> None:
+    assert source.diagnose(JobState(TRACE[2]), attempt=0) is None
+    assert source.stats()["diagnose_no_log"] >= 1
 
 
 def test_same_inputs_same_answers_without_any_shared_cache(models, redis_url, tmp_path) -> None:
@@ -214,7 +228,7 @@ def test_same_inputs_same_answers_without_any_shared_cache(models, redis_url, tm
         with make(models, redis_url, tmp_path, name) as src:  # in-memory cache only
             src.prepare(TRACE)
             src.ingest_history(synthetic_history(TRACE, 8, seed=SEED))
-            jobs = [JobState(s) for s in TRACE[6:10]]
+            jobs = [fail(src, JobState(s), 0, "NCCLTimeoutError", tmp_path / "logs") for s in TRACE[6:10]]
             return ([src.advise(j) for j in jobs], [src.diagnose(j, attempt=0) for j in jobs],
                     {k: src.stats()[k] for k in ("extract_runs", "diagnose_runs", "distinct_artefacts")})
 
@@ -232,7 +246,7 @@ def test_a_second_run_makes_no_agent_call_and_answers_the_same(models, redis_url
         with make(models, redis_url, tmp_path, f"run{run}", cache_dir=cache) as src:
             src.prepare(TRACE)
             src.ingest_history(synthetic_history(TRACE, 12, seed=SEED))
-            jobs = [JobState(s) for s in TRACE[:6]]
+            jobs = [fail(src, JobState(s), 0, "KeyError", tmp_path / "logs") for s in TRACE[:6]]
             answers.append(([src.advise(j) for j in jobs], [src.track(packed(j.spec, speed_after=0.6), event_at=4000.0, now=1e6) for j in jobs],
                             [src.diagnose(j, attempt=0) for j in jobs]))
             stats = src.stats()
@@ -290,13 +304,15 @@ def test_detection_rate_one_sees_every_job_and_half_sees_about_half() -> None:
 def test_saved_answers_replay_identically_without_redis_or_models(source: SimulationInsights, tmp_path) -> None:
     source.ingest_history(synthetic_history(TRACE, 12, seed=SEED))
     jobs = [JobState(s) for s in TRACE]
+    for j in jobs[:5]:
+        fail(source, j, 0, "CUDAError", tmp_path / "logs")
     original = ([source.advise(j) for j in jobs], [source.track(packed(j.spec, speed_after=0.7), event_at=4000.0, now=1e6) for j in jobs[:5]],
-                [source.diagnose(j, attempt=0) for j in jobs[:5]], [source.failure_truth(j, 1) for j in jobs])
+                [source.diagnose(j, attempt=0) for j in jobs[:5]])
     path = tmp_path / "insights.json"
     source.save(path)
     with SimulationInsights.load(path) as replay:
         again = ([replay.advise(j) for j in jobs], [replay.track(packed(j.spec, speed_after=0.7), event_at=4000.0, now=1e6) for j in jobs[:5]],
-                 [replay.diagnose(j, attempt=0) for j in jobs[:5]], [replay.failure_truth(j, 1) for j in jobs])
+                 [replay.diagnose(j, attempt=0) for j in jobs[:5]])
         assert replay.track(packed(jobs[0].spec), event_at=100.0, now=1e6) is None  # never asked: not invented
         stats = replay.stats()
     assert again == original
@@ -319,9 +335,9 @@ def test_jobs_without_an_artefact_get_none(source: SimulationInsights) -> None:
     stranger = JobState(spec("never-prepared"))
     assert source.advise(stranger) is None
     assert source.track(packed(stranger.spec), event_at=4000.0, now=1e6) is None
-    assert source.diagnose(stranger, attempt=0) is None and source.failure_truth(stranger, 0) is None
+    assert source.diagnose(stranger, attempt=0) is None  # no log written
     source.record(stranger, finished=True)
-    assert source.stats()["no_artefact"] == 3
+    assert source.stats()["no_artefact"] == 2
 
 
 def test_unknown_sia_application_is_counted_not_fatal(tmp_path: Path) -> None:
