@@ -2,6 +2,7 @@
 
     python bench/bench_advisor.py --data /tmp/advisor-data --out bench/results/advisor
     python bench/bench_advisor.py --history 500 --new 200 --agent-jobs 20   # + the LLM agent on 20 jobs
+    python bench/bench_advisor.py --users-mode shared                       # one codebase, many users
 
 Corpora are generated under --data on first use (eval seed 20240917, dev seed 1) and reused.
 """
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent-timeout", type=float, default=300.0)
     p.add_argument("--agent-tool-calls", type=int, default=3)
     p.add_argument("--redis-url", default=None, help="default: a temporary redis-server")
+    p.add_argument("--users-mode", choices=("family", "shared"), default="family",
+                   help="generated corpora: users own experiments (family) or share one codebase (shared)")
+    p.add_argument("--pool-k", type=int, default=64, help="records retrieved per job for rate x plan")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     llm = agent = None
@@ -49,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         n_history=args.history, n_new=args.new, seed=args.seed, dev_history=args.dev_history, dev_new=args.dev_new,
         top_k=args.top_k, threshold=args.threshold, threads=tuple(args.threads), agent_jobs=args.agent_jobs,
         agent_threads=tuple(args.agent_threads), llm=llm, agent=agent, redis_url=args.redis_url, progress=say,
+        users_mode=args.users_mode, pool_k=args.pool_k,
     )
     report = run_advisor_eval(args.data, args.out, cfg)
     print(summary_line(report))

@@ -59,6 +59,12 @@ class JobOutcome(BaseModel):
     throughput_model: str | dict[str, Any] | None = Field(
         None, description="reference to (or parameters of) the job's fitted throughput model"
     )
+    # measured from the run's own logs (progress tracker); optional, so older records still load
+    startup_s: float | None = Field(None, ge=0, description="launch to first training step, seconds")
+    step_time_s: float | None = Field(None, gt=0, description="wall seconds per optimizer step, evaluation included")
+    steps_done: int | None = Field(None, ge=0, description="optimizer steps completed")
+    steps_total: int | None = Field(None, ge=0, description="optimizer steps the run planned, as its logs announce")
+    steps_per_epoch: int | None = Field(None, gt=0, description="optimizer steps per epoch, when logged")
 
 
 class JobRecord(BaseModel):

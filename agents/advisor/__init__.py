@@ -8,6 +8,7 @@ Public API (heavy modules load on first use):
 - `RepoSandbox`, `make_repo_tools` (the two tools, bound to one repository)
 - `SimilarJobRetriever(store, embedder, threshold=T, top_k=k)`, `HistoricalJob`, `fingerprint_text`
 - `estimate_from_matches(job, matches, fallback=...)` -> `Estimate`; `JobQuery`, `FallbackEstimator`
+- `estimate_rate_from_matches(job, fields, pool, exits=EarlyExitModel)` -> `Estimate` (rate x plan)
 - `EBMEstimator`, `SameUserGpusEstimator`, `MedianFallback` (baselines / fallbacks)
 - `SchedulingAdvisor(retriever, extractor=, fallback=)`.advise(job, repo, command) / .record(...)
 
@@ -27,6 +28,8 @@ _EXPORTS = {
     "fingerprint_text": "retriever", "DEFAULT_THRESHOLD": "retriever", "DEFAULT_TOP_K": "retriever",
     "Estimate": "estimator", "JobQuery": "estimator", "FallbackEstimator": "estimator",
     "MedianFallback": "estimator", "estimate_from_matches": "estimator",
+    "estimate_rate_from_matches": "estimator", "estimate_rate_plan": "rate_estimator", "Plan": "rate_estimator",
+    "RateSample": "rate_estimator", "EarlyExitModel": "early_exit", "ExitRecord": "early_exit",
     "EBMEstimator": "baselines", "SameUserGpusEstimator": "baselines", "HistoryRow": "baselines",
     "parse_launch": "launch",
     "SchedulingAdvisor": "advisor", "Advice": "advisor",

@@ -13,9 +13,12 @@ plan (iterations, iteration type, batch size, GPUs, as extracted from its code):
 
 Work per sample grows with the parameter count, so a sample's time is also scaled by the model
 sizes' ratio when both are known (1 for the same model). Similar jobs are chosen by tiers, most
-specific first (model + dataset + task + GPUs, then model + dataset + task, model + dataset,
-model, and last dataset + task with both model sizes known, i.e. another size or variant of the
-model): a softer match than identical artefacts. The
+specific first (the same launch config but for its length: model + dataset + task + GPUs + batch
++ dataloader workers; then model + dataset + task + GPUs, model + dataset + task, model +
+dataset, model, and last dataset + task with both model sizes known, i.e. another size or
+variant of the model): a softer match than identical artefacts. Where GPU counts differ, a steps
+plan follows the pool's own GPU elasticity of the step time (is the stated batch per device or
+global?). The
 estimate is the median over the first tier that yields any usable job, in log space, with the
 spread of those log times kept for quantiles. Pure functions; no store or generator access.
 """
@@ -23,13 +26,14 @@ spread of those log times kept for quantiles. Pure functions; no store or genera
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Plan", "RatePlanEstimate", "RateSample", "TIERS", "Tier", "estimate_rate_plan", "sample_train_time"]
+__all__ = ["Plan", "RatePlanEstimate", "RateSample", "TIERS", "Tier", "estimate_rate_plan", "gpu_elasticity",
+           "sample_train_time"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Tier:
 
 # the first tier with a usable sample wins
 TIERS: tuple[Tier, ...] = (
+    Tier("same launch config", ("model_name", "dataset", "task_type", "gpus", "batch_size", "num_workers")),
     Tier("model+dataset+task+gpus", ("model_name", "dataset", "task_type", "gpus")),
     Tier("model+dataset+task", ("model_name", "dataset", "task_type")),
     Tier("model+dataset", ("model_name", "dataset")),
@@ -59,6 +64,13 @@ def _pos_int(value: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     return v if v > 0 else None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _pos_float(value: Any) -> float | None:
@@ -81,13 +93,14 @@ class Plan:
     batch_size: int | None = None
     gpus: int | None = None
     model_size_b: float | None = None
+    num_workers: int | None = None
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, Any], gpus: int | None) -> Plan:
         return cls(model_name=fields.get("model_name"), dataset=fields.get("dataset"), task_type=fields.get("task_type"),
                    iterations=_pos_int(fields.get("iterations")), iteration_type=fields.get("iteration_type"),
                    batch_size=_pos_int(fields.get("batch_size")), gpus=_pos_int(gpus),
-                   model_size_b=_pos_float(fields.get("model_size_b")))
+                   model_size_b=_pos_float(fields.get("model_size_b")), num_workers=_int(fields.get("num_workers")))
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,7 @@ class RateSample:
     batch_size: int | None = None
     gpus: int | None = None
     model_size_b: float | None = None
+    num_workers: int | None = None
     step_time_s: float | None = None
     steps_per_epoch: int | None = None
     startup_s: float | None = None
@@ -112,7 +126,7 @@ class RateSample:
         w, sub, out = record.workload, record.submitted, record.outcome
         return cls(job_id=record.job_id, model_name=w.get("model_name"), dataset=w.get("dataset"),
                    task_type=w.get("task_type"), batch_size=_pos_int(w.get("batch_size")), gpus=_pos_int(sub.get("gpus")),
-                   model_size_b=_pos_float(w.get("model_size_b")),
+                   model_size_b=_pos_float(w.get("model_size_b")), num_workers=_int(w.get("num_workers")),
                    step_time_s=_pos_float(out.step_time_s), steps_per_epoch=_pos_int(out.steps_per_epoch),
                    startup_s=out.startup_s, sm_util=out.sm_util)
 
@@ -127,19 +141,30 @@ class RatePlanEstimate:
     tier: str
     sample_ids: list[str] = field(default_factory=list)
     sm_util: float | None = None
+    gpu_elasticity: float = 0.0
 
     @property
     def duration_s(self) -> float:
         return self.startup_s + self.train_s
 
 
-def sample_train_time(plan: Plan, sample: RateSample) -> float | None:
-    """The plan's training time at this sample's measured speed; None when it cannot be transferred."""
+def _size_ratio(plan: Plan, sample: RateSample) -> float:
+    return plan.model_size_b / sample.model_size_b if plan.model_size_b and sample.model_size_b else 1.0
+
+
+def sample_train_time(plan: Plan, sample: RateSample, gpu_elasticity: float = 0.0) -> float | None:
+    """The plan's training time at this sample's measured speed; None when it cannot be transferred.
+
+    `gpu_elasticity` (steps plans only): d ln(step time) / d ln(GPUs) at a fixed stated batch size,
+    0 when the batch is per device, -1 when it is global and split across the GPUs.
+    """
     if plan.iterations is None or sample.step_time_s is None:
         return None
-    size = plan.model_size_b / sample.model_size_b if plan.model_size_b and sample.model_size_b else 1.0
+    size = _size_ratio(plan, sample)
     if plan.iteration_type == "steps":
         ratio = plan.batch_size / sample.batch_size if plan.batch_size and sample.batch_size else 1.0
+        if gpu_elasticity and plan.gpus and sample.gpus:
+            ratio *= (plan.gpus / sample.gpus) ** gpu_elasticity
         return plan.iterations * sample.step_time_s * ratio * size
     if plan.iteration_type == "epochs":
         if sample.steps_per_epoch is None:
@@ -159,18 +184,34 @@ def _agree(plan: Plan, sample: RateSample, tier: Tier) -> bool:
     return True
 
 
+def gpu_elasticity(plan: Plan, pool: Sequence[RateSample], bounds: tuple[float, float] = (-1.0, 0.5)) -> float:
+    """Least-squares slope of ln(step time per stated sample, size-normalised) on ln(GPUs) over the
+    pool, clipped to `bounds`; 0 when the pool has fewer than two GPU counts. It says from the
+    history whether this code's stated batch is per device (about 0) or global (about -1)."""
+    xs, ys = [], []
+    for s in pool:
+        if s.step_time_s and s.gpus and s.batch_size:
+            xs.append(math.log(s.gpus))
+            ys.append(math.log(s.step_time_s / s.batch_size / (s.model_size_b or 1.0)))
+    if len(set(xs)) < 2:
+        return 0.0
+    slope = float(np.polyfit(xs, ys, 1)[0])
+    return min(bounds[1], max(bounds[0], slope))
+
+
 def estimate_rate_plan(plan: Plan, samples: Sequence[RateSample], *,
-                       tiers: Sequence[Tier] = TIERS,
-                       transfer: Callable[[Plan, RateSample], float | None] = sample_train_time,
-                       ) -> RatePlanEstimate | None:
+                       tiers: Sequence[Tier] = TIERS) -> RatePlanEstimate | None:
     """Median (log space) of the plan's training time over the first tier with a usable sample.
 
-    Startup is the median measured startup of that tier's jobs (0 when none was measured); SM
-    utilisation the median of theirs. None when no tier has a usable sample (the caller falls back).
+    In tiers where GPU counts may differ, a steps plan's step time is moved along the pool's
+    `gpu_elasticity`. Startup is the median measured startup of that tier's jobs (0 when none was
+    measured); SM utilisation the median of theirs. None when no tier has a usable sample.
     """
     for tier in tiers:
         pool = [s for s in samples if _agree(plan, s, tier)]
-        times = [(s, t) for s in pool if (t := transfer(plan, s)) is not None and t > 0 and math.isfinite(t)]
+        e = gpu_elasticity(plan, pool) if "gpus" not in tier.keys and plan.iteration_type == "steps" else 0.0
+        times = [(s, t) for s in pool if (t := sample_train_time(plan, s, e)) is not None and t > 0
+                 and math.isfinite(t)]
         if not times:
             continue
         logs = np.log([t for _, t in times])
@@ -179,6 +220,6 @@ def estimate_rate_plan(plan: Plan, samples: Sequence[RateSample], *,
         return RatePlanEstimate(
             startup_s=float(np.median(starts)) if starts else 0.0, train_s=float(np.exp(np.median(logs))),
             spread=float(np.std(logs)) if len(logs) > 1 else 0.0, tier=tier.name, sample_ids=[s.job_id for s, _ in times],
-            sm_util=float(np.median(utils)) if utils else None,
+            sm_util=float(np.median(utils)) if utils else None, gpu_elasticity=e,
         )
     return None

@@ -15,10 +15,15 @@
    with cosine >= T; T chosen on the dev split (share of duration estimates within 100% error);
 4. estimates: mean duration / SM utilisation of the matches (p50/p90 kept), the Lucid-style EBM
    as the no-match fallback; oracle retrieval (ground-truth fingerprints on both sides); the two
-   baselines on their own (EBM on user/GPUs/submit time; same user + same GPU count);
+   baselines on their own (EBM on user/GPUs/submit time; same user + same GPU count); rate x plan
+   (`advisor_rate`: matched jobs' measured time per step x the new job's planned iterations, with an
+   early-exit model from the same user's and job name's history; its prior strength and point
+   estimate chosen on the dev split), all fit on the same history window;
 5. metrics: relative-error CDFs for duration and SM utilisation (PNG, like Figure 12), share within
    100% error, mean/median errors, match rate, per-job latency of each stage, throughput (jobs/hour)
-   of the static pipeline with 1/2/4 threads (and of the agent path when it ran).
+   of the static pipeline with 1/2/4 threads (and of the agent path when it ran); for every system,
+   median |ln(est/truth)|, Spearman rho and within-100% per final status and matched/unmatched
+   (`results.duration_metrics`). `users_mode="shared"` generates "one codebase, many users" corpora.
 
 SM utilisation is the steady-state utilisation while training (`sm_util_steady`), the quantity a
 profiler measures and packing uses; jobs that died before their first step have none, are stored
@@ -51,11 +56,16 @@ from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetrieve
 from schedmate.agents.advisor.static_extractor import FIELDS, StaticExtraction, extract_static
 from schedmate.agents.advisor.validation import normalise_field, values_equal
 from schedmate.embeddings.store import JobOutcome, JobStore, Match
+from schedmate.synthetic.jobs.aliases import NAME_FIELDS, same_name
 from schedmate.synthetic.jobs.generator import JobCorpusManifest, CorpusJob, generate_job_corpus, load_manifest
+from schedmate.agents.advisor.early_exit import EarlyExitModel
+from schedmate.evals.harness import advisor_rate as rate
+from schedmate.evals.harness.advisor_rate import abs_log_ratios, duration_metrics, spearman
 
 __all__ = [
     "AdvisorEvalConfig", "DEV_SEED", "EVAL_SEED", "SCORED_FIELDS", "choose_threshold", "field_accuracy",
     "relative_errors", "run_advisor_eval", "share_within", "summary_line",
+    "abs_log_ratios", "duration_metrics", "spearman",
 ]
 
 EVAL_SEED = 20240917
@@ -93,6 +103,9 @@ class AdvisorEvalConfig:
     ebm_outer_bags: int = 8
     ebm_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. interactions=0 for quick runs
     progress: Callable[[str], None] | None = None
+    users_mode: str = "family"  # generated corpora: "family" (users own experiments) or "shared" (Mars-like)
+    pool_k: int = 64  # rate x plan: records retrieved per job before its tiered field match
+    exit_priors: tuple[float, ...] = rate.EXIT_PRIOR_GRID  # early-exit prior strength, chosen on dev
 
 
 # ----------------------------------------------------------------------------------------- metrics
@@ -123,6 +136,14 @@ def _err_stats(errors: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def scored_equal(field: str, got: Any, truth: Any) -> bool:
+    """Scoring-side comparison: names through the generator's alias tables (the extractor's own
+    vocabulary is independent of them), everything else as `validation.values_equal`."""
+    if field in NAME_FIELDS:
+        return same_name(field, got, truth)
+    return values_equal(field, got, truth)
+
+
 def field_accuracy(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], fields: Sequence[str] = SCORED_FIELDS
                    ) -> dict[str, float]:
     """Share of jobs whose extracted value equals the truth, per field (+ 'all_scored')."""
@@ -130,8 +151,8 @@ def field_accuracy(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]], field
     if not pairs:
         return acc
     for f in (*fields, "valid_dataset"):
-        acc[f] = sum(values_equal(f, got.get(f), truth.get(f)) for got, truth in pairs) / len(pairs)
-    acc["all_scored"] = sum(all(values_equal(f, g.get(f), t.get(f)) for f in fields) for g, t in pairs) / len(pairs)
+        acc[f] = sum(scored_equal(f, got.get(f), truth.get(f)) for got, truth in pairs) / len(pairs)
+    acc["all_scored"] = sum(all(scored_equal(f, g.get(f), t.get(f)) for f in fields) for g, t in pairs) / len(pairs)
     acc["mean_scored"] = float(np.mean([acc[f] for f in fields]))
     return acc
 
@@ -165,13 +186,14 @@ def choose_threshold(candidates: Sequence[list[tuple[float, float | None, float 
 # ----------------------------------------------------------------------------------------- corpus
 
 
-def _corpus(path: Path, n: int, seed: int, say: Callable[[str], None]) -> JobCorpusManifest:
+def _corpus(path: Path, n: int, seed: int, say: Callable[[str], None], users_mode: str = "family"
+            ) -> JobCorpusManifest:
     if (path / "manifest.jsonl").is_file():
         m = load_manifest(path)
-        if len(m) == n and m.seed == seed:
+        if len(m) == n and m.seed == seed and m.users_mode == users_mode:
             return m
-    say(f"generating {n} jobs (seed {seed}) in {path}")
-    return generate_job_corpus(path, n, seed)
+    say(f"generating {n} jobs (seed {seed}, users {users_mode}) in {path}")
+    return generate_job_corpus(path, n, seed, users_mode=users_mode)  # type: ignore[arg-type]
 
 
 def _split(m: JobCorpusManifest, n_new: int) -> tuple[list[CorpusJob], list[CorpusJob]]:
@@ -194,7 +216,7 @@ def _util_truth(r: CorpusJob) -> float | None:
 def _outcome(r: CorpusJob) -> JobOutcome:
     return JobOutcome(duration=r.outcome.duration_s, sm_util=_util_truth(r), gpu_memory=r.outcome.gpu_mem_gb,
                       final_status=r.outcome.status, failure_category=r.outcome.failure_category,
-                      failure_reason=r.outcome.failure_reason)
+                      failure_reason=r.outcome.failure_reason, **rate.measured_fields(r))
 
 
 def _history_rows(recs: Sequence[CorpusJob]) -> list[HistoryRow]:
@@ -238,11 +260,12 @@ def _ingest(store: JobStore, embedder: Any, recs: Sequence[CorpusJob], fingerpri
     return retriever
 
 
-def _candidates(retriever: SimilarJobRetriever, recs: Sequence[CorpusJob], fingerprints: dict[str, dict[str, Any]]
-                ) -> dict[str, list[Match]]:
+def _candidates(retriever: SimilarJobRetriever, recs: Sequence[CorpusJob], fingerprints: dict[str, dict[str, Any]],
+                top_k: int | None = None) -> dict[str, list[Match]]:
     out = {}
     for r in recs:
-        res = retriever.query(fingerprints[r.id], gpus=r.launch.gpus, nodes=r.launch.nodes, threshold=-1.0)
+        res = retriever.query(fingerprints[r.id], gpus=r.launch.gpus, nodes=r.launch.nodes, threshold=-1.0,
+                              top_k=top_k)
         out[r.id] = res.matches
     return out
 
@@ -286,20 +309,22 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
     report: dict[str, Any] = {"config": {k: v for k, v in cfg.__dict__.items() if k not in ("llm", "agent", "progress")}}
     report["paper"] = PAPER
 
+    mode_tag = "" if cfg.users_mode == "family" else f"-{cfg.users_mode}"
     if (data_dir / "manifest.jsonl").is_file():  # a corpus given as is: its latest n_new jobs are the new jobs
         eval_m = load_manifest(data_dir)
         dev_root = out_dir
     else:
-        eval_m = _corpus(data_dir / f"advisor-eval-seed{cfg.seed}-n{cfg.n_history + cfg.n_new}",
-                         cfg.n_history + cfg.n_new, cfg.seed, say)
+        eval_m = _corpus(data_dir / f"advisor-eval-seed{cfg.seed}-n{cfg.n_history + cfg.n_new}{mode_tag}",
+                         cfg.n_history + cfg.n_new, cfg.seed, say, cfg.users_mode)
         dev_root = data_dir
-    dev_m = _corpus(dev_root / f"advisor-dev-seed{cfg.dev_seed}-n{cfg.dev_history + cfg.dev_new}",
-                    cfg.dev_history + cfg.dev_new, cfg.dev_seed, say)
+    dev_m = _corpus(dev_root / f"advisor-dev-seed{cfg.dev_seed}-n{cfg.dev_history + cfg.dev_new}{mode_tag}",
+                    cfg.dev_history + cfg.dev_new, cfg.dev_seed, say, cfg.users_mode)
     if eval_m.seed == cfg.dev_seed:
         raise ValueError("the evaluation corpus must not use the development seed")
     ev = _Split("eval", eval_m, *_split(eval_m, cfg.n_new))
     dev = _Split("dev", dev_m, *_split(dev_m, cfg.dev_new))
-    report["corpus"] = {"eval": {"root": str(eval_m.root), "seed": eval_m.seed, "history": len(ev.history),
+    report["corpus"] = {"eval": {"root": str(eval_m.root), "seed": eval_m.seed, "users_mode": eval_m.users_mode,
+                                 "history": len(ev.history),
                                  "new": len(ev.new), "families": Counter(r.family for r in ev.new).most_common()},
                         "dev": {"root": str(dev_m.root), "seed": dev_m.seed, "history": len(dev.history),
                                 "new": len(dev.new)}}
@@ -389,6 +414,25 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
                                "match_rate": float(np.mean([e_t[r.id].matched for r in ev.new]))})
         report["threshold"]["eval_curve_for_reference"] = eval_curve
 
+        # -- rate x plan + early exits (prior strength chosen on dev; everything fit on history) -------
+        say("rate x plan estimates")
+        dev_fb = {r.id: ebm_dev_pred[r.id] for r in dev.new}
+        dev_pools = _candidates(dev_ret, dev.new, dev_fp, top_k=cfg.pool_k)
+        dev_meas = {r.id: rate.measured_fields(r) for r in dev.history}
+        prior, kind, prior_curve = rate.choose_rate_params(dev.new, dev_fp, dev_pools,
+                                                           rate.exit_records(dev.history, dev_fp, dev_meas), dev_fb,
+                                                           cfg.exit_priors)
+        ev_meas = {r.id: rate.measured_fields(r) for r in ev.history}
+        exits = EarlyExitModel(prior_strength=prior).fit(rate.exit_records(ev.history, fps, ev_meas))
+        rate_fc = rate.rate_forecasts(ev.new, fps, _candidates(ret, ev.new, fps, top_k=cfg.pool_k), exits, ebm_pred)
+        report["rate_plan"] = {
+            "exit_prior_strength": prior, "point": kind, "chosen_on": "dev", "dev_curve": prior_curve,
+            "history_exit_rate": exits.base_rate, "pool_k": cfg.pool_k,
+            "exit_calibration": rate.exit_calibration(ev.new, exits),
+            "match_rate": float(np.mean([rate_fc[r.id].matched for r in ev.new])),
+            "tiers": Counter(f.rate.tier if f.rate else "fallback" for f in rate_fc.values()).most_common(),
+        }
+
         methods: dict[str, dict[str, tuple[float | None, float | None]]] = {
             "schedmate": {k: (e.duration_s, e.sm_util) for k, e in est.items()},
             "schedmate_oracle": {k: (e.duration_s, e.sm_util) for k, e in est_o.items()},
@@ -396,6 +440,10 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
                                   e.sm_util_p50 if e.matched else e.sm_util) for k, e in est.items()},
             "lucid_ebm": ebm_pred,
             "same_user_gpus": same_pred,
+            "schedmate_rate": {k: f.point(kind) for k, f in rate_fc.items()},
+            "schedmate_rate_p50": {k: f.point("p50") for k, f in rate_fc.items()},
+            "schedmate_rate_mean": {k: f.point("mean") for k, f in rate_fc.items()},
+            "schedmate_rate_plan": {k: f.point("plan") for k, f in rate_fc.items()},
         }
         matched = [r for r in ev.new if est[r.id].matched]
         results: dict[str, Any] = {}
@@ -421,6 +469,9 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
                                                                    [r.outcome.duration_s for r in rs]))
                                      for n in ("schedmate", "schedmate_oracle", "lucid_ebm", "same_user_gpus")}
         results["duration_by_final_status"] = by_status
+        matched_ids = {r.id for r in matched}
+        results["duration_metrics"] = {n: duration_metrics(ev.new, methods[n], matched_ids)
+                                       for n in rate.SYSTEM_LABELS if n in methods}
         by_id = {r.id: r for r in ev.history}
         top = [(r, cands[r.id][0]) for r in matched if cands[r.id]]
         results["match_quality"] = {
@@ -484,6 +535,10 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
                 "truth_duration_s": r.outcome.duration_s, "truth_sm_util": _util_truth(r),
                 "schedmate": e.model_dump(), "oracle_duration_s": est_o[r.id].duration_s,
                 "lucid_ebm": ebm_pred[r.id], "same_user_gpus": same_pred[r.id],
+                "schedmate_rate": methods["schedmate_rate"][r.id],
+                "rate_plan": {"tier": rate_fc[r.id].rate.tier, "samples": rate_fc[r.id].rate.sample_ids[:10],
+                              **rate_fc[r.id].forecast.__dict__} if rate_fc[r.id].rate and rate_fc[r.id].forecast
+                else None,
                 "static_fields": ev.static[r.id].fields, "truth": r.truth.model_dump(),
             }, default=str) + "\n")
         for row in agent_rows:
@@ -502,7 +557,7 @@ def _lat_stats(xs: Sequence[float]) -> dict[str, float]:
 def _errors_by_trap(recs: Sequence[CorpusJob], static: dict[str, StaticExtraction]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for r in recs:
-        wrong = [f for f in SCORED_FIELDS if not values_equal(f, static[r.id].fields.get(f), r.truth.model_dump().get(f))]
+        wrong = [f for f in SCORED_FIELDS if not scored_equal(f, static[r.id].fields.get(f), r.truth.model_dump().get(f))]
         for trap in r.code.traps or ["none"]:
             d = out.setdefault(trap, {"jobs": 0, "jobs_with_error": 0, "wrong_fields": Counter()})
             d["jobs"] += 1
@@ -574,10 +629,10 @@ def _agent_eval(ev: _Split, cfg: AdvisorEvalConfig, ret: SimilarJobRetriever, T:
         per_field[f] = {
             "sources": dict(srcs),
             "proposed": len(proposed),
-            "proposal_correct": sum(values_equal(f, row["proposal"][f], row["truth"].get(f)) for row in proposed),
+            "proposal_correct": sum(scored_equal(f, row["proposal"][f], row["truth"].get(f)) for row in proposed),
             "accepted": srcs.get("llm", 0) + srcs.get("agree", 0),
             "accepted_wrong": sum(1 for row in rows if row["sources"].get(f) in ("llm",)
-                                  and not values_equal(f, row["merged"].get(f), row["truth"].get(f))),
+                                  and not scored_equal(f, row["merged"].get(f), row["truth"].get(f))),
         }
     summary["per_field"] = per_field
     summary["fields_small_model_gets_wrong"] = sorted(
@@ -638,6 +693,16 @@ def summary_line(report: dict[str, Any]) -> str:
             f"{_pct(res['same_user_gpus']['duration'].get('within_100'))} (paper 85.7% vs 27.7%); SM-util mean error "
             f"{_pct(res['schedmate']['sm_util'].get('mean'))} (paper 28.1%); static field accuracy "
             f"{_pct(ex.get('mean_scored'))}; {lat:.2f} s/job, {tp:.0f} jobs/h")
+    dm = res.get("duration_metrics") or {}
+    if dm.get("schedmate_rate"):
+        def _ln(name: str, part: str = "all") -> str:
+            v = dm.get(name, {}).get(part, {}).get("median_abs_log")
+            return "n/a" if v is None else f"{v:.2f}"
+
+        line += (f"; rate x plan ({report['rate_plan']['point']}): within 100% completed "
+                 f"{_pct(dm['schedmate_rate']['completed'].get('within_100'))} vs EBM "
+                 f"{_pct(dm['lucid_ebm']['completed'].get('within_100'))}, median |ln| {_ln('schedmate_rate')} vs "
+                 f"paper-mean {_ln('schedmate')} vs EBM {_ln('lucid_ebm')}")
     ag = report.get("agent")
     if ag and ag.get("merged_accuracy"):
         line += (f"; agent on {ag['jobs']} jobs: proposals {_pct(ag['proposal_accuracy'].get('mean_scored'))} correct, "
@@ -681,6 +746,18 @@ def _markdown(report: dict[str, Any]) -> str:
                      f"{_pct(d['schedmate_oracle'].get('within_100'))} | {_pct(d['lucid_ebm'].get('within_100'))} | "
                      f"{_pct(d['same_user_gpus'].get('within_100'))} |")
     ex = report["extraction"]
+    dm = res.get("duration_metrics")
+    if dm:
+        rp = report.get("rate_plan", {})
+        lines += ["", f"## Duration: all systems on the same new jobs (history-only fits; users {c['eval'].get('users_mode', 'family')})", "",
+                  *rate.markdown_table(dm), "",
+                  f"Rate x plan: matched {_pct(rp.get('match_rate'))} of new jobs, tiers {rp.get('tiers')}; "
+                  f"early-exit prior strength {rp.get('exit_prior_strength')} and point estimate "
+                  f"'{rp.get('point')}' (chosen on dev by median abs ln), history exit rate "
+                  f"{_pct(rp.get('history_exit_rate'))}; exit-probability Brier score on new jobs "
+                  f"{(rp.get('exit_calibration') or {}).get('brier_model', float('nan')):.3f} vs "
+                  f"{(rp.get('exit_calibration') or {}).get('brier_base_rate', float('nan')):.3f} for the base rate. "
+                  f"'matched' = SchedMate's retrieval cleared T."]
     lines += ["", "## Extraction field accuracy (new jobs, vs generator truth)", "",
               "| field | static |" + (" agent proposal | agent merged | static (same jobs) |" if report.get("agent", {}).get("merged_accuracy") else ""),
               "|---|---|" + ("---|---|---|" if report.get("agent", {}).get("merged_accuracy") else "")]

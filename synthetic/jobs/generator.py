@@ -7,6 +7,10 @@ often unchanged (reruns after failures), sometimes with one knob changed (lr, ba
 GPUs). Repositories go to `out_dir/jobs/<id>/`; the labels stay outside them, in
 `out_dir/manifest.jsonl` (one `CorpusJob` per line) and `out_dir/corpus.json` (the parameters).
 Same arguments, same bytes.
+
+`users_mode="shared"` is the other setting ("one codebase, many users", like the paper's Mars
+trace): experiments belong to no user; every job is submitted by a (Zipf-popular) user drawn
+independently of the experiment it reruns, so the user id carries no workload information.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -38,6 +42,8 @@ __all__ = [
 ]
 
 GENERATOR_VERSION = 1
+UsersMode = Literal["family", "shared"]
+USERS_MODES: tuple[str, ...] = ("family", "shared")
 MANIFEST = "manifest.jsonl"
 CORPUS_INFO = "corpus.json"
 
@@ -240,10 +246,12 @@ def _new_experiment(user: _User, rng: random.Random, key: str, families: list[st
 
 
 def iter_corpus_jobs(n: int, seed: int, *, families: Sequence[str] | None = None,
-                     span_days: float = 30.0) -> Iterator[GeneratedJob]:
+                     span_days: float = 30.0, users_mode: UsersMode = "family") -> Iterator[GeneratedJob]:
     """The jobs of `generate_job_corpus`, in submit order, without writing anything."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
+    if users_mode not in USERS_MODES:
+        raise ValueError(f"users_mode must be one of {USERS_MODES}, got {users_mode!r}")
     fams = _families(families)
     rng = _rng("corpus", seed)
     n_users = max(3, min(n, round(1.5 * math.sqrt(max(n, 1)))))
@@ -252,10 +260,20 @@ def iter_corpus_jobs(n: int, seed: int, *, families: Sequence[str] | None = None
     mean_gap = span_days * 86400.0 / max(n, 1)
     t = 0.0
     n_exp = 0
+    shared: list[_Experiment] = []  # users_mode="shared": one pool of experiments, no owner
     for i in range(n):
         t += rng.expovariate(1.0 / mean_gap)
         user = rng.choices(users, weights=popularity)[0]
-        if not user.experiments or rng.random() < 0.3:
+        if users_mode == "shared":
+            if not shared or rng.random() < 0.3:
+                exp = _Experiment(f"exp-{n_exp:04d}", sample_config(get_family(rng.choice(fams)), rng))
+                n_exp += 1
+                shared.append(exp)
+                cfg = exp.config
+            else:
+                exp = rng.choice(shared[-3:])
+                cfg = exp.config if rng.random() < 0.5 else _tweak(exp.config, rng)
+        elif not user.experiments or rng.random() < 0.3:
             exp = _new_experiment(user, rng, f"exp-{n_exp:04d}", fams)
             n_exp += 1
             user.experiments.append(exp)
@@ -277,6 +295,7 @@ class JobCorpusManifest:
     families: list[str]
     records: list[CorpusJob]
     version: int = GENERATOR_VERSION
+    users_mode: str = "family"
 
     def __len__(self) -> int:
         return len(self.records)
@@ -306,6 +325,7 @@ def generate_job_corpus(
     families: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     span_days: float = 30.0,
+    users_mode: UsersMode = "family",
 ) -> JobCorpusManifest:
     """Write `n` jobs under `out_dir/jobs/` plus `manifest.jsonl` and `corpus.json`; return the manifest.
 
@@ -316,7 +336,8 @@ def generate_job_corpus(
     (out / "jobs").mkdir(parents=True, exist_ok=True)
     records: list[CorpusJob] = []
     with open(out / MANIFEST, "w", encoding="utf-8") as manifest:
-        for done, job in enumerate(iter_corpus_jobs(n, seed, families=fams, span_days=span_days), start=1):
+        jobs = iter_corpus_jobs(n, seed, families=fams, span_days=span_days, users_mode=users_mode)
+        for done, job in enumerate(jobs, start=1):
             rel = f"jobs/{job.job_id}"
             job.write(out / rel)
             rec = job.record(rel)
@@ -324,9 +345,12 @@ def generate_job_corpus(
             manifest.write(rec.model_dump_json() + "\n")
             if progress is not None:
                 progress(done, n)
-    info = {"version": GENERATOR_VERSION, "seed": seed, "n": n, "families": fams, "span_days": span_days}
+    info: dict[str, Any] = {"version": GENERATOR_VERSION, "seed": seed, "n": n, "families": fams,
+                            "span_days": span_days}
+    if users_mode != "family":  # the default corpus.json stays byte-identical
+        info["users_mode"] = users_mode
     (out / CORPUS_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    return JobCorpusManifest(root=out, seed=seed, n=n, families=fams, records=records)
+    return JobCorpusManifest(root=out, seed=seed, n=n, families=fams, records=records, users_mode=users_mode)
 
 
 def load_manifest(corpus_dir: Path | str) -> JobCorpusManifest:
@@ -343,4 +367,5 @@ def load_manifest(corpus_dir: Path | str) -> JobCorpusManifest:
         root=root, seed=int(info.get("seed", -1)), n=int(info.get("n", len(records))),
         families=list(info.get("families", sorted({r.family for r in records}))),
         version=int(info.get("version", GENERATOR_VERSION)), records=records,
+        users_mode=str(info.get("users_mode", "family")),
     )
