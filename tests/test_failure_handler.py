@@ -22,6 +22,7 @@ from opentelemetry.trace import Tracer
 from pydantic import ValidationError
 
 from schedmate.agents.failure import (
+    METHODS,
     ActionKind,
     Diagnostic,
     FailureHandler,
@@ -36,14 +37,14 @@ from schedmate.agents.failure import (
 from schedmate.agents.failure.llm_classifier import MARK, FailureVerdict, LLMVerdict, prompt_window
 from schedmate.agents.failure.recovery import ALLOWED_ACTIONS, CordonNode, RunDiagnostic, execute_plan
 from schedmate.agents.failure.rules import RulesClassifier
-from schedmate.agents.failure.synthetic import FailedLog, make_failed_log
 from schedmate.embeddings.classifier import LineClassifier
-from schedmate.embeddings.synthetic_log import generate_training_log
-from schedmate.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.synthetic.logs import FailedLog, generate_training_log, make_failed_log
+from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of
 from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.tests.llm_stub import Reply, StubLLM
 
 R, C, Cat = FailureReason, Component, FailureCategory
+LLM_METHOD = FailureHandlerConfig(method="llm")  # the rules + LLM cross-check (`combine`)
 META = {"job_id": "job-42", "nodes": ["gpu-node-00", "gpu-node-01"], "checkpoint": "/ckpt/job-42/iter_0004000"}
 WATCHDOG = (
     "[rank5]:[E ProcessGroupNCCL.cpp:475] [Rank 5] Watchdog caught collective operation timeout: "
@@ -126,15 +127,17 @@ def assert_plan_is_trusted(plan: RecoveryPlan | None, meta: dict[str, object]) -
 def test_infrastructure_failure_is_located_classified_and_planned(
     classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]], tracing: tuple[Tracer, InMemorySpanExporter]
 ) -> None:
-    stub.push(answer("infrastructure", "ECCError", "gpu"))
+    stub.push(answer("script", "KeyError", "software"))  # would be wrong; it must never be asked
     tracing[1].clear()
     path, root = logs["ecc"]
     d = handler(classifier, chat(stub.url), tracer=tracing[0]).diagnose(path, META)
-    assert d.status == "failure_found" and d.located is not None
+    assert d.status == "failure_found" and d.located is not None and d.method == "learned"
     assert abs(d.located.block - root) <= 5
     assert (d.category, d.reason, d.component) == (Cat.INFRASTRUCTURE, R.ECC_ERROR, C.GPU)
-    assert d.verdict is not None and d.verdict.source == "rules" and d.verdict.agree is True
-    assert d.verdict.confidence == "high" and d.llm_status == "ok" and d.recoverable
+    # a high-precision signature decides; the LLM is not consulted at all
+    assert d.verdict is not None and d.verdict.source == "rules" and d.verdict.confidence == "high"
+    assert d.llm_status == "skipped" and stub.requests == [] and d.recoverable
+    assert d.verdict.probability is not None and d.verdict.candidates  # the learned view, for the record
     assert d.classifier_calls == d.located.calls > 0
     assert set(d.timings_s) == {"locate", "classify", "similar", "recovery", "total"}
     # GPU fault: diagnose every placement node, cordon the ones that fail, resubmit from the checkpoint
@@ -144,9 +147,6 @@ def test_infrastructure_failure_is_located_classified_and_planned(
     assert {a.diagnostic for a in d.plan.actions if isinstance(a, RunDiagnostic)} == {Diagnostic.DCGM_DIAG, Diagnostic.NCCL_TESTS}  # type: ignore[union-attr]
     assert all(o.status == "dry-run" for o in d.actions) and len(d.actions) == len(kinds)
     assert_plan_is_trusted(d.plan, META)
-    # the LLM saw the located line marked, inside the window
-    prompt = stub.requests[0]["messages"][-1]["content"]
-    assert MARK + "+0: " in prompt and "uncorrectable ECC error" in prompt
     # one span per step under failure.diagnose
     spans = {s.name: s for s in tracing[1].get_finished_spans()}
     root_span = spans["failure.diagnose"]
@@ -156,14 +156,17 @@ def test_infrastructure_failure_is_located_classified_and_planned(
     json.loads(d.model_dump_json())  # serialisable as a whole
 
 
-def test_a_wrong_llm_answer_is_overruled_by_a_specific_signature_and_recorded(
+def test_llm_method_a_wrong_llm_answer_is_overruled_by_a_specific_signature_and_recorded(
     classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]]
 ) -> None:
     stub.push(answer("script", "KeyError", "software"))  # schema-valid, wrong
-    d = handler(classifier, chat(stub.url)).diagnose(logs["ecc"][0], META)
-    assert d.reason is R.ECC_ERROR and d.verdict is not None
+    d = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["ecc"][0], META)
+    assert d.method == "llm" and d.reason is R.ECC_ERROR and d.verdict is not None and d.llm_status == "ok"
     assert d.verdict.source == "rules" and d.verdict.agree is False
     assert d.verdict.llm == LLMVerdict(Cat.SCRIPT, R.KEY_ERROR, C.SOFTWARE)
+    # the LLM saw the located line marked, inside the window
+    prompt = stub.requests[0]["messages"][-1]["content"]
+    assert MARK + "+0: " in prompt and "uncorrectable ECC error" in prompt
 
 
 def test_script_failure_gets_no_automatic_action(classifier: LineClassifier, logs: dict[str, tuple[Path, int]]) -> None:
@@ -171,15 +174,32 @@ def test_script_failure_gets_no_automatic_action(classifier: LineClassifier, log
     d = handler(classifier).diagnose(path, META)
     assert d.located is not None and abs(d.located.block - root) <= 5
     assert (d.category, d.reason, d.component) == (Cat.SCRIPT, R.KEY_ERROR, C.SOFTWARE)
+    assert d.verdict is not None and d.verdict.source == "learned"  # an exception class is not a signature
     assert d.llm_status == "disabled" and d.plan is not None and d.plan.actions == ()
     assert "user must fix" in d.plan.notes[0]
 
 
-def test_generic_rule_yields_only_to_a_grounded_llm_answer(
+def test_the_three_methods_side_by_side(classifier: LineClassifier, logs: dict[str, tuple[Path, int]]) -> None:
+    """What an evaluation compares: the same log through rules only, learned, and rules+LLM."""
+    path = logs["generic"][0]  # `RuntimeError: the collective was aborted`, then NCCL watchdog lines
+    handlers = {m: handler(classifier, config=FailureHandlerConfig(method=m)).prepare() for m in METHODS}
+    by = {m: h.diagnose(path, META) for m, h in handlers.items()}
+    assert by["learned"].timings_s["classify"] < 5.0  # prepared: the bank was fitted before, not in the diagnosis
+    assert {m: d.method for m, d in by.items()} == {m: m for m in METHODS}
+    assert by["rules"].reason is R.RUNTIME_ERROR and by["rules"].verdict.source == "rules"  # type: ignore[union-attr]
+    assert by["llm"].llm_status == "disabled" and by["llm"].reason is R.RUNTIME_ERROR  # no LLM configured: rules
+    learned = by["learned"]
+    assert learned.verdict is not None and learned.verdict.source in {"learned", "rules-tiebreak"}
+    assert learned.category is Cat.INFRASTRUCTURE  # the watchdog lines around it say why it was aborted
+    with pytest.raises(ValueError, match="unknown method"):
+        FailureHandler(classifier, config=FailureHandlerConfig(method="vibes"))  # type: ignore[arg-type]
+
+
+def test_llm_method_generic_rule_yields_only_to_a_grounded_llm_answer(
     classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]]
 ) -> None:
     path, root = logs["generic"]
-    h = handler(classifier, chat(stub.url))
+    h = handler(classifier, chat(stub.url), config=LLM_METHOD)
     stub.push(answer("infrastructure", "NCCLTimeoutError", "network"))  # the window holds the watchdog line
     grounded = h.diagnose(path, META)
     assert grounded.located is not None and abs(grounded.located.block - root) <= 5
@@ -193,11 +213,11 @@ def test_generic_rule_yields_only_to_a_grounded_llm_answer(
     assert ungrounded.plan is not None and ungrounded.plan.actions == ()
 
 
-def test_without_any_rule_an_llm_infra_verdict_is_low_confidence_and_must_be_confirmed(
+def test_llm_method_without_any_rule_an_llm_infra_verdict_is_low_confidence_and_must_be_confirmed(
     classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]]
 ) -> None:
     stub.push(answer("infrastructure", "NodeFailure", "node"))
-    d = handler(classifier, chat(stub.url)).diagnose(logs["norule"][0], META)
+    d = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["norule"][0], META)
     assert d.located is not None and d.located.line_no == logs["norule"][1]
     assert d.verdict is not None and d.verdict.rules is None
     assert d.verdict.source == "llm" and d.verdict.confidence == "low" and d.reason is R.NODE_FAILURE
@@ -205,9 +225,39 @@ def test_without_any_rule_an_llm_infra_verdict_is_low_confidence_and_must_be_con
     assert resubmit.kind is ActionKind.RESUBMIT_FROM_CHECKPOINT and resubmit.when == "diagnostic_failed"
     # an inconsistent answer (reason outside its category) is repaired from the reason
     stub.push(answer("script", "ECCError", "software"))
-    repaired = handler(classifier, chat(stub.url)).diagnose(logs["norule"][0], META)
+    repaired = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["norule"][0], META)
     assert repaired.verdict is not None and repaired.verdict.source == "llm-repaired"
     assert (repaired.category, repaired.component) == (Cat.INFRASTRUCTURE, C.GPU)
+
+
+def test_learned_method_the_llm_only_breaks_a_tie_between_the_top_two(
+    classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]]
+) -> None:
+    """An unsure learned classifier (here: made unsure by a confidence bar no answer reaches)
+    lets the LLM pick one of its top two reasons, and nothing else."""
+    base = FailureHandler(classifier).learned
+    unsure = base.with_thresholds(min_confidence=1.01)
+    path = logs["norule"][0]  # `ERROR: worker exited unexpectedly ...`: no signature, no exception
+    alone = FailureHandler(classifier, learned=unsure).diagnose(path, META)
+    assert alone.verdict is not None and alone.verdict.source == "learned" and alone.verdict.confidence == "low"
+    assert alone.llm_status == "disabled" and "no tie-breaker" in alone.verdict.note
+    first, second = alone.verdict.candidates[:2]
+    h = FailureHandler(classifier, chat_model=chat(stub.url), learned=unsure)
+    stub.push(answer(second.category.value, second.reason.value, "unknown"))
+    picked = h.diagnose(path, META)
+    assert picked.verdict is not None and picked.verdict.source == "llm-tiebreak" and picked.reason is second.reason
+    assert picked.verdict.confidence == "low" and picked.llm_status == "ok"
+    top2 = {first.reason, second.reason}
+    outsider = next(r for r in R if r not in top2 and category_of(r) not in {first.category, second.category})
+    stub.push(answer(category_of(outsider).value, outsider.value, "unknown"))
+    ignored = h.diagnose(path, META)
+    assert ignored.reason is alone.reason and ignored.category is alone.category  # outside the top two: ignored
+    assert ignored.verdict is not None and ignored.verdict.agree is False and "ignored" in ignored.verdict.note
+    # a confident learned verdict is never put to the LLM
+    stub.push(answer(category_of(outsider).value, outsider.value, "unknown"))
+    sure = FailureHandler(classifier, chat_model=chat(stub.url), learned=base.with_thresholds(min_confidence=0.0))
+    settled = sure.diagnose(path, META)
+    assert settled.llm_status == "skipped" and settled.reason is not outsider
 
 
 # --- fallbacks -----------------------------------------------------------------------------------
@@ -220,17 +270,21 @@ def _dead_url() -> str:
 
 
 def test_llm_down_or_garbage_falls_back_to_rules(classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]]) -> None:
-    down = handler(classifier, chat(f"http://{_dead_url()}/v1")).diagnose(logs["ecc"][0], META)
+    down = handler(classifier, chat(f"http://{_dead_url()}/v1"), config=LLM_METHOD).diagnose(logs["ecc"][0], META)
     assert down.status == "failure_found" and down.llm_status == "unavailable"
     assert down.reason is R.ECC_ERROR and down.verdict is not None and down.verdict.source == "rules"
     assert any("LLM unavailable" in f for f in down.fallbacks)
     stub.default = Reply(text="It is probably the GPU, I think.")  # no JSON at all, every retry
-    garbage = handler(classifier, chat(stub.url)).diagnose(logs["ecc"][0], META)
+    garbage = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["ecc"][0], META)
     assert garbage.llm_status == "invalid_output" and garbage.reason is R.ECC_ERROR
     assert any("no valid answer" in f for f in garbage.fallbacks)
-    nothing = handler(classifier, chat(f"http://{_dead_url()}/v1")).diagnose(logs["norule"][0], META)
+    nothing = handler(classifier, chat(f"http://{_dead_url()}/v1"), config=LLM_METHOD).diagnose(logs["norule"][0], META)
     assert nothing.status == "failure_found" and nothing.category is None and nothing.plan is not None
     assert nothing.plan.actions == () and nothing.verdict is not None and nothing.verdict.source == "none"
+    # the learned method still answers with the LLM down (it is only ever a tie-breaker)
+    learned = handler(classifier, chat(f"http://{_dead_url()}/v1")).diagnose(logs["norule"][0], META)
+    assert learned.category is not None and learned.verdict is not None and learned.verdict.source == "learned"
+    assert learned.llm_status in {"unavailable", "skipped"}
 
 
 def test_redis_down_means_no_similar_failures_reported(classifier: LineClassifier, logs: dict[str, tuple[Path, int]]) -> None:
@@ -305,13 +359,15 @@ def test_injected_instructions_in_the_log_cannot_steer_recovery(
     stub.default = answer("infrastructure", "NodeFailure", "node")  # as if the injection worked on the LLM
     path, root = logs[log]
     d = handler(classifier, chat(stub.url)).diagnose(path, META)
-    assert d.status == "failure_found" and d.located is not None and abs(d.located.block - root) <= 5
-    assert d.category is Cat.INFRASTRUCTURE
+    assert d.status == "failure_found" and d.located is not None
     assert_plan_is_trusted(d.plan, META)
-    if log == "injected_root":  # nothing but the LLM says "infrastructure": confirm before anything
-        assert d.verdict is not None and d.verdict.confidence == "low"
-        assert all(getattr(a, "when", "diagnostic_failed") == "diagnostic_failed" for a in d.plan.actions if a.kind is not ActionKind.RUN_DIAGNOSTIC)  # type: ignore[union-attr]
+    if log == "injected_root":  # text addressed to a model is never the root cause
+        assert d.located.block > root + len(INJECTIONS)  # the launcher's line after them, not an injection
+        if d.category is Cat.INFRASTRUCTURE:  # only ever a low-confidence guess here: confirm before anything
+            assert d.verdict is not None and d.verdict.confidence == "low"
+            assert all(getattr(a, "when", "diagnostic_failed") == "diagnostic_failed" for a in d.plan.actions if a.kind is not ActionKind.RUN_DIAGNOSTIC)  # type: ignore[union-attr]
     else:
+        assert abs(d.located.block - root) <= 5
         assert d.reason is R.ECC_ERROR  # the rules read the real fault; the injection is just text
 
 

@@ -54,11 +54,16 @@ def test_prefixed_ranks_interleaved_in_a_traceback_are_skipped_by_source() -> No
 
 @pytest.mark.parametrize(
     "line",
-    ["errors: 0", "warning: Traceback (most recent call last):", "error_on_nan: false", "Epoch: 3",
+    ["errors: 0", "error_on_nan: false", "Epoch: 3",
      "train.py: error: unrecognized arguments: --x", "S3Error: slow down", "KeyError: 'x'"],
 )  # fmt: skip
 def test_fields_and_exception_names_are_not_taken_for_host_labels(line: str) -> None:
     assert clean_line(line).text == line
+
+
+def test_a_level_word_is_a_record_level_not_a_host_label() -> None:
+    line = clean_line("warning: Traceback (most recent call last):")
+    assert line.source is None and line.level == "warning"
 
 
 # --- ConnectionError vs NetworkError: what the corpus injects, read the right way ------------------

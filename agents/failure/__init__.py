@@ -4,15 +4,31 @@ similar past failures, and plan an allow-listed recovery for infrastructure faul
     handler = FailureHandler(LineClassifier(make_embedder()), chat_model=model, store_url=url)
     diagnosis = handler.diagnose("job.log", JobMeta(job_id="j1", nodes=("gpu-node-03",)))
 
+Who classifies is `FailureHandlerConfig(method=...)`: "learned" (default; high-precision
+signature rules, else the learned classifier over MiniLM embeddings of the root-cause window, the
+LLM only breaking its ties), "rules" (signature rules only) or "llm" (rules cross-checked by the
+LLM). See `decision`.
+
 The taxonomy (category → reason → component) is `schedmate.taxonomy`, shared
 with the log-corpus generator so labels and predictions use the same enums.
 """
 
 from __future__ import annotations
 
+from schedmate.agents.failure.decision import METHODS, ClassifierMethod
 from schedmate.agents.failure.handler import Diagnosis, FailureHandler, FailureHandlerConfig
+from schedmate.agents.failure.learned import (
+    Candidate,
+    Example,
+    LearnedFailureClassifier,
+    LearnedVerdict,
+    RootCauseWindow,
+    load_examples,
+    root_cause_window,
+    shared_classifier,
+)
 from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
-from schedmate.agents.failure.locator import FailureLineJudge, FailureLocator, Located, LogIndex
+from schedmate.agents.failure.locator import ClassificationView, FailureLineJudge, FailureLocator, Located, LogIndex
 from schedmate.agents.failure.recovery import (
     ActionKind,
     Diagnostic,
@@ -26,7 +42,18 @@ from schedmate.agents.failure.rules import RuleVerdict, RulesClassifier
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
 
 __all__ = [
+    "METHODS",
     "ActionKind",
+    "Candidate",
+    "ClassificationView",
+    "Example",
+    "LearnedFailureClassifier",
+    "LearnedVerdict",
+    "ClassifierMethod",
+    "RootCauseWindow",
+    "load_examples",
+    "root_cause_window",
+    "shared_classifier",
     "Diagnosis",
     "Diagnostic",
     "FailureHandler",

@@ -1,5 +1,11 @@
 """`FailureHandler.diagnose(log_path, job_meta) -> Diagnosis`: locate → classify → similar → plan.
 
+Classification follows `FailureHandlerConfig.method` (see `decision`): `learned` (default:
+high-precision rules, else the learned classifier, the LLM only breaking its ties), `rules`
+(signature rules only) or `llm` (rules cross-checked with the LLM, the earlier behaviour).
+`diagnose_lines` diagnoses text held in memory; `classify_window` classifies an already
+located window, for evaluations that bring their own locator.
+
 Every step has its own OpenTelemetry span under `failure.diagnose` and its own timing. Every
 dependency may be missing or down, and the diagnosis says which fallback was taken instead of
 raising:
@@ -12,9 +18,10 @@ Only a malformed `job_meta` raises (it is the caller's trusted input, so a bad o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,8 +30,10 @@ from langchain_core.language_models import BaseChatModel
 from opentelemetry.trace import Span, Tracer
 from pydantic import BaseModel, ConfigDict
 
+from schedmate.agents.failure.decision import METHODS, ClassifierMethod, settle, tiebreak
+from schedmate.agents.failure.learned import LearnedFailureClassifier, shared_classifier
 from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
-from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex, classification_window
+from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex, classification_view, is_cascade
 from schedmate.agents.failure.recovery import (
     ActionOutcome,
     JobMeta,
@@ -34,7 +43,7 @@ from schedmate.agents.failure.recovery import (
     execute_plan,
     plan_recovery,
 )
-from schedmate.agents.failure.rules import RulesClassifier, root_cause_text
+from schedmate.agents.failure.rules import RulesClassifier, clean_line, root_cause_text
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
@@ -49,6 +58,7 @@ SimilarStatus = Literal["ok", "disabled", "unavailable", "error", "skipped"]
 
 @dataclass(frozen=True)
 class FailureHandlerConfig:
+    method: ClassifierMethod = "learned"  # who classifies: "learned" | "rules" | "llm" (module `decision`)
     window_lines: int = 200  # context the classifiers read, centred on the located line
     chunk: int = 256
     window_chunks: int = 2
@@ -70,6 +80,7 @@ class Diagnosis(BaseModel):
     job_id: str
     log_path: str
     status: Status
+    method: ClassifierMethod = "learned"
     message: str = ""
     located: Located | None = None
     root_cause: str | None = None  # the line naming the failure (exception/signature), used for similarity
@@ -106,9 +117,13 @@ class FailureHandler:
         execute: bool = False,
         config: FailureHandlerConfig | None = None,
         tracer: Tracer | None = None,
+        learned: LearnedFailureClassifier | None = None,
     ) -> None:
         self.config = config or FailureHandlerConfig()
+        if self.config.method not in METHODS:
+            raise ValueError(f"unknown method {self.config.method!r}; expected one of {METHODS}")
         self.classifier = classifier
+        self._learned = learned
         self._tracer = get_tracer(tracer)
         c = self.config
         self.locator = FailureLocator(
@@ -128,10 +143,63 @@ class FailureHandler:
 
     # -- public API ---------------------------------------------------------------------------
 
+    @property
+    def learned(self) -> LearnedFailureClassifier:
+        """The learned classifier (shared per embedder, fitted on first use)."""
+        if self._learned is None:
+            self._learned = shared_classifier(self.classifier.embedder)
+        return self._learned
+
+    def prepare(self) -> FailureHandler:
+        """Fit the learned classifier now (embedding the bank takes tens of seconds on a CPU), so
+        the first diagnosis does not pay for it; a no-op for the other methods or when fitted."""
+        if self.config.method == "learned":
+            self.learned.ensure_fitted()
+        return self
+
+    def diagnose_lines(self, lines: Sequence[str | bytes], job_meta: JobMeta | Mapping[str, Any], log_path: str = "<memory>") -> Diagnosis:
+        """`diagnose` for a log already held in memory, one entry per line."""
+        meta = job_meta if isinstance(job_meta, JobMeta) else JobMeta.model_validate(job_meta)
+        timings: dict[str, float] = {}
+        base: dict[str, Any] = {"job_id": meta.job_id, "log_path": log_path, "timings_s": timings, "method": self.config.method}
+        t_all = time.perf_counter()
+        with self._tracer.start_as_current_span("failure.diagnose"), LogIndex.from_lines(lines) as index:
+            diagnosis = self._diagnose(index, meta, base, timings)
+        return diagnosis.model_copy(update={"timings_s": {**timings, "total": _since(t_all)}})
+
+    def classify_window(
+        self, lines: Sequence[str | bytes], block: int, root: int | None = None, fallbacks: list[str] | None = None
+    ) -> tuple[FailureVerdict, LLMStatus]:
+        """Classify the failure at `lines[block]` (its first line) whose root-cause line is
+        `lines[root]` (default: `block`, a traceback header there is followed to its exception)
+        with this handler's method. Returns the verdict and what became of the LLM."""
+        fallbacks = fallbacks if fallbacks is not None else []
+        root = block if root is None else root
+        rules = self.rules.classify(lines, block)
+        method = self.config.method
+        if method == "rules":
+            return combine(rules, None), "disabled" if self.llm is None else "skipped"
+        if method == "llm":
+            llm, status = self._ask_llm(lines, block, fallbacks)
+            reasons = self.rules.reasons_in(lines) if llm else set()
+            return combine(rules, llm, reasons), status
+        learned = self.learned.classify(lines, root)
+        if learned.confident and is_cascade(clean_line(lines[root]).text):
+            # only the launcher's report of a failure was found (`srun: error: ... exit code 1`):
+            # it names no cause, so no answer read from it may count as confident
+            learned = dataclasses.replace(learned, confident=False)
+        verdict = settle(rules, learned)
+        if verdict is not None:
+            return verdict, "disabled" if self.llm is None else "skipped"
+        llm, status = self._ask_llm(lines, block, fallbacks)
+        return tiebreak(rules, learned, llm), status
+
     def diagnose(self, log_path: str | os.PathLike[str], job_meta: JobMeta | Mapping[str, Any]) -> Diagnosis:
         meta = job_meta if isinstance(job_meta, JobMeta) else JobMeta.model_validate(job_meta)
         timings: dict[str, float] = {}
-        base: dict[str, Any] = {"job_id": meta.job_id, "log_path": str(log_path), "timings_s": timings}
+        base: dict[str, Any] = {
+            "job_id": meta.job_id, "log_path": str(log_path), "timings_s": timings, "method": self.config.method,
+        }  # fmt: skip
         t_all = time.perf_counter()
         with self._tracer.start_as_current_span("failure.diagnose") as root:
             root.set_attribute("schedmate.job_id", meta.job_id)
@@ -168,12 +236,13 @@ class FailureHandler:
         base.update(located=located, classifier_calls=located.calls)
 
         with self._step("failure.classify", timings, "classify") as span:
-            window, focus = classification_window(index, located, self.config.window_lines)
-            rules = self.rules.classify(window, focus)
-            llm, llm_status = self._ask_llm(window, focus, fallbacks)
-            window_reasons = self.rules.reasons_in(window) if llm else set()
-            verdict = combine(rules, llm, window_reasons)
-            root_cause = root_cause_text(window, focus, rules)
+            view = classification_view(index, located, self.config.window_lines)
+            verdict, llm_status = self.classify_window(view.lines, view.block, view.root, fallbacks)
+            if self.config.method == "learned" and verdict.source != "rules":
+                root_cause = clean_line(view.lines[view.root]).text.strip()
+            else:
+                root_cause = root_cause_text(view.lines, view.block, verdict.rules)
+            span.set_attribute("schedmate.failure.method", self.config.method)
             span.set_attribute("schedmate.failure.source", verdict.source)
             span.set_attribute("schedmate.failure.llm_status", llm_status)
             if verdict.reason is not None:

@@ -33,6 +33,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from opentelemetry.trace import Tracer
 from pydantic import BaseModel, ConfigDict, Field
 
+from schedmate.agents.failure.cleaning import looks_like_instruction
+from schedmate.agents.failure.learned import Candidate
 from schedmate.agents.failure.rules import RuleVerdict
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.embeddings.templates import mask_variables
@@ -48,7 +50,7 @@ from schedmate.taxonomy import (
 from schedmate.structured import Method, extract
 from schedmate.tracing import get_tracer
 
-Source = Literal["rules", "llm", "llm-grounded", "llm-repaired", "none"]
+Source = Literal["rules", "learned", "rules-tiebreak", "llm-tiebreak", "llm", "llm-grounded", "llm-repaired", "none"]
 Confidence = Literal["high", "medium", "low", "none"]
 MARK = ">>> "
 
@@ -100,6 +102,8 @@ class FailureVerdict:
     llm: LLMVerdict | None = None
     agree: bool | None = None  # rules and LLM name the same reason (None: one of them missing)
     note: str = ""
+    probability: float | None = None  # the learned classifier's calibrated category probability
+    candidates: tuple[Candidate, ...] = ()  # the learned classifier's top reasons, most probable first
 
     @property
     def is_infrastructure(self) -> bool:
@@ -170,7 +174,11 @@ def prompt_window(lines: Sequence[str | bytes], focus: int, max_chars: int = 3_0
     """The window as numbered text within `max_chars`: lines repeating an earlier template are
     folded into a count, lines nearest `focus` (after it first, it holds the traceback) kept first."""
     norm = [normalise_line(line) for line in lines]
-    texts = ["" if n.binary else n.text[:max_line_chars] for n in norm]  # binary junk says nothing
+    # binary junk says nothing; text addressed to a model is withheld (the log is untrusted)
+    texts = [
+        "" if n.binary else "[instruction-like text withheld]" if looks_like_instruction(n.text) else n.text[:max_line_chars]
+        for n in norm
+    ]
     seen: dict[str, int] = {}
     repeats: dict[int, int] = {}
     keep: list[int] = []

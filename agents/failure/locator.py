@@ -17,13 +17,21 @@ the failing line inside it is already known from the probe. A short look-back
 (`lookback_chunks` further chunks before the window) catches a longer quiet gap after the
 root cause and restarts the search to its left.
 
-A line "is a failure line" (`FailureLineJudge`) when it is not benign (warnings, retries,
-`errors=0` counters, `validation error: 0.12` metrics, DataLoader teardown noise, NCCL INFO,
-argument dumps; and a traceback the program announced and survived, e.g. `WARNING:mlflow...
-will retry:` followed by a traceback) and either matches a failure signature from `rules` (which
-also catches lines the embedding classifier reads poorly, such as Xid kernel messages), opens a
-Python traceback, or is labelled ERROR by the embedding classifier with enough score and margin.
-Host labels (`dgx15: `) are stripped like rank prefixes before any of this (`rules.clean_line`).
+A line "is a failure line" (`FailureLineJudge`) when it is not benign (retries, `errors=0`
+counters, `validation error: 0.12` metrics, DataLoader teardown noise, NCCL INFO, argument dumps;
+a traceback the program announced and survived, e.g. `WARNING:mlflow... will retry:` followed by
+a traceback; text addressed to a model), is not a warning unless it carries a high-precision
+signature (drivers and NCCL print real root causes at WARNING level; a deprecation notice
+carries none), and either matches a failure signature from `rules`, opens a Python traceback, or
+is labelled ERROR by the embedding classifier with enough score and margin. Lines are read
+through what surrounds them (`rules.clean_line`, `cleaning`): launcher rank prefixes and host
+labels, timestamps, levels, pids, uuids, ANSI and markdown; a physical line holding two ranks'
+output is judged part by part.
+
+The root-cause line (`root_cause_lines`) is then the first line that states the cause: a
+traceback's exception line (foreign records inside it skipped), not its header; and not the
+cascade (`ChildFailedError`, `exitcode: 1`, `srun: error: ... Exited with exit code 1`) when a
+failure naming itself follows it.
 
 The judge is a cascade, cheapest first: a raw-byte keyword gate (most lines of a training log
 are progress and chatter, settled with no decoding), the benign filter, the signature rules and
@@ -52,13 +60,19 @@ from typing import Literal
 import numpy as np
 from opentelemetry.trace import Tracer
 
+from schedmate.agents.failure.cleaning import (
+    WARNING_LEVELS,
+    has_interleaving,
+    looks_like_instruction,
+    split_interleaved,
+)
 from schedmate.agents.failure.rules import (
     TB_CARET as _TB_CARET_RE,
-    TB_EXCEPTION as _TB_EXCEPTION_RE,
     TB_FRAME as _TB_FRAME_RE,
     CleanLine,
     RulesClassifier,
     clean_line,
+    is_exception_line,
     is_traceback_header,
     traceback_exceptions,
 )
@@ -70,6 +84,7 @@ Method = Literal["binary", "linear", "tail"]
 _INDEX_BLOCK = 1 << 26  # bytes scanned per numpy pass while indexing newlines
 _LINE_CAP = 4 * DEFAULT_MAX_CHARS  # bytes read per line: what normalise_line keeps anyway
 _LEAD = 3  # context lines read before a chunk (not classified): a warning that excuses a traceback
+_RULES = RulesClassifier()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,15 +107,128 @@ class Located:
         return self.line_no if self.block_line is None else self.block_line
 
 
-def root_cause_line(index: LogIndex, first: int, limit: int = 120) -> int:
-    """The line naming the failure whose first line is `first`: a traceback header or frame
-    leads to the traceback's root exception (same launcher source, chained causes after it);
-    any other line names its failure itself. Reads at most `limit` lines."""
-    lines = [clean_line(raw) for raw in index.lines(first, first + limit)]
-    if not lines or not (is_traceback_header(lines[0].text) or _TB_FRAME_RE.match(lines[0].text)):
-        return first
-    found = traceback_exceptions(lines, 0, limit)
-    return first + found[0] if found else first
+# The launcher's and scheduler's view of a failure that happened earlier or elsewhere: torchrun's
+# `ChildFailedError` block (`exitcode: 1`, `Root Cause (first observed failure)`), `srun: error:
+# ... Exited with exit code`, `closing signal SIGTERM`, a launcher's `CalledProcessError` on the
+# training command. Never the root cause while a real one follows it closely.
+_CASCADE = re.compile(
+    r"\bChildFailedError\b|\bRoot Cause \(first observed failure\)|\bexitcode\s*:\s*-?\d+|\bfailed \(exitcode: -?\d+\)"
+    r"|^srun: error:|\bExited with exit code\b|\bclosing signal SIG\w+|\bSignal \d+ \(SIG\w+\) received by PID\b"
+    r"|\bmpirun noticed that process\b|\bprocess(?:es)? (?:exited|terminated) with (?:exit code|signal)\b"
+    r"|\bProcessExitedException\b|\bKilling subprocess\b|\bTo enable traceback see\b|^error_file:"
+    r"|\bCalledProcessError: Command '\[?'?[^']*\b(?:python[\d.]*|torchrun|deepspeed|accelerate|srun|mpirun)\b"
+    r"|\bJob step aborted\b|\bjob exited with (?:exit )?code\b|^Error executing job with overrides\b"
+    r"|\bwandb: (?:ERROR )?(?:Abnormal program exit|Run \w+ errored)",
+    re.IGNORECASE,
+)
+_CASCADE_LOOKAHEAD = 120  # lines after a cascade line searched for the failure it reports
+_WEAK_LOOKAHEAD = 30  # lines after an error-like line searched for a failure naming itself
+
+
+def is_cascade(text: str, rules: RulesClassifier | None = None) -> bool:
+    """A launcher/scheduler line reporting that something else failed (see `_CASCADE`); never
+    one carrying a high-precision signature (`srun: error: Node failure on dgx31` is the cause)."""
+    if _CASCADE.search(text) is None:
+        return False
+    rule = (rules or _RULES).match(text)
+    return rule is None or not rule.high_precision
+
+
+def expand_lines(raws: Sequence[bytes | str]) -> tuple[list[CleanLine], list[int]]:
+    """Cleaned logical lines of `raws` (a physical line holding two ranks' output gives two) and,
+    for each, the index of the physical line it came from."""
+    cleaned: list[CleanLine] = []
+    owner: list[int] = []
+    for i, raw in enumerate(raws):
+        parts = split_interleaved(raw) if has_interleaving(raw) else [raw]
+        for part in parts:
+            cleaned.append(clean_line(part))
+            owner.append(i)
+    return cleaned, owner
+
+
+def _names_failure(line: CleanLine, rules: RulesClassifier) -> bool:
+    text = line.text
+    if line.binary or not text.strip() or looks_like_instruction(text):
+        return False
+    return is_traceback_header(text) or is_exception_line(text) or rules.match(text) is not None
+
+
+def root_cause_lines(
+    index: LogIndex, first: int, limit: int = _CASCADE_LOOKAHEAD, rules: RulesClassifier | None = None
+) -> tuple[int, int]:
+    """(block start, root-cause line) of the failure whose first line is `first`.
+
+    A traceback header or frame leads to the traceback's root exception (same launcher source;
+    foreign records and chained causes skipped). When what was found is the cascade (a launcher
+    or scheduler line, a launcher's wrapper exception) and a failure that is not follows within
+    `limit` lines, that one is the root cause: children's tracebacks are often flushed after
+    the launcher already reported them. Likewise (within `_WEAK_LOOKAHEAD` lines) when the line
+    names no failure itself (no traceback, exception or signature: the embedding classifier
+    found it error-like). Reads at most `limit` lines."""
+    rules = rules or _RULES
+    cleaned, owner = expand_lines(index.lines(first, first + limit))
+    if not cleaned:
+        return first, first
+    block, root = _failure_at(cleaned, 0, limit, rules)
+    cascade = is_cascade(cleaned[root].text, rules) or is_cascade(cleaned[block].text, rules)
+    # a line only the embedding classifier found error-like (prose: "Training crashes after a
+    # few steps:") yields to a failure that names itself right after it
+    weak = not cascade and not _names_failure(cleaned[root], rules)
+    if cascade or weak:
+        for j in range(root + 1, min(len(cleaned), root + 1 + (limit if cascade else _WEAK_LOOKAHEAD))):
+            if _names_failure(cleaned[j], rules) and not is_cascade(cleaned[j].text, rules):
+                b, r = _failure_at(cleaned, j, limit, rules)
+                if not is_cascade(cleaned[r].text, rules):
+                    block, root = b, r
+                    break
+    return first + owner[block], first + owner[root]
+
+
+def _failure_at(cleaned: list[CleanLine], i: int, limit: int, rules: RulesClassifier) -> tuple[int, int]:
+    """(block, root) of the failure starting at logical line `i`: on an interleaved line the
+    segment that names a failure; a traceback leads to its root exception."""
+    if not _names_failure(cleaned[i], rules):
+        i = next((j for j in range(i + 1, min(len(cleaned), i + 3)) if _names_failure(cleaned[j], rules)), i)
+    text = cleaned[i].text
+    if is_traceback_header(text) or _TB_FRAME_RE.match(text):
+        found = traceback_exceptions(cleaned, i, limit)
+        return i, (found[0] if found else i)
+    return i, i
+
+
+def root_cause_line(index: LogIndex, first: int, limit: int = _CASCADE_LOOKAHEAD) -> int:
+    """The line naming the failure whose first line is `first` (see `root_cause_lines`)."""
+    return root_cause_lines(index, first, limit)[1]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassificationView:
+    """The window the classifiers read, one logical line per entry (two ranks' output glued on
+    one physical line is split), with the failure's block start and root-cause line in it."""
+
+    lines: list[str]
+    block: int
+    root: int
+    start: int  # physical line number of the window's first line
+
+
+def classification_view(index: LogIndex, located: Located, lines: int = 200) -> ClassificationView:
+    """`classification_window` with interleaved lines split and the root-cause line located."""
+    window, block_phys = classification_window(index, located, lines)
+    start = located.block - block_phys
+    out: list[str] = []
+    first_seg: list[int] = []
+    for raw in window:
+        first_seg.append(len(out))
+        out.extend(split_interleaved(raw) if has_interleaving(raw) else [raw])  # type: ignore[arg-type]
+    first_seg.append(len(out))
+
+    def pick(phys: int) -> int:
+        segs = range(first_seg[phys], first_seg[phys + 1])
+        return next((j for j in segs if _names_failure(clean_line(out[j]), _RULES)), segs[0] if segs else 0)
+
+    return ClassificationView(out, pick(block_phys), pick(located.line_no - start), start)
 
 
 def classification_window(index: LogIndex, located: Located, lines: int = 200) -> tuple[list[str], int]:
@@ -197,12 +325,18 @@ def _line_starts(data: bytes | mmap.mmap) -> np.ndarray:
     return starts[:-1] if starts[-1] == size else starts  # a trailing newline opens no new line
 
 
-# Lines that look like errors but are not a job's root cause. Matched on normalised text.
-DEFAULT_BENIGN: tuple[str, ...] = (
-    # warning level (c10 `[W ...]`, glog `W0501`, `UserWarning:`); not `NCCL WARN`, which is how
-    # NCCL reports real faults (`NET/IB : Got completion ... with error 12, vendor err 129`)
+# Warning level (c10 `[W ...]`, glog `W0501`, `UserWarning:`; record prefixes that `clean_line`
+# strips are read from `CleanLine.level`); not `NCCL WARN`, which is how NCCL reports real faults
+# (`NET/IB : Got completion ... with error 12, vendor err 129`). A warning is a failure line only
+# when it carries a high-precision signature (`rules.HIGH_PRECISION`): drivers and NCCL print
+# real root causes at WARNING level, and a deprecation notice names no signature.
+DEFAULT_WARNINGS: tuple[str, ...] = (
     r"^\s*\[?(?:WARNING|WARN)\b|^\s*W\d{4}\s|^\s*\[W[\s\d]|^\s*(?:\S+:\d+: )?\w*Warning\b"
     r"|[\s\[|-](?<!NCCL )(?:WARNING|WARN)[\s\]|:-]|\bwarnings\.warn\(",
+)
+
+# Lines that look like errors but are not a job's root cause, at any level. Matched on cleaned text.
+DEFAULT_BENIGN: tuple[str, ...] = (
     # retried / recovered conditions
     r"\bretrying\b|\bwill retry\b|\bretry loop\b|\bretry(?:ing)? (?:in|after) \d|\battempt \d+ ?(?:/|of) ?\d+",
     # tokenizer notice that only predicts errors (`... will result in indexing errors`)
@@ -231,6 +365,7 @@ _RAW_KEYWORDS: tuple[bytes, ...] = (
     b"unable", b"cannot", b"corrupt", b"invalid", b"unexpected", b"critical", b"cuda-capable", b"nvlink",
     b"stale file", b"unreachable", b"no route", b"link is down", b"link down", b"flapping", b"already in use",
     b"connection closed", b"can't load", b"does not appear to have", b"not a valid", b"couldn't find", b"non-zero exit",
+    b"quota", b"nvrm", b"network is down",
 )  # fmt: skip
 # Not `node`, `memory`, `cuda`, `ecc` or `File "` alone: configs (`pin_memory: true`, `{'node-6': [0, 1]}`,
 # `(cuda)`, hex ids) and traceback frames (the header before them is the failure line) hold them.
@@ -267,12 +402,14 @@ class FailureLineJudge:
         *,
         rules: RulesClassifier | None = None,
         benign: Sequence[str] = DEFAULT_BENIGN,
+        warnings: Sequence[str] = DEFAULT_WARNINGS,
         min_score: float = 0.45,
         min_margin: float = 0.05,
     ) -> None:
         self.classifier = classifier
         self.rules = rules if rules is not None else RulesClassifier()
         self.benign = re.compile("|".join(f"(?:{p})" for p in benign), re.IGNORECASE) if benign else None
+        self.warnings = re.compile("|".join(f"(?:{p})" for p in warnings), re.IGNORECASE) if warnings else None
         self.min_score = min_score
         self.min_margin = min_margin
         self.calls = 0
@@ -284,14 +421,17 @@ class FailureLineJudge:
         """One failure flag per line of `raws[lead:]` (one classifier call); the first `lead`
         lines are context only (a warning just before the chunk can still excuse a traceback).
 
-        A cascade, cheapest first: lines without a failure keyword are normal; benign lines and
-        handled tracebacks are not failures; signature rules and traceback headers are. Only what
-        is left (keyword lines nothing above settles) is sent to the embedding classifier, in
-        one batch: embedding is what a probe costs, and most lines never need it.
+        A cascade, cheapest first: lines without a failure keyword are normal; benign lines,
+        handled tracebacks, text addressed to a model and warnings without a high-precision
+        signature are not failures; signature rules and traceback headers are. A physical line
+        holding two ranks' output is judged part by part. Only what is left (keyword lines
+        nothing above settles) is sent to the embedding classifier, in one batch: embedding is
+        what a probe costs, and most lines never need it.
         """
         self.calls += 1
         self.lines += len(raws) - lead
         out: list[bool | None] = []  # None: the embedding classifier decides
+        ask: dict[int, bytes | str] = {}
         handled = _HandledTraceback(self.benign)
         for i, raw in enumerate(raws):
             data = raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw
@@ -299,25 +439,44 @@ class FailureLineJudge:
             if not keyword and not handled.active:
                 out.append(False)
                 continue
-            line = clean_line(raw)
-            if line.binary or not line.text.strip() or handled.swallow(line) or not keyword:
-                out.append(False)
-            elif self.benign is not None and self.benign.search(line.text):
-                if _ANNOUNCES_TRACEBACK.search(line.text) and not _PY_WARNING.search(line.text):
-                    handled.warned(line, i)
-                out.append(False)
-            elif is_traceback_header(line.text) and handled.excuses(line, i):
-                out.append(False)
-            elif self.rules.match(line.text) is not None or is_traceback_header(line.text):
+            parts = split_interleaved(raw) if keyword and has_interleaving(data) else [raw]
+            verdicts = [self._judge(part, keyword, handled, i) for part in parts]
+            if any(v is True for v in verdicts):
                 out.append(True)
+            elif i >= lead and any(v is None for v in verdicts):
+                out.append(None)
+                ask[i] = parts[verdicts.index(None)]
             else:
-                out.append(None if i >= lead else False)
-        pending = [i for i, flag in enumerate(out) if flag is None]
-        if pending:
-            self.classified += len(pending)
-            for i, label in zip(pending, self.classifier.classify_lines([raws[i] for i in pending]), strict=True):
+                out.append(False)
+        if ask:
+            self.classified += len(ask)
+            for i, label in zip(ask, self.classifier.classify_lines(list(ask.values())), strict=True):
                 out[i] = self._confident_error(label)
         return [bool(flag) for flag in out[lead:]]
+
+    def _judge(self, raw: bytes | str, keyword: bool, handled: _HandledTraceback, i: int) -> bool | None:
+        line = clean_line(raw)
+        text = line.text
+        if line.binary or not text.strip() or handled.swallow(line) or not keyword or looks_like_instruction(text):
+            return False
+        announces = _ANNOUNCES_TRACEBACK.search(text) is not None and not _PY_WARNING.search(text)
+        if self.benign is not None and self.benign.search(text):
+            if announces:
+                handled.warned(line, i)
+            return False
+        rule = self.rules.match(text)
+        if line.level in WARNING_LEVELS or (self.warnings is not None and self.warnings.search(text)):
+            if rule is not None and rule.high_precision:
+                return True  # a root cause printed at warning level
+            if announces:
+                handled.warned(line, i)
+            return False
+        header = is_traceback_header(text)
+        if header and handled.excuses(line, i):
+            return False
+        if rule is not None or header:
+            return True
+        return None
 
     def _confident_error(self, label: LineLabel) -> bool:
         return (
@@ -380,7 +539,7 @@ class _HandledTraceback:
             return False
         self.left -= 1
         text = line.text
-        if is_traceback_header(text) or (self.benign is not None and self.benign.search(text)):
+        if is_traceback_header(text) or line.level is not None or (self.benign is not None and self.benign.search(text)):
             self.left = 0  # a new traceback or log record: the handled one is over (it was cut short)
             return False
         if _TB_FRAME_RE.match(text):
@@ -391,7 +550,7 @@ class _HandledTraceback:
         if text[:1].isspace():
             self.after_frame = False  # the frame's (indented) code line: the next line is not one
             return True
-        if _TB_EXCEPTION_RE.match(text):
+        if is_exception_line(text):
             self.left = 0  # the exception line closes it
             return True
         if self.after_frame:
@@ -496,7 +655,7 @@ class FailureLocator:
         self.last_lines = self.judge.lines - lines0
         if found is None:
             return None
-        root = root_cause_line(index, found)
+        block, root = root_cause_lines(index, found, rules=self.judge.rules)
         return Located(
             line_no=root,
             text=index.text(root),
@@ -504,7 +663,7 @@ class FailureLocator:
             method=method,
             lines_classified=self.judge.lines - lines0,
             total_lines=len(index),
-            block_line=found,
+            block_line=block,
         )
 
     def _annotate(self, span: object, index: LogIndex, result: Located | None) -> None:

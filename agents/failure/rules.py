@@ -13,8 +13,13 @@ generic matches.
 The located line is read together with what it opens: a Python traceback's root exception
 line (then its chained exceptions), or a few following lines for a one-line error banner; and
 the cause NCCL names after `Last error:` when that is a hardware-level signature.
-Rules run on cleaned text (`clean_line`: colours, launcher rank prefixes and host labels
-stripped), never on raw bytes.
+Rules run on cleaned text (`clean_line`: colours, launcher rank prefixes, host labels, record
+prefixes and markdown stripped), never on raw bytes.
+
+Rules are the fallback, not the classifier (`decision`): only the *high-precision* signatures
+(`HIGH_PRECISION`: hardware, NCCL, fabric, node, disk, memory) decide a verdict by themselves;
+an exception class (`KeyError`, `ValueError`) only breaks a tie of the learned classifier,
+because the class alone does not say whose fault the failure was.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from schedmate.agents.failure.cleaning import QUIET_LEVELS, looks_like_instruction, see_through
 from schedmate.embeddings.logtext import normalise_line, strip_rank_prefix
 from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
 
@@ -38,6 +44,8 @@ class SignatureRule:
     pattern: re.Pattern[str]
     specific: bool = True
     component: Component | None = None  # None: the taxonomy's component for `reason`
+    high_precision: bool = False  # the match alone settles the verdict, even at WARNING level
+
 
     @property
     def category(self) -> FailureCategory:
@@ -50,7 +58,19 @@ class SignatureRule:
 
 def _rule(name: str, reason: FailureReason, pattern: str, *, specific: bool = True, flags: int = re.IGNORECASE,
           component: Component | None = None) -> SignatureRule:  # fmt: skip
-    return SignatureRule(name, reason, re.compile(pattern, flags), specific, component)
+    return SignatureRule(name, reason, re.compile(pattern, flags), specific, component, name in HIGH_PRECISION)
+
+
+# Signatures that name a cause by themselves whatever surrounds them: hardware (Xid, ECC, NVLink,
+# CUDA launch failures), the NCCL watchdog and error codes, fabric and node faults, full disks and
+# stale handles, memory exhaustion, killed DataLoader workers. The rest (exception classes,
+# connection errors, loading errors) depend on context: `learned` decides those, the rules only
+# back it up. Only these count when printed at WARNING level (`locator.FailureLineJudge`).
+HIGH_PRECISION: frozenset[str] = frozenset({
+    "xid-ecc", "ecc", "xid-nvlink", "nvlink", "xid-off-bus", "cuda-device-assert", "cuda-oom", "nccl-unhandled-cuda",
+    "cuda-error", "nccl-watchdog", "nccl-timeout", "nccl-remote", "nccl-system", "ib-error", "node-failure", "storage",
+    "dataloader-killed", "host-oom", "xid-other", "nvrm-gpu", "gpu-lost",
+})  # fmt: skip
 
 
 # An exception class at the start of a line, optionally module-qualified: `torch.OutOfMemoryError:`.
@@ -81,6 +101,15 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         r"|\bno CUDA-capable device is detected\b|\bCUDA-capable devices? (?:is|are) busy or unavailable\b"
         r"|" + _XID + r"(?:31|43|45|61|62|119|120)\b",
     ),
+    # any other Xid is a GPU-side event the driver logged (the NVIDIA catalog names it); NVRM crash
+    # notices and lost devices (`Unable to determine the device handle`) likewise
+    _rule("xid-other", R.CUDA_ERROR, r"\bNVRM: Xid\b|" + _XID + r"\d+\b,? ?pid"),
+    _rule(
+        "nvrm-gpu",
+        R.CUDA_ERROR,
+        r"\bNVRM: (?:GPU [\w:.]+: )?(?:A GPU crash dump has been created|GPU has fallen off the bus|RmInitAdapter failed)"
+        r"|\bUnable to determine the device handle for GPU\b|\bcudaErrorLaunchFailure\b|\bCUDA driver error: unknown error\b",
+    ),
     # --- infrastructure: collectives and network ------------------------------------------------
     _rule("nccl-watchdog", R.NCCL_TIMEOUT_ERROR, r"\bWatchdog caught collective operation timeout\b"),
     _rule("nccl-timeout", R.NCCL_TIMEOUT_ERROR, r"\bNCCL operations have failed or timed out\b|\bNCCL\b.*\btimed out\b"),
@@ -104,8 +133,8 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         "ib-error",
         R.NETWORK_ERROR,
         r"\bNET/IB\b.*\b(?:error|failed)\b|\bnet_ib\.cc\b.*\b(?:error|vendor err)\b|\bvendor err \d+"
-        r"|\bIBV_WC_\w+|\bibv_\w+ failed\b|\bNetwork is unreachable\b|\bNo route to host\b"
-        r"|\blink (?:is )?(?:down|flapping)\b",
+        r"|\bIBV_WC_\w+|\bibv_\w+ (?:failed|error)\b|\bNetwork is unreachable\b|\bNo route to host\b"
+        r"|\blink (?:is )?(?:down|flapping)\b|\bNET/IB : Got async event : port error\b|\bNetwork is down\b",
     ),
     # --- infrastructure: node and storage -------------------------------------------------------
     _rule(
@@ -119,7 +148,8 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         R.S3_STORAGE_ERROR,
         r"\bbotocore\.exceptions\.\w+|\bS3(?:Upload|Download)?(?:Error|Exception)\b"
         r"|\bAn error occurred \((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503)\)"
-        r"|\[Errno 5\] Input/output error\b|\bNo space left on device\b|\bStale file handle\b",
+        r"|\[Errno 5\] Input/output error\b|\bNo space left on device\b|\bStale file handle\b"
+        r"|\[Errno 121\] Remote I/O error\b|\bDisk quota exceeded\b",
     ),
     # --- framework --------------------------------------------------------------------------------
     _rule(
@@ -178,7 +208,7 @@ _PREFILTER_WORDS: tuple[str, ...] = (
     "ibv", "network", "route", "link", "connection", "refused", "reset", "socket", "address", "node", "botocore",
     "s3", "errno", "space left", "stale", "dataloader", "bus error", "shm", "memory", "oom", "load", "dataset", "nan",
     "error", "exception", "segmentation", "core dumped", "sigsegv", "exit status", "timed out", "timeout",
-    "does not appear", "not a valid", "notready", "not responding",
+    "does not appear", "not a valid", "notready", "not responding", "nvrm", "device handle", "quota",
 )  # fmt: skip
 
 
@@ -300,11 +330,14 @@ def root_cause_text(lines: Sequence[str | bytes], focus: int, verdict: RuleVerdi
 
 @dataclass(frozen=True, slots=True)
 class CleanLine:
-    """A normalised line with any host label also stripped; `source` names what was stripped."""
+    """A normalised line with host labels, record prefixes (timestamps, levels, pids, uuids) and
+    markdown also stripped. `source` names the launcher prefixes stripped (the stream the line
+    came from); `level` the record level a prefix stated (`warning`, `info`, ...), if any."""
 
     text: str
     source: str | None
     binary: bool = False
+    level: str | None = None
 
 
 # `dgx15: `, `gpu-a100-012: `, `10.0.0.3: ` (pdsh / DeepSpeed launcher host labels that
@@ -319,7 +352,9 @@ _BARE_HOST_PREFIX = re.compile(r"^[A-Za-z][\w-]*(?:\.[A-Za-z][\w-]*)*: +")
 _OTHER_PREFIX = re.compile(r"^(?:\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)|\[(?:worker|node|host|gpu)[-_]?\d+\]:?) +")
 _EXCEPTIONISH = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Iteration)$")
 _NOT_HOSTS = frozenset({"error", "warning", "warn", "info", "debug", "note", "fatal", "critical", "exception",
-                        "traceback", "caused", "reason", "message", "msg", "details", "usage", "hint"})  # fmt: skip
+                        "traceback", "caused", "reason", "message", "msg", "details", "usage", "hint",
+                        "system", "assistant", "user", "kernel"})  # fmt: skip
+_RANK_TAG = re.compile(r"^\[(?:rank|default)\d+\]:$")
 
 
 def _host_label(text: str) -> re.Match[str] | None:
@@ -339,20 +374,42 @@ def _host_label(text: str) -> re.Match[str] | None:
     return m if forwarded else None
 
 
+def _source(parts: list[str]) -> str | None:
+    """The stream a line came from. Two rank tags in a row (`[rank1]:[rank0]: ...`) are two ranks
+    writing at once: the text is the inner one's, so only the last rank tag names the source."""
+    tokens = " ".join(parts).split()
+    ranks = [i for i, t in enumerate(tokens) if _RANK_TAG.match(t)]
+    if len(ranks) > 1:
+        tokens = [t for i, t in enumerate(tokens) if i not in ranks[:-1]]
+    return " ".join(tokens) or None
+
+
 def clean_line(raw: str | bytes) -> CleanLine:
-    """`normalise_line`, then host labels stripped, and rank prefixes behind them (they nest:
-    `node3: node3: ...`, `gpu-node-07: [rank3]: Traceback ...`; at most three)."""
+    """`normalise_line`, then host labels, rank prefixes, record prefixes (timestamps, levels,
+    pids, uuids) and markdown, in whatever order they nest (at most four layers)."""
     line = normalise_line(raw)
+    if line.binary:
+        return CleanLine(line.text, line.source, True)
     text, sources = line.text, [line.source] if line.source else []
-    for _ in range(3):
+    level: str | None = None
+    for _ in range(4):
+        changed = False
+        seen = see_through(text)
+        if seen.decorated:
+            text, level, changed = seen.text, seen.level or level, True
+            text, rank = strip_rank_prefix(text)
+            if rank is not None:
+                sources.append(rank)
         m = _host_label(text)
-        if m is None:
+        if m is not None:
+            sources.append(m.group(0).strip())
+            text, rank = strip_rank_prefix(text[m.end() :])
+            if rank is not None:
+                sources.append(rank)
+            changed = True
+        if not changed:
             break
-        sources.append(m.group(0).strip())
-        text, rank = strip_rank_prefix(text[m.end() :])
-        if rank is not None:
-            sources.append(rank)
-    return CleanLine(text, " ".join(sources) or None, line.binary)
+    return CleanLine(text, _source(sources), False, level)
 
 
 _NCCL_WRAPPERS = frozenset({"nccl-remote", "nccl-system", "nccl-unhandled-cuda", "nccl-watchdog", "nccl-timeout"})
@@ -376,14 +433,33 @@ def is_traceback_header(text: str) -> bool:
     return _TB_HEADER.match(text) is not None
 
 
+def is_exception_line(text: str) -> bool:
+    """`KeyError: 'x'`, `torch.OutOfMemoryError: ...`, a bare `KeyboardInterrupt`; not a log
+    record that happens to start with a capitalised word and a colon (`INFO: ...`, `SYSTEM: ...`,
+    `Note: ...`), which other ranks and other writers print in the middle of a traceback."""
+    if _TB_EXCEPTION_STRICT.match(text):
+        return True
+    m = _TB_EXCEPTION.match(text)
+    if m is None:
+        return False
+    name = re.split(r"[:\s]", text, maxsplit=1)[0].rsplit(".", 1)[-1]
+    return not name.isupper() and name.lower() not in _NOT_HOSTS and name.lower() not in _NOT_EXCEPTIONS
+
+
+_NOT_EXCEPTIONS = frozenset({"note", "hint", "epoch", "step", "iteration", "loss", "warning", "tip", "see", "output"})
+
+
 def traceback_exceptions(lines: Sequence[CleanLine], focus: int, limit: int = 120) -> list[int]:
     """Indices of the exception lines of the traceback opened at (or just after) `focus`: the
     first (the root), then those of chained tracebacks (`During handling of the above exception`,
     `The above exception was the direct cause`), in order.
 
-    Robust to what launchers do to tracebacks: lines of other ranks/hosts interleaved (skipped
-    by `source`), and Slurm's `--label` prefix eating the indentation of frames and code (so a
-    code line is recognised as the line right after a frame, not by its indentation).
+    Robust to what launchers and readers do to tracebacks: lines of other ranks/hosts
+    interleaved (skipped by `source`), foreign records of the same stream in between (an
+    `INFO ...` line, text addressed to a model: skipped, never taken for the exception), a
+    traceback indented as a whole (markdown code block: indentation counts from the header's),
+    and Slurm's `--label` prefix eating the indentation of frames and code (so a code line is
+    recognised as the line right after a frame, not by its indentation).
     """
     start = next(
         (i for i in range(focus, min(len(lines), focus + 3))
@@ -393,13 +469,21 @@ def traceback_exceptions(lines: Sequence[CleanLine], focus: int, limit: int = 12
     if start is None:
         return []
     found: list[int] = []
-    source = lines[start].source
-    after_frame = _TB_FRAME.match(lines[start].text) is not None
+    head = lines[start]
+    source, level = head.source, head.level
+    base = len(head.text) - len(head.text.lstrip()) if _TB_HEADER.match(head.text) else 0
+    after_frame = _TB_FRAME.match(head.text) is not None
     chained = True  # looking for the exception of the current (first or chained) traceback
     for i in range(start + 1, min(len(lines), start + limit)):
         line = lines[i]
         text = line.text
+        if base and text[:base].isspace():
+            text = text[base:]
         if line.source != source or not text.strip() or _TB_CARET.match(text):
+            continue
+        if line.level != level and line.level in QUIET_LEVELS:
+            continue  # another writer's record in the middle of this traceback
+        if looks_like_instruction(text):
             continue
         if _TB_CHAIN.match(text):
             chained = True
@@ -409,12 +493,14 @@ def traceback_exceptions(lines: Sequence[CleanLine], focus: int, limit: int = 12
                 break  # a new, unchained traceback: another failure (the cascade)
             after_frame = _TB_FRAME.match(text) is not None
             continue
-        if after_frame and not _TB_EXCEPTION.match(text):
+        exception = is_exception_line(text)
+        if after_frame and not exception:
             after_frame = False  # the code line printed under a frame
             continue
+        after_frame = False
         if text[:1].isspace():
             continue  # more code or a caret marker under a frame
-        if _TB_EXCEPTION.match(text) and chained:
+        if exception and chained:
             found.append(i)
             chained = False
         elif found:

@@ -1,0 +1,104 @@
+"""Who decides a failure's category: rules as a high-precision fallback, not the classifier.
+
+`method="learned"` (the default, `FailureHandlerConfig.method`):
+
+1. A *high-precision* signature rule matched the failure (`rules.HIGH_PRECISION`: Xid, ECC,
+   NVLink, the NCCL watchdog, IB completions, NODE_FAIL, a full disk, CUDA OOM...) → the rules
+   decide (`source="rules"`, high confidence).
+2. Else the learned classifier (`learned.py`) decides when its calibrated category probability
+   reaches its `min_confidence` (`source="learned"`; `high` from 0.85, else `medium`).
+3. Else it is a tie between the learned top-2 reasons. A specific rule naming one of them breaks
+   it (`rules-tiebreak`); else the LLM, when configured, may pick one of the two (`llm-tiebreak`):
+   its answer counts only if its reason is one of them, or its category is exactly one of theirs.
+   Otherwise the learned top-1 stands. Either way the confidence is `low`, so an infrastructure
+   verdict only resubmits once a diagnostic confirms it.
+
+The LLM is never asked in cases 1 and 2, so it can never override a confident verdict; and
+every answer is a taxonomy enum, so log text cannot name an action.
+
+`method="rules"`: rules only (`llm_classifier.combine` without an LLM). `method="llm"`: the
+earlier rules + LLM cross-check (`combine`), where an LLM answer decides when no rule matched;
+kept so evaluations can report the three side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from schedmate.agents.failure.learned import Candidate, LearnedVerdict
+from schedmate.agents.failure.llm_classifier import Confidence, FailureVerdict, LLMVerdict
+from schedmate.agents.failure.rules import HIGH_PRECISION, RuleVerdict
+from schedmate.taxonomy import ALLOWED_COMPONENTS, Component, FailureCategory, FailureReason, category_of, component_of
+
+ClassifierMethod = Literal["learned", "rules", "llm"]
+METHODS: tuple[ClassifierMethod, ...] = ("learned", "rules", "llm")
+HIGH_PROBABILITY = 0.85
+
+
+def is_high_precision(rules: RuleVerdict | None) -> bool:
+    return rules is not None and rules.rule in HIGH_PRECISION
+
+
+def settle(rules: RuleVerdict | None, learned: LearnedVerdict) -> FailureVerdict | None:
+    """Steps 1-2 and the rule tie-break of step 3; None when only the LLM could break the tie."""
+    extra = {"probability": learned.probability, "candidates": learned.candidates}
+    if rules is not None and is_high_precision(rules):
+        component = _component(rules.reason, rules.component)
+        agree = learned.reason is rules.reason if learned.reason is not None else None
+        note = f"high-precision signature {rules.rule!r}: rules decide"
+        return FailureVerdict(rules.category, rules.reason, component, "rules", "high", rules, None, agree, note, **extra)
+    if learned.confident:
+        confidence: Confidence = "high" if learned.probability >= HIGH_PROBABILITY else "medium"
+        return _from_learned(learned, confidence, rules, None, f"learned, category probability {learned.probability:.2f}")
+    top2 = learned.candidates[:2]
+    if rules is not None and rules.specific and any(c.reason is rules.reason for c in top2):
+        pick = next(c for c in top2 if c.reason is rules.reason)
+        note = f"learned unsure ({learned.probability:.2f}); specific rule {rules.rule!r} picks one of its top two"
+        return _from_candidate(pick, "rules-tiebreak", "low", rules, None, note, learned)
+    return None
+
+
+def tiebreak(rules: RuleVerdict | None, learned: LearnedVerdict, llm: LLMVerdict | None) -> FailureVerdict:
+    """Step 3 after `settle` returned None: the LLM may pick one of the learned top two."""
+    top2 = learned.candidates[:2]
+    if llm is not None:
+        pick = next((c for c in top2 if c.reason is llm.reason), None)
+        if pick is None:
+            same = [c for c in top2 if c.category is llm.category]
+            pick = same[0] if len(same) == 1 else None
+        if pick is not None:
+            note = f"learned unsure ({learned.probability:.2f}); the LLM picked one of its top two"
+            return _from_candidate(pick, "llm-tiebreak", "low", rules, llm, note, learned)
+    note = f"learned unsure ({learned.probability:.2f}); " + (
+        "LLM answer outside the top two: ignored" if llm is not None else "no tie-breaker: the top reason stands"
+    )
+    return _from_learned(learned, "low", rules, llm, note)
+
+
+def _from_learned(
+    learned: LearnedVerdict, confidence: Confidence, rules: RuleVerdict | None, llm: LLMVerdict | None, note: str
+) -> FailureVerdict:
+    agree = None if llm is None else llm.reason is learned.reason
+    return FailureVerdict(learned.category, learned.reason, learned.component, "learned", confidence, rules, llm, agree,
+                          note, probability=learned.probability, candidates=learned.candidates)  # fmt: skip
+
+
+def _from_candidate(
+    pick: Candidate,
+    source: Literal["rules-tiebreak", "llm-tiebreak"],
+    confidence: Confidence,
+    rules: RuleVerdict | None,
+    llm: LLMVerdict | None,
+    note: str,
+    learned: LearnedVerdict,
+) -> FailureVerdict:
+    proposed = llm.component if llm is not None and llm.reason is pick.reason else None
+    agree = None if llm is None else llm.reason is pick.reason
+    return FailureVerdict(pick.category, pick.reason, _component(pick.reason, proposed), source, confidence, rules, llm,
+                          agree, note, probability=learned.probability, candidates=learned.candidates)  # fmt: skip
+
+
+def _component(reason: FailureReason, proposed: Component | None) -> Component:
+    if category_of(reason) is not FailureCategory.INFRASTRUCTURE:
+        return Component.SOFTWARE
+    return proposed if proposed in ALLOWED_COMPONENTS[reason] else component_of(reason)
