@@ -97,7 +97,7 @@ def test_failure_suite_without_llm(corpus: Path, classifier, tmp_path: Path) -> 
     s = run_failure_eval(corpus, tmp_path, classifier=classifier, progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (len(labels), len(labels))
     assert s["failed_logs"] == len(failed) and s["clean_logs"] == len(labels) - len(failed)
-    assert set(s["systems"]) == {"locator+rules", "binary+rules", "linear-scan", "last-500", "no-locator-rules"}
+    assert set(s["systems"]) == {"locator+rules", "locator+learned", "binary+rules", "linear-scan", "last-500", "no-locator-rules"}
     for name, m in s["systems"].items():
         assert m["n"] == len(failed) and m["llm_calls"] == 0
         assert 0.0 <= m["infra"]["accuracy"] <= 1.0 and 0.0 <= m["category_macro_f1"] <= 1.0
@@ -183,7 +183,7 @@ def test_failure_suite_reports_the_real_dev_set_beside_the_generated_pools(corpu
     s = run_failure_eval(corpus, tmp_path / "out", classifier=classifier, include_clean=False, devset=dev)
     d = s["devset"]
     assert d["n_items"] == 3 and d["folder"] == str(dev)
-    assert {"locator+rules", "binary+rules", "last-500", "linear-scan", "no-locator-rules", "majority", "keyword-regex",
+    assert {"locator+rules", "locator+learned", "binary+rules", "last-500", "linear-scan", "no-locator-rules", "majority", "keyword-regex",
             "last-error-line"} <= set(d["systems"])  # fmt: skip
     loc = d["systems"]["locator+rules"]
     assert loc["n_failed"] == 2 and loc["n_normal"] == 1 and 0.0 <= loc["line_within2"] <= 1.0

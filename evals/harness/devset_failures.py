@@ -99,6 +99,8 @@ def _systems_on(sy: _Systems | None, path: Path, item: RealFailureItem, majority
     if sy is not None:
         pred, _ = sy.handler(path, item.id, with_llm=False)
         out["locator+rules"] = _from_prediction(pred)
+        pred, _ = sy.handler(path, item.id, with_llm=False, learned=True)
+        out["locator+learned"] = _from_prediction(pred)
         if with_llm:
             pred, raw = sy.handler(path, item.id, with_llm=True)
             out["locator+llm"] = _from_prediction(pred)

@@ -46,7 +46,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +110,9 @@ class _Systems:
     def __init__(self, classifiers: dict[str, Any], llm: BaseChatModel | None, config: FailureHandlerConfig, tail: int) -> None:
         self.config = config
         self.tail = tail
-        self.rules_handler = FailureHandler(classifiers["locator+rules"], config=config)
-        self.llm_handler = (FailureHandler(classifiers["locator+llm"], chat_model=llm, config=config)
+        self.rules_handler = FailureHandler(classifiers["locator+rules"], config=replace(config, method="rules"))
+        self.learned_handler = FailureHandler(classifiers["locator+learned"], config=replace(config, method="learned"))
+        self.llm_handler = (FailureHandler(classifiers["locator+llm"], chat_model=llm, config=replace(config, method="llm"))
                             if llm is not None else None)  # fmt: skip
         self.locator = self.rules_handler.locator
         c = config
@@ -127,8 +128,8 @@ class _Systems:
 
     # -- locator-based systems ---------------------------------------------------------------------
 
-    def handler(self, path: Path, log_id: str, with_llm: bool) -> tuple[Prediction, Prediction | None]:
-        h = self.llm_handler if with_llm else self.rules_handler
+    def handler(self, path: Path, log_id: str, with_llm: bool, learned: bool = False) -> tuple[Prediction, Prediction | None]:
+        h = self.llm_handler if with_llm else self.learned_handler if learned else self.rules_handler
         assert h is not None
         t0 = time.perf_counter()
         d = h.diagnose(path, {"job_id": log_id})
@@ -316,7 +317,7 @@ def run_failures(
     t_cls = time.perf_counter()
     # One classifier (with its own embedding and template caches) per located system, so no system's
     # latency profits from lines another one embedded first; a given `classifier` is shared by all.
-    names = ["locator+rules", "locator+llm", "binary+rules", "linear-scan", "last-500"]
+    names = ["locator+rules", "locator+learned", "locator+llm", "binary+rules", "linear-scan", "last-500"]
     classifiers = ({n: classifier for n in names} if classifier is not None
                    else default_classifiers([n for n in names if llm is not None or n != "locator+llm"]))  # fmt: skip
     load_s = time.perf_counter() - t_cls
@@ -332,9 +333,9 @@ def run_failures(
             _clean_log(sy, path, clean, clean_lat)
         if progress is not None:
             progress(i + 1, len(labels))
-    systems = ["locator+rules", "binary+rules", "linear-scan", "last-500", "no-locator-rules"]
+    systems = ["locator+rules", "locator+learned", "binary+rules", "linear-scan", "last-500", "no-locator-rules"]
     if llm is not None:
-        systems[1:1] = ["locator+llm", "locator+llm-raw"]
+        systems[2:2] = ["locator+llm", "locator+llm-raw"]
         systems += ["pure-llm-tail", "no-locator-llm"]
     summary: dict[str, Any] = {
         "data_dir": str(data_dir),
@@ -412,6 +413,7 @@ def _diagnose_failed(sy: _Systems, lab: LogLabels, path: Path, with_llm: bool) -
     }  # fmt: skip
     systems: dict[str, Prediction] = {}
     systems["locator+rules"], _ = sy.handler(path, lab.id, with_llm=False)
+    systems["locator+learned"], _ = sy.handler(path, lab.id, with_llm=False, learned=True)
     if with_llm:
         systems["locator+llm"], raw = sy.handler(path, lab.id, with_llm=True)
         assert raw is not None

@@ -29,7 +29,7 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
     s = summary["systems"]
     if suite == "failures":
         parts = []
-        for name in ("locator+rules", "locator+llm", "binary+rules", "last-500", "pure-llm-tail"):
+        for name in ("locator+rules", "locator+learned", "locator+llm", "binary+rules", "last-500", "pure-llm-tail"):
             if name in s and s[name].get("n"):
                 m = s[name]
                 w5 = (m.get("line") or {}).get("within5")
@@ -40,7 +40,7 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
         pools = []
         for pool, ps in (summary.get("pools") or {}).items():
             sub = []
-            for name in ("locator+rules", "binary+rules", "last-500"):
+            for name in ("locator+rules", "locator+learned", "binary+rules", "last-500"):
                 m = ps["systems"].get(name) or {}
                 if m.get("n"):
                     w5 = (m.get("line") or {}).get("within5")
@@ -51,10 +51,10 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
             line += " || pools: " + " | ".join(pools)
         dev = summary.get("devset")
         if dev is not None:
-            m = (dev.get("systems") or {}).get("locator+rules") or {}
+            m = (dev.get("systems") or {}).get("locator+learned") or (dev.get("systems") or {}).get("locator+rules") or {}
             b = (dev.get("systems") or {}).get("last-500") or {}
             if m.get("n_failed"):
-                line += (f" || real dev set ({dev['n_items']} items): locator+rules cat-acc {_f(m['category_accuracy'], True)} "
+                line += (f" || real dev set ({dev['n_items']} items): locator+learned cat-acc {_f(m['category_accuracy'], True)} "
                          f"infra-F1 {_f(m['infra']['f1'], True)} ±2 {_f(m['line_within2'], True)}; last-500 cat-acc "
                          f"{_f(b.get('category_accuracy'), True)} infra-F1 {_f((b.get('infra') or {}).get('f1'), True)}")  # fmt: skip
             else:
@@ -164,7 +164,7 @@ def _side_by_side_md(s: dict[str, Any]) -> list[str]:
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     hard = s.get("hard_cases") or {}
     if hard:
-        sys_names = [n for n in ("locator+rules", "locator+llm", "binary+rules", "last-500", "linear-scan")
+        sys_names = [n for n in ("locator+rules", "locator+learned", "locator+llm", "binary+rules", "last-500", "linear-scan")
                      if any(n in e for e in hard.values())]
         out += ["", "Generated failed logs by hard case (both pools): infra F1 / category accuracy / ±5 lines (%).", "",
                 "| case | n | " + " | ".join(sys_names) + " |", "|---|---|" + "---|" * len(sys_names)]
