@@ -3,7 +3,7 @@ on generated logs with ground truth. Writes bench/results/tracker.json, prints o
 
     .venv/bin/python bench/bench_tracker.py [--n 300] [--seed 7] [--padded 0.5] [--max-lines 20000]
                                             [--llm none|local] [--n-lines 20]
-                                            [--classify auto|always] [--local-corpus]
+                                            [--classify auto|always] [--local-corpus] [--pure-llm]
 
 Corpus: `schedmate.synthetic.logs.generate_corpus` (labels.jsonl with per-progress-line truth)
 when importable, else a minimal local generator (five formats, optional noise padding); the
@@ -22,6 +22,11 @@ sqrt(mean(((estimate − target)/target)²)) over successes: for step time where
 "rate" over all successes, on the rate a scheduler would use (`registry._throughput`: a printed
 step time as steps/s against 1/target, else a logged samples/s against the target throughput,
 else a step time derived from line stamps). Logs without progress lines must yield NoSignal (else: a false signal).
+
+`--pure-llm` adds the paper's pure-LLM baseline as a column (`pure_llm`): the local LLM reads each
+log's tail alone (`agents.tracker.llm_baseline`); its step time (or 1/it/s) is scored against the
+same target, as answered (`raw`) and after validation against the tail's lines (`validated`).
+One LLM call per log: slow on CPU (tens of seconds per call on 2 busy cores), so use a small --n.
 """
 
 from __future__ import annotations
@@ -124,6 +129,44 @@ def corpus_local(out: Path, n: int, seed: int, padded: float, max_lines: int, n_
 # -- run ----------------------------------------------------------------------------------------
 
 
+def _pure_llm_row(llm, case: Case) -> dict:  # type: ignore[no-untyped-def]
+    """The pure-LLM baseline on one log: step time as answered and as validated, with errors."""
+    from schedmate.agents.tracker.llm_baseline import llm_tail_metrics
+
+    t = time.perf_counter()
+    reading = llm_tail_metrics(llm, case.path)
+    out: dict = {"latency_s": time.perf_counter() - t, "error": reading.error}
+    for name, st, rate, unit in (
+        ("raw", *(((a.step_time_s, a.throughput, a.throughput_unit) if (a := reading.raw) else (None, None, None)))),
+        ("validated", *(((v.step_time_s, v.throughput, v.throughput_unit) if (v := reading.validated) else (None, None, None)))),
+    ):
+        if (st is None or st <= 0) and rate and unit and unit.lower() in ("it/s", "steps/s", "step/s"):
+            st = 1.0 / rate
+        out[f"{name}_step_time_s"] = st if st and st > 0 else None
+        if out[f"{name}_step_time_s"] is not None and case.target_step_time:
+            out[f"{name}_err"] = (out[f"{name}_step_time_s"] - case.target_step_time) / case.target_step_time
+    return out
+
+
+def _summarise_pure_llm(rows: list[dict]) -> dict | None:
+    sel = [r for r in rows if "pure_llm" in r and r["has_signal"]]
+    if not sel:
+        return None
+    out: dict = {"logs_with_progress": len(sel),
+                 "latency_mean_s": round(statistics.fmean(r["pure_llm"]["latency_s"] for r in sel), 3)}  # fmt: skip
+    for name in ("raw", "validated"):
+        errs = [r["pure_llm"][f"{name}_err"] for r in sel if f"{name}_err" in r["pure_llm"]]
+        out[name] = {
+            "answered": len(errs),
+            "within_10pct": round(sum(abs(e) <= 0.1 for e in errs) / len(sel), 4),
+            "within_20pct": round(sum(abs(e) <= 0.2 for e in errs) / len(sel), 4),
+            "rmsre_step_time": _rmsre(errs),
+        }
+    tracker_ok = [r for r in sel if abs(r.get("step_time_err", math.inf)) <= 0.1]
+    out["tracker_within_10pct_same_logs"] = round(len(tracker_ok) / len(sel), 4)
+    return out
+
+
 def _rmsre(errors: list[float]) -> float | None:
     return round(math.sqrt(statistics.fmean(e * e for e in errors)), 4) if errors else None
 
@@ -143,6 +186,7 @@ def main() -> None:
     parser.add_argument("--llm", choices=("none", "local"), default="none")
     parser.add_argument("--classify", choices=("auto", "always"), default="auto")
     parser.add_argument("--local-corpus", action="store_true", help="force the minimal local generator")
+    parser.add_argument("--pure-llm", action="store_true", help="also run the pure-LLM baseline (local LLM, slow)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
@@ -166,12 +210,12 @@ def main() -> None:
 
     llm_ctx = None
     llm = None
-    if args.llm == "local":
+    if args.llm == "local" or args.pure_llm:
         from schedmate.llm import LLMConfig, open_chat_model
 
         llm_ctx = open_chat_model(LLMConfig(max_tokens=128, timeout_s=180))
         llm = llm_ctx.__enter__()
-    tracker = MetricTracker(classifier, llm, max_lines=args.n_lines, classify=args.classify)
+    tracker = MetricTracker(classifier, llm if args.llm == "local" else None, max_lines=args.n_lines, classify=args.classify)
 
     rows = []
     try:
@@ -200,6 +244,8 @@ def main() -> None:
                     row["rate_err"] = (1 / st - 1 / case.target_step_time) / (1 / case.target_step_time)
             else:
                 row["reason"] = result.reason
+            if args.pure_llm and llm is not None:
+                row["pure_llm"] = _pure_llm_row(llm, case)
             rows.append(row)
     finally:
         if llm_ctx is not None:
@@ -247,6 +293,7 @@ def main() -> None:
         "padded": summarise([r for r in rows if r["padded"]]),
         "by_framework": {fw: summarise([r for r in rows if r["framework"] == fw]) for fw in frameworks},
         "llm_calls": sum(r["llm_calls"] for r in rows),
+        "pure_llm": _summarise_pure_llm(rows),
         "misses_or_large_errors": failures,
         "logs": [{k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
         "cpu_count": os.cpu_count(),
@@ -265,6 +312,11 @@ def main() -> None:
         f"latency p50 {a['latency_p50_s'] * 1000:.0f} ms / p95 {a['latency_p95_s'] * 1000:.0f} ms -> {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}",
         file=sys.stdout,
     )
+    if result["pure_llm"] is not None:
+        p = result["pure_llm"]
+        print(f"pure-LLM baseline: step time within 10% raw {p['raw']['within_10pct']:.1%}, validated "
+              f"{p['validated']['within_10pct']:.1%} (tracker on the same logs {p['tracker_within_10pct_same_logs']:.1%}), "
+              f"{p['latency_mean_s']:.1f} s/log")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -639,9 +639,12 @@ def test_prompt_examples_pass_the_validator() -> None:
     from schedmate.agents.tracker.llm_extractor import FEW_SHOT, build_messages
 
     for line, answer in FEW_SHOT:
-        v = validate(line, ProgressMetrics(**answer))  # type: ignore[arg-type]
+        v = validate(line, ProgressMetrics(**answer), forbidden=())  # type: ignore[arg-type]
         assert not v.rejections and v.extraction is not None
         assert v.extraction.step_time_s == answer["step_time_s"] and v.extraction.loss == answer["loss"]
+        # ... and an answer equal to the examples' values is a copy, refused by default
+        copied = validate(line, ProgressMetrics(**answer))  # type: ignore[arg-type]
+        assert copied.extraction is None and {r.field for r in copied.rejections} >= {"step_time_s", "loss"}
     messages = build_messages("x ``` y " + "z" * 5000)
     assert len(messages) == 2 + 2 * len(FEW_SHOT) and len(messages[-1].content) < 700
 

@@ -1,9 +1,13 @@
 """Metric Tracker (spec §3): training-log lines → step time, loss and throughput for schedulers.
 
-Regex fast path per framework, validated LLM fallback, MAD outlier removal, incremental tailing
+Regex fast path per framework (and a key/value tokenizer for the many trainers that print
+`key: value` pairs, `formats.py`), evaluation lines skipped, validated LLM fallback, the pure-LLM
+baseline (`llm_baseline.py`), MAD outlier removal, incremental tailing
 and a per-job registry with the scheduler-facing throughput API.
 """
 
+from schedmate.agents.tracker.formats import is_eval_line
+from schedmate.agents.tracker.llm_baseline import TailReading, llm_tail_metrics
 from schedmate.agents.tracker.llm_extractor import ProgressMetrics, looks_like_injection, validate
 from schedmate.agents.tracker.regex_extractors import Extraction, parse_timestamp, regex_extract
 from schedmate.agents.tracker.registry import JobLogRegistry, Throughput, ThroughputComparison
@@ -33,12 +37,15 @@ __all__ = [
     "ProgressMetrics",
     "SourceLine",
     "TailLine",
+    "TailReading",
     "TailRead",
     "Throughput",
     "ThroughputComparison",
     "TrackedLine",
     "TrackerReport",
     "TrackerResult",
+    "is_eval_line",
+    "llm_tail_metrics",
     "looks_like_injection",
     "mad_filter",
     "parse_timestamp",

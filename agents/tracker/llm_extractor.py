@@ -11,6 +11,9 @@ numeric tokens of the line; a field is accepted only if
    `throughput`, a step word or an `N/TOTAL` counter for `step`; a token already taken by
    another field (the step counter answered as the step time) is refused.
 
+A value equal to one of the prompt's worked-example numbers is refused first (weak models copy
+them; the examples use numbers a real line will not hold by accident).
+
 The reported value is always read from the line (`value × unit scale`), never copied from the
 answer, and the throughput unit comes from the line too. Everything refused is recorded with a
 reason. A line containing instruction-like text ("ignore previous instructions ...") is never
@@ -26,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
@@ -60,19 +64,29 @@ SYSTEM_PROMPT = (
 )
 
 # Worked examples, sent as earlier chat turns: the base (not instruction-tuned) Gemma-3-270M
-# follows a pattern far better than an instruction (measured: with these turns it answered the
-# step time right on 3 of 3 unseen formats, with the examples inside the prompt text on 1 of 3).
-# Their formats are deliberately unlike any regex-known one.
+# follows a pattern far better than an instruction. Their formats are unlike any regex-known
+# one, and their numbers are ones a real line will not hold by accident (a weak model copies
+# example values: an answer equal to one is refused, see `EXAMPLE_VALUES`).
 FEW_SHOT: tuple[tuple[str, dict[str, object]], ...] = (
     (
-        "it 40 | cost 1.25 | 0.3 sec/batch",
-        {"step": 40, "step_time_s": 0.3, "loss": 1.25, "throughput": None, "throughput_unit": None},
+        "it 8317 | cost 4.0619 | 0.7723 sec/batch",
+        {"step": 8317, "step_time_s": 0.7723, "loss": 4.0619, "throughput": None, "throughput_unit": None},
     ),
     (
-        "upd=7 nll=3.10 speed=220.5 samples/s dur=1.9s",
-        {"step": 7, "step_time_s": 1.9, "loss": 3.1, "throughput": 220.5, "throughput_unit": "samples/s"},
+        "upd=6029 nll=3.3871 speed=218.37 samples/s dur=1.6947s",
+        {"step": 6029, "step_time_s": 1.6947, "loss": 3.3871, "throughput": 218.37, "throughput_unit": "samples/s"},
     ),
 )
+
+
+def example_values(examples: tuple[tuple[str, dict[str, object]], ...]) -> frozenset[float]:
+    """Every number the model is shown in worked answers: an answer equal to one was copied."""
+    return frozenset(
+        float(v) for _, answer in examples for v in answer.values() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    )
+
+
+EXAMPLE_VALUES = example_values(FEW_SHOT)
 
 
 def build_messages(line: str) -> list[BaseMessage]:
@@ -283,13 +297,28 @@ def _rate_unit(tok: NumToken) -> str:
     return "unknown/s"
 
 
-def validate(line: str, answer: ProgressMetrics) -> Validation:
-    """Check an LLM answer against `line` (see the module docstring); never raises."""
+def _drop_copied(answer: ProgressMetrics, forbidden: Collection[float]) -> tuple[ProgressMetrics, list[Rejection]]:
+    """The answer without fields equal to a prompt example's value (copied, not read)."""
+    if not forbidden:
+        return answer, []
+    copied: dict[str, object] = {}
+    rejections = []
+    for name in ("step", "step_time_s", "loss", "throughput"):
+        v = getattr(answer, name)
+        if v is not None and any(_close(float(v), f, 1e-9) for f in forbidden):
+            copied[name] = None
+            rejections.append(Rejection(name, v, "equals a value of the prompt's worked examples (copied)"))
+    return (answer.model_copy(update=copied) if copied else answer), rejections
+
+
+def validate(line: str, answer: ProgressMetrics, *, forbidden: Collection[float] = EXAMPLE_VALUES) -> Validation:
+    """Check an LLM answer against `line` (see the module docstring); never raises. A value
+    equal to one in `forbidden` (the prompt's worked examples) is refused even if the line holds it."""
+    answer, rejections = _drop_copied(answer, forbidden)
     tokens = numeric_tokens(line)
     taken: set[int] = set()
     values: dict[str, float] = {}
     fmap: list[tuple[str, int, str, float]] = []
-    rejections: list[Rejection] = []
     unit: str | None = None
 
     def reject(name: str, value: object, reason: str) -> None:
@@ -391,6 +420,7 @@ def extract_with_llm(
 
 
 __all__ = [
+    "EXAMPLE_VALUES",
     "FieldMap",
     "NumToken",
     "ProgressMetrics",

@@ -16,8 +16,12 @@ is inferred. Formats (`logs.md` §2.4):
 - **custom key-value** lines `step N loss L time T`, nanoGPT `iter N: loss L, time Tms`,
   `step N/T | loss=L | step_time=Tms`: needs a step counter plus a loss, a time or a rate.
 
-All extractors are tried; the one reading the most fields wins (the order above breaks ties). Values that are not
-finite (nan/inf loss) or not positive (times, rates) are dropped, never reported.
+- **other trainers** (`formats.py`): timm, Keras bars, and a `key: value` tokenizer with a
+  step-time/loss/rate vocabulary (mmengine, detectron2, fairseq, Paddle, torchtitan, NeMo, ...)
+
+All extractors are tried; the one reading the most fields wins (then one with a step time, then
+the order above). Values that are not finite (nan/inf loss) or not positive (times, rates) are
+dropped, never reported. A validation/evaluation/test line is never read (`formats.is_eval_line`).
 """
 
 from __future__ import annotations
@@ -25,50 +29,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from schedmate.embeddings.logtext import normalise_line, strip_ansi
 
-NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-GROUPED = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # `36,389` tokens/s: thousands separators (rates only)
-
-TIME_SCALE_S: dict[str, float] = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "msec": 1e-3,
-    "msecs": 1e-3,
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "second": 1.0,
-    "seconds": 1.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "minute": 60.0,
-    "minutes": 60.0,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Extraction:
-    """Metrics read from one line. `framework` names the extractor (or "llm")."""
-
-    framework: str
-    step: int | None = None
-    step_time_s: float | None = None
-    loss: float | None = None
-    throughput: float | None = None
-    throughput_unit: str | None = None
-    total: int | None = None  # a progress bar's length (N/TOTAL): tells training from eval bars
-
-    @property
-    def has_metric(self) -> bool:
-        """A step counter alone is not a metric (DeepSpeed's `step=N, skipped=..` lines)."""
-        return self.step_time_s is not None or self.loss is not None or self.throughput is not None
+from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction
+from schedmate.agents.tracker.formats import is_eval_line, keras, key_fields, read_fields, timm
 
 
 def _num(text: str | None) -> float | None:
@@ -103,7 +69,7 @@ def _clean(ex: Extraction) -> Extraction | None:
 _MEG_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
 _MEG_TIME = re.compile(r"elapsed time per iteration \(ms\):\s*(" + NUM + ")")
 _MEG_LM_LOSS = re.compile(r"\|\s*lm loss:\s*(" + NUM + ")")
-_MEG_ANY_LOSS = re.compile(r"\|\s*(?:[a-z][\w ]{0,30} )?loss:\s*(" + NUM + ")")
+_MEG_ANY_LOSS = re.compile(r"\|\s*(?:[a-z][\w ]{0,30}[ _])?loss:\s*(" + NUM + ")")  # `lm loss:`, GPT-NeoX `lm_loss:`
 _MEG_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*(" + NUM + ")")
 _MEG_TOKENS = re.compile(r"\|\s*tokens per (?:second|sec)(?: per GPU)?:\s*(" + NUM + ")")
 
@@ -168,8 +134,8 @@ def deepspeed(text: str) -> Extraction | None:
 
 # -- Hugging Face Trainer ------------------------------------------------------------------------
 
-_HF_DICT = re.compile(r"^\s*\{\s*'(?:loss|train_runtime|train_loss)'\s*:.*\}\s*$")
-_HF_PAIR = re.compile(r"'([A-Za-z_]+)'\s*:\s*'?(" + NUM + ")'?")
+_HF_DICT = re.compile(r"""^\s*\{.*['"](?:loss|train_runtime|train_loss)['"]\s*:.*\}\s*$""")
+_HF_PAIR = re.compile(r"""['"]([A-Za-z_]+)['"]\s*:\s*['"]?(""" + NUM + r""")['"]?""")
 
 
 _HF_TABLE = re.compile(r"^\s*(train_loss|train_samples_per_second|train_steps_per_second)\s*=\s*(" + NUM + r")\s*$")
@@ -208,14 +174,16 @@ def hf_trainer(text: str) -> Extraction | None:
 # -- tqdm bars (HF Trainer, Lightning, plain loops) ---------------------------------------------
 
 _TQDM = re.compile(
-    r"(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*"
-    r"(?P<rate>" + NUM + r")\s*(?P<unit>[A-Za-z]+/s|s/[A-Za-z]+)"
+    r"(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)(?:,\s*"
+    r"(?:(?P<rate>" + NUM + r")\s*(?P<unit>[A-Za-z]+/s|s/[A-Za-z]+)|\?\s*[A-Za-z]+/s))?(?=[,\]])"
 )
 _TQDM_STEP_UNITS = {"it", "its", "batch", "batches", "step", "steps", "iter", "iters", "ba"}
 _TQDM_SKIP_DESC = re.compile(
-    r"load|download|map|tokeni[sz]|shard|eval|valid|test|predict|sanity|upload|extract|generat|filter|convert",
+    r"load|download|map|tokeni[sz]|shard|eval|valid|test|predict|sanity|upload|extract|generat|filter|convert"
+    r"|\bClass\s+Images",  # YOLO's validation bar
     re.IGNORECASE,
 )
+_NAMED_STEP_TIME = re.compile(r"(?:step_tim|iter_tim|batch_tim|time_per)", re.IGNORECASE)
 _POSTFIX_LOSS = re.compile(r"(?:^|[\s,])(?:train_)?loss(?:_step)?[=:]\s*(" + NUM + ")")
 
 
@@ -225,24 +193,34 @@ def tqdm_bar(text: str) -> Extraction | None:
         return None
     if _TQDM_SKIP_DESC.search(text[: m.start()]):
         return None
-    unit = m.group("unit")
+    unit = m.group("unit") or ""
     per_step_time = unit.startswith("s/")
     thing = unit[2:] if per_step_time else unit[:-2]
-    if thing.lower() not in _TQDM_STEP_UNITS:
+    if unit and thing.lower() not in _TQDM_STEP_UNITS:
         return None
     rate = _pos(m.group("rate"))
     step_time = None
     if rate is not None:
         step_time = rate if per_step_time else 1.0 / rate
     postfix = text[m.end() :]
-    loss = _POSTFIX_LOSS.search(postfix)
+    # the postfix may name the step time itself (NeMo's `train_step_timing in s=0.51`): the
+    # trainer's own timer beats the bar's rate, which also times data loading and logging
+    named = read_fields(postfix)
+    loss_m = _POSTFIX_LOSS.search(postfix)
+    loss = _num(loss_m.group(1)) if loss_m else named.loss
+    if loss is None:  # torchtune writes it in the description: `1|100|Loss: 1.2345: 10%|█| ..`
+        loss = read_fields(text[: m.start()]).loss
+    if named.step_time_s is not None and _NAMED_STEP_TIME.search(postfix):
+        step_time = named.step_time_s
     framework = "lightning" if re.match(r"\s*Epoch \d+", text) else "tqdm"
+    if "train_step_timing" in postfix or "reduced_train_loss" in postfix:
+        framework = "nemo"
     return _clean(
         Extraction(
             framework,
             step=_int(m.group("n")),
             step_time_s=step_time,
-            loss=_num(loss.group(1)) if loss else None,
+            loss=loss,
             throughput=None if per_step_time or rate is None else rate,
             throughput_unit=None if per_step_time or rate is None else "it/s",
             total=_int(m.group("total")),
@@ -359,7 +337,10 @@ DEFAULT_EXTRACTORS: tuple[tuple[str, Extractor], ...] = (
     ("deepspeed", deepspeed),
     ("hf_trainer", hf_trainer),
     ("tqdm", tqdm_bar),
-    ("key_value", key_value),
+    ("timm", timm),
+    ("keras", keras),
+    ("key_value", key_value),  # before `fields`: on a tie the older, narrower reader names the line
+    ("fields", key_fields),
 )
 
 
@@ -367,17 +348,27 @@ def _fields(ex: Extraction) -> int:
     return sum(v is not None for v in (ex.step, ex.step_time_s, ex.loss, ex.throughput))
 
 
+def _rank(ex: Extraction) -> tuple[bool, int, bool]:
+    """More fields first; on a tie, the reading with a step time (what a scheduler needs)."""
+    return ex.has_metric, _fields(ex), ex.step_time_s is not None
+
+
 def regex_extract(text: str, extractors: Sequence[tuple[str, Extractor]] = DEFAULT_EXTRACTORS) -> Extraction | None:
-    """The extraction with a metric that reads the most fields (earlier extractor on ties);
-    else a step-only marker if one matched; else None."""
+    """The extraction with a metric that reads the most fields (then one with a step time,
+    then the earlier extractor);
+    else a step-only marker if one matched; else None (always None on an evaluation line)."""
     best: Extraction | None = None
     text = strip_timestamp(text)
+    if is_eval_line(text):
+        return None  # validation/evaluation/test: its timings are not the training step's
     for _, fn in extractors:
         ex = fn(text)
         if ex is None:
             continue
-        if best is None or (ex.has_metric, _fields(ex)) > (best.has_metric, _fields(best)):
+        if best is None or _rank(ex) > _rank(best):
             best = ex
+            if _fields(best) == 4:
+                break  # nothing reads more (and later extractors are the slow generic ones)
     return best
 
 

@@ -12,6 +12,9 @@ One pass (`MetricTracker.observe`):
    templates, so classifying lines a regex already read (or that no LLM will see) dominated
    the pass. `classify="always"` classifies every line first (the literal pipeline; keeps
    regex-read lines labelled `progress` or low-confidence `other`, e.g. a bare tqdm bar).
+   Validation/evaluation/test lines (`Epoch(val)`, `Test: [`, fairseq `valid on`, YOLO's
+   `Class Images` bar, ...; `formats.is_eval_line`) are dropped before any of this: their
+   timings are the evaluation loop's, not the training step's.
    A physical line holding `\\r` redraws also yields its newest training-bar redraw (HF
    Trainer prints its `{'loss': ..}` dict over the bar that carries the step time);
 3. per candidate: drop exact duplicates (N ranks print the same line) and instruction-like text
@@ -25,7 +28,8 @@ One pass (`MetricTracker.observe`):
    enough lines, a framework's own timer before a generic bar before LLM-read values, and a
    run-long training bar before evaluation bars that restart), keep only the newest regime if
    the values shift level (a slowdown, or warm-up at the old end), drop outliers by MAD
-   (`robust.py`), report the mean of the rest with its lines. A log with step counters and
+   (`robust.py`), report the mean of the rest with its lines (the loss: the newest kept value,
+   since a loss trends and a window mean lags it). A log with step counters and
    date-time stamps but no printed duration gets a step time from their slope (`derived`).
 
 Result: a `TrackerReport` (estimates, the lines used and dropped, confidence, method, LLM
@@ -70,8 +74,10 @@ from schedmate.agents.tracker.regex_extractors import (
     bar_in_redraws,
     parse_timestamp,
     regex_extract,
+    strip_timestamp,
     timestamp_resolution,
 )
+from schedmate.agents.tracker.formats import is_eval_line
 from schedmate.agents.tracker.robust import newest_regime, robust_mean
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
@@ -100,7 +106,9 @@ METHOD_WEIGHT: dict[str, float] = {"regex": 1.0, "mixed": 0.85, "llm": 0.7}
 # Choice between formats stating the same metric: a framework's own timer first, a generic
 # progress bar (which may time any loop) and LLM-read values last.
 FORMAT_PRECEDENCE: dict[str, int] = {
-    "megatron": 0, "deepspeed": 1, "hf_trainer": 2, "key_value": 3, "lightning": 4, "tqdm": 5, "llm": 6,
+    "megatron": 0, "deepspeed": 1, "hf_trainer": 2, "mmengine": 3, "detectron2": 3, "metric_logger": 3,
+    "fairseq": 3, "timm": 3, "paddle": 3, "torchtitan": 3, "nemo": 3, "nanogpt": 3, "keras": 3, "fields": 3,
+    "key_value": 3, "lightning": 4, "tqdm": 5, "llm": 6,
 }  # fmt: skip
 _SHAPE_CACHE = 1024  # line shapes (numbers masked) with what the LLM taught about them
 _MAX_ASKS_PER_SHAPE = 2  # LLM calls about one line shape, ever (per tracker)
@@ -175,6 +183,7 @@ class MetricEstimate:
 class PassStats:
     lines_read: int = 0
     binary_lines: int = 0
+    evaluation_lines: int = 0  # validation/test progress lines skipped (`formats.is_eval_line`)
     progress_lines: int = 0
     regex_rescued: int = 0
     classified_lines: int = 0
@@ -251,6 +260,7 @@ TrackerResult = TrackerReport | NoSignal
 class _CandidateBatch:
     candidates: list[TrackedLine] = field(default_factory=list)
     binary: int = 0
+    evaluation: int = 0
     classified: int = 0
     rescued: int = 0
 
@@ -411,6 +421,7 @@ class MetricTracker:
                 llm_usable=self.llm is not None and not state.llm_blocked,
             )
             state.stats.binary_lines += batch.binary
+            state.stats.evaluation_lines += batch.evaluation
             state.stats.classified_lines += batch.classified
             state.stats.regex_rescued += batch.rescued
             state.classified_any |= batch.classified > 0
@@ -438,7 +449,10 @@ class MetricTracker:
             if norm.binary:
                 batch.binary += 1
             elif norm.text.strip() and not norm.truncated:
-                rows.append((lineno, offset, norm.text, observed, regex_extract(norm.text)))
+                if is_eval_line(strip_timestamp(norm.text)):
+                    batch.evaluation += 1  # validation/test progress: never the training step time
+                else:
+                    rows.append((lineno, offset, norm.text, observed, regex_extract(norm.text)))
                 if (b"\r" if isinstance(raw, bytes) else "\r") in raw:
                     # HF Trainer prints its metrics dict over the training bar: the newest bar
                     # redraw on the same physical line carries the step time.
@@ -656,7 +670,7 @@ class MetricTracker:
         if not good:
             return NoSignal(_no_signal_reason(state), st, state.llm_status, state.llm_error, notes)
         step_time = self._estimate(good, lambda e: e.step_time_s, "s")
-        loss = self._estimate(good, lambda e: e.loss, "")
+        loss = self._estimate(good, lambda e: e.loss, "", current=True)
         throughput = None
         units: dict[str, int] = {}
         for g in good:
@@ -684,10 +698,11 @@ class MetricTracker:
             state.llm_status, state.llm_error, notes,
         )  # fmt: skip
 
-    def _estimate(self, good: list[LineMetrics], get, unit: str) -> MetricEstimate | None:  # type: ignore[no-untyped-def]
+    def _estimate(self, good: list[LineMetrics], get, unit: str, *, current: bool = False) -> MetricEstimate | None:  # type: ignore[no-untyped-def]
         """Robust mean of one metric over the lines of ONE format family (`_pick_family`): a
         tqdm bar and Megatron's timer, or a training and an evaluation bar, time different
-        loops, so their values are never averaged together."""
+        loops, so their values are never averaged together. `current` (the loss): the value is
+        the newest line that is not an outlier -- a loss trends down, a window mean lags it."""
         groups: dict[str, list[tuple[LineMetrics, float]]] = {}
         for g in good:
             v = get(g.extraction)
@@ -709,8 +724,9 @@ class MetricTracker:
         kept = [rows[i][0] for i in summary.kept]
         methods = {g.method for g in kept}
         method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
+        value = rows[summary.kept[0]][1] if current and summary.kept else summary.mean
         return MetricEstimate(
-            summary.mean, unit, summary.median, summary.rel_spread,
+            value, unit, summary.median, summary.rel_spread,
             tuple(g.line for g in kept), tuple(rows[i][0].line for i in summary.dropped), method, fmt,
             tuple(k for k in groups if k != fmt), superseded,
         )  # fmt: skip

@@ -6,7 +6,11 @@ Systems (one pass per log, newest lines first, `N` = 20 lines):
   path, LLM fallback when an LLM is given (else regex only), dedup, MAD outlier removal;
 - ``regex-only``  no classifier, no LLM, no outlier removal: the framework regexes on every line
   from the end of the file, plain mean of the first `N` lines that state a time or a rate;
-- ``last-lines``  the naive tail reader: the same regexes on the last 100 lines only.
+- ``last-lines``  the naive tail reader: the same regexes on the last 100 lines only;
+- ``pure-llm``    (only with an LLM) the paper's baseline: the LLM reads the log's tail alone
+  (`agents.tracker.llm_baseline`), its answer taken as given (slow on CPU: one call per log).
+
+The real development set (`evals/devset/progress`) is scored by `devset_metrics.py`.
 
 Truth: the mean true step time of the log's last `N` progress events (distinct steps) = the
 "current" step time a scheduler asks for at the log's end. A step time is read directly, or
@@ -34,6 +38,7 @@ import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from schedmate.agents.tracker import MetricTracker, NoSignal, regex_extract
+from schedmate.agents.tracker.llm_baseline import llm_tail_metrics
 from schedmate.agents.tracker.regex_extractors import Extraction
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.evals.harness.common import (
@@ -51,6 +56,7 @@ SUCCESS_TOLERANCE = 0.2
 N_LINES = 20
 LAST_LINES = 100
 SYSTEMS = ("tracker", "regex-only", "last-lines")
+LLM_SYSTEMS = ("pure-llm",)
 
 
 @dataclass
@@ -153,6 +159,17 @@ def _last_lines(path: Path, lab: LogLabels) -> MetricPrediction:
     return MetricPrediction(v, via, time.perf_counter() - t0, v is None)
 
 
+def _pure_llm(model: BaseChatModel, path: Path, lab: LogLabels) -> MetricPrediction:
+    t0 = time.perf_counter()
+    reading = llm_tail_metrics(model, path)
+    dt = time.perf_counter() - t0
+    a = reading.raw
+    if a is None:
+        return MetricPrediction(latency_s=dt, no_signal=True, llm_calls=1, method="llm")
+    value, via = step_time_from(a.step_time_s, a.throughput, a.throughput_unit, lab)
+    return MetricPrediction(value, via, dt, value is None, 1, "llm")
+
+
 def _score(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
     n = len(rows)
     if n == 0:
@@ -213,6 +230,8 @@ def run_metrics(
         path = log_path(data_dir, lab)
         preds = {"tracker": _tracker(tracker, path, lab), "regex-only": _regex_only(path, lab),
                  "last-lines": _last_lines(path, lab)}  # fmt: skip
+        if llm is not None:
+            preds["pure-llm"] = _pure_llm(llm, path, lab)
         rows.append({
             "id": lab.id, "framework": lab.framework.value, "variant": lab.variant, "status": lab.status.value,
             "n_lines": lab.n_lines, "noise_level": lab.spec.noise_level, "truth_step_time": truth_step_time(lab),
@@ -232,7 +251,8 @@ def run_metrics(
         "n_lines": N_LINES,
         "success_tolerance": SUCCESS_TOLERANCE,
         "noise_split": {"median_noise_level": None if not levels else round(cut, 4), "clean": len(clean), "noisy": len(noisy)},
-        "systems": {s: {"all": _score(rows, s), "clean": _score(clean, s), "noisy": _score(noisy, s)} for s in SYSTEMS},
+        "systems": {s: {"all": _score(rows, s), "clean": _score(clean, s), "noisy": _score(noisy, s)}
+                    for s in SYSTEMS + (LLM_SYSTEMS if llm is not None else ())},
         "tracker_by_framework": {f: _score([r for r in rows if r["framework"] == f], "tracker") for f in frameworks},
         "classifier_load_s": round(load_s, 3),
         "wall_s": round(time.perf_counter() - t_start, 2),

@@ -1,0 +1,461 @@
+"""Real progress formats beyond the five the first regexes knew, read by one key/value tokenizer
+with unit-aware values, plus the few layouts a tokenizer cannot read (Keras bars, timm's
+`Time: 0.41s, 621/s`, YOLO tables), and the test that tells evaluation lines from training.
+
+Why a tokenizer and not one regex per framework: most trainers print `key: value` or
+`key=value` pairs (mmengine/mmdet, detectron2, torchvision's MetricLogger, fairseq, Paddle,
+torchtitan, NeMo, DETR/DeiT/MAE, plain loops); what differs is the *vocabulary* (`time`,
+`batch_cost`, `train_step_timing in s`, `ms/batch`, `ups`, `wps`, `ips`, `tps`) and the units.
+One tokenizer plus a vocabulary covers them and new trainers that reuse the words. No parsing
+library fits better than `re` here: log lines are not a grammar (lark/pyparsing would need one
+per layout), and the units are a dozen fixed strings (no need for pint).
+
+Every value is read from the line and converted by code (ms → s, it/s → 1/x s, `ups` → 1/x s);
+nothing is inferred. Formats (checked against the frameworks' printing code):
+
+- mmengine `Epoch(train) [1][ 50/7330]  lr: ..  eta: ..  time: 0.4555  data_time: ..  loss: 1.6`
+  (and mmcv 1.x `Epoch [1][50/7330]\\tlr: .., time: 0.456, ..`, `Iter(train) [ 50/80000]`)
+- detectron2 `eta: 0:10:02  iter: 19  total_loss: 2.1  ..  time: 0.4012  data_time: ..  lr: ..`
+- torchvision/DETR MetricLogger `Epoch: [0]  [ 100/5005]  eta: ..  loss: 6.9 (6.9)  time: 0.4  data: ..`
+- fairseq `epoch 001:  100 / 1000 loss=9.8, .., wps=12345, ups=3.1, ..`, the JSON variant
+  `{"epoch": 1, "loss": "9.8", .., "ups": "3.1"}` and the pipe variant `| loss 9.8 | .. | ups 3.1 |`
+- timm `Train: 0 [ 100/5004 (  2%)]  Loss: 6.9 (6.9)  Time: 0.412s,  621.4/s  (0.420s, ..)`
+- PyTorch examples `| epoch 1 |  200/ 2983 batches | lr 20.00 | ms/batch 45.12 | loss 7.63 |`,
+  ImageNet `Epoch: [0][ 100/5005]\\tTime  0.412 ( 0.520)\\tData ..\\tLoss 6.9 (6.9)`
+- Keras 2/3 `1000/1000 [====] - 52s 52ms/step - loss: 0.3 - val_loss: ..` (and `━━━` bars)
+- PaddlePaddle `[Epoch 0, iter: 100] lr: .., loss: .., batch_cost: 0.4 s, ips: 120 samples/s`,
+  PaddleNLP `global step 100, epoch: 0, batch: 99, loss: 0.5, speed: 3.5 step/s`
+- torchtitan `step: 10  loss:  8.1  memory: ..  tps: 1,234  mfu: ..`; NeMo/Lightning
+  `train_step_timing in s=0.512` / `reduced_train_loss: 2.3`; HF-style JSON dicts (axolotl,
+  LLaMA-Factory `tokens_per_second_per_gpu`, `throughput`)
+- and by vocabulary: Composer `Train throughput/batches_per_sec: 1.2`, T5X/CLU
+  `timing/seconds_per_step=0.5`, MaxText `completed step: 100, seconds: 0.5, Tokens/s/device: ..`,
+  ESPnet `..., forward_time=.., train_time=0.5`, TF Estimator `global_step/sec: 3.4`, llm.c
+  `step 1/74: train loss 4.6 (125.48 ms, 32629 tok/s)`, torchtune `1|100|Loss: 1.23: 10%|..`,
+  LitGPT `iter time: 512 ms`, Caffe `Iteration 100 (3.45 iter/s, ..), loss = 2.3`, DLRM `12.3 ms/it`
+
+A bare duration (`time`, `seconds`, `latency`) is a step time only beside a step counter or a
+rate; a duration named per step (`step_time`, `batch_cost`, `52ms/step`, `ups`) stands alone.
+
+Evaluation lines (`Epoch(val)`, `Test: [`, `[Eval]`, fairseq `valid on 'valid' subset`,
+detectron2 `Inference done`, YOLO's `Class  Images  Instances` bar, a line headed `Validation`,
+...) are never training progress: `is_eval_line` says so and the tracker skips them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction
+
+# -- tokens ---------------------------------------------------------------------------------------
+
+_TIME_UNIT = r"(?:ns|us|µs|μs|ms|msecs?|secs?|seconds?|mins?|s)"
+_RATE_UNIT = r"(?:[A-Za-z]+/s(?:ec)?(?:/gpu)?|/s)"
+_UNIT = rf"(?P<unit>{_TIME_UNIT}/(?:step|it|iter|batch|sample)|{_RATE_UNIT}|{_TIME_UNIT})(?![\w/])"
+_VALUE = rf"['\"]?(?P<val>{GROUPED}|{NUM})['\"]?(?![\d.]|:\d)(?:\s?{_UNIT})?"
+_WORD = r"[A-Za-z][\w./@%()\-]*"
+# `key: value` / `key=value` / `'key': value` / `"key": "value"`; a key may hold a few words
+# (`lm loss`, `train_step_timing in s`, `elapsed time per iteration (ms)`).
+# Found from the separator back (a scan from every word start would try every key length).
+_SEP_VALUE = re.compile(rf"[:=]\s*{_VALUE}")
+_KEY_BEFORE = re.compile(rf"(?<![\w.])['\"]?(?P<key>{_WORD}(?: {_WORD}){{0,4}})['\"]?\s*\Z")
+# `key value` without a separator (fairseq pipes, nanoGPT, PyTorch examples): known keys only.
+_SPACE_KEYS = (
+    r"loss|total_loss|train_loss|time|step_time|batch_time|iter_time|ms/batch|s/batch|ms/step|ms/it"
+    r"|wps|ups|tps|ips|step|iter|iteration|num_updates|epoch|dt"
+)
+_SPACE_PAIR = re.compile(rf"(?<![\w./])(?P<key>{_SPACE_KEYS})\s+{_VALUE}")  # run on the lowercased line
+_PER_STEP = re.compile(rf"(?<![\w.])(?P<val>{NUM})\s?(?P<unit>{_TIME_UNIT})/(?P<per>step|it|iter|batch|sample)\b")
+_NAMED_BRACKET_COUNTER = re.compile(r"\b(?:step|iter\w*|batch)\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.IGNORECASE)
+_BRACKET_COUNTER = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(|\]|batches)|(?<![\w/.])(\d+)\s*/\s*(\d+)\s+(?:batches|\[|\()")
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One `key value` pair of a line: key normalised (lowercase, `_` for spaces and `/`)."""
+
+    key: str
+    raw_key: str
+    value: float
+    unit: str | None
+    start: int
+
+
+def _norm_key(key: str) -> str:
+    k = key.strip().strip("'\"").lower()
+    k = re.sub(r"[\s/]+", "_", k)
+    return k
+
+
+def fields(text: str) -> list[Field]:
+    """Every `key value` pair in `text`, in line order (a position is read once)."""
+    out: dict[int, Field] = {}
+    for m in _SEP_VALUE.finditer(text):
+        k = _KEY_BEFORE.search(text, max(0, m.start() - 80), m.start())
+        if k is not None and not k.group("key").endswith((".py", ".cc", ".cpp", ".h")):  # `file.py:143:`
+            _add(out, k.group("key"), m)
+    low = text.lower()  # same offsets; `µ` and friends keep their length
+    if len(low) == len(text):
+        for m in _SPACE_PAIR.finditer(low):
+            _add(out, text[m.start("key") : m.end("key")], m)
+    return [out[k] for k in sorted(out)]
+
+
+def _add(out: dict[int, Field], key: str, m: re.Match[str]) -> None:
+    start = m.start("val")
+    if start in out:
+        return
+    try:
+        value = float(m.group("val").replace(",", ""))
+    except ValueError:
+        return
+    if math.isfinite(value):
+        out[start] = Field(_norm_key(key), key, value, m.group("unit"), start)
+
+
+# -- vocabulary -----------------------------------------------------------------------------------
+
+_EVAL_PREFIX = re.compile(r"^(?:val|valid|validation|eval|evaluation|test|dev)(?:_|$)")
+_LOSS_EXACT = (
+    "loss", "total_loss", "train_loss", "training_loss", "lm_loss", "reduced_train_loss", "loss_total",
+    "train_loss_step", "avg_loss", "train_lm_loss",
+)  # fmt: skip
+_STEP_TIME_KEYS = {
+    "time", "step_time", "steptime", "iter_time", "iteration_time", "batch_time", "time_per_step",
+    "time_per_iter", "time_per_iteration", "batch_cost", "avg_batch_cost", "train_step_timing",
+    "train_step_timing_in_s", "elapsed_time_per_iteration", "elapsed_time_per_iteration_(ms)",
+    "time_step", "time_iter", "sec_step", "s_step", "s_it", "sec_it", "ms_batch", "ms_step", "ms_it",
+    "s_batch", "step_time_ms", "step_time_s", "step_time_(ms)", "step_time_(s)", "iter_time_(s)",
+    "iter_time_(ms)", "time_(ms)", "time_(s)", "time_ms", "time_s", "dt", "step_duration",
+    "train_step_time", "batch_time_s", "iteration_time_ms", "step_time_sec", "latency",
+}  # fmt: skip
+_BARE_TIME_KEYS = ("time", "dt", "seconds", "latency")  # durations of *something*: trusted beside a counter or a rate
+_RATE_KEYS: dict[str, str] = {
+    "ips": "samples/s", "wps": "tokens/s", "tps": "tokens/s", "tokens_per_sec": "tokens/s",
+    "tokens_per_second": "tokens/s", "tokens_per_second_per_gpu": "tokens/s", "tok_s": "tokens/s",
+    "tokens_s": "tokens/s", "samples_per_sec": "samples/s", "samples_per_second": "samples/s",
+    "interval_samples_per_second": "samples/s", "samples_s": "samples/s", "img_s": "images/s",
+    "images_s": "images/s", "imgs_s": "images/s", "throughput": "unknown/s", "speed": "unknown/s",
+    "sentences_s": "sequences/s", "seq_s": "sequences/s",
+}  # fmt: skip
+_INVERSE_KEYS = {"ups", "steps_per_second", "train_steps_per_second", "interval_steps_per_second", "it_s", "steps_s"}
+# Suffix forms (`Train throughput/batches_per_sec`, `timing/seconds_per_step`, `Tokens/s/device`)
+_INVERSE_SUFFIX = re.compile(r"(?:batches|steps?|global_step|it|iters?)_(?:per_)?s(?:ec(?:ond)?)?$")
+_STEP_TIME_SUFFIX = re.compile(r"(?:seconds|secs?|s)_per_(?:step|iter(?:ation)?|batch)$")
+_RATE_SUFFIX: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:^|_)(?:samples|examples)_(?:per_)?s(?:ec(?:ond)?)?(?:_|$)"), "samples/s"),
+    (re.compile(r"(?:^|_)(?:tokens|tok|words)_(?:per_)?s(?:ec(?:ond)?)?(?:_|$)"), "tokens/s"),
+    (re.compile(r"(?:^|_)(?:images|imgs|img)_(?:per_)?s(?:ec(?:ond)?)?(?:_|$)"), "images/s"),
+)
+# Composer `Train loss/train/total`, LitGPT `loss train:`, OpenNMT `xent`
+_LOSS_SUFFIX = re.compile(r"^(?:train_)?loss_train(?:_total)?$|^xent$")
+_STEP_KEYS = ("global_step", "num_updates", "iteration", "iter", "step", "steps", "current_steps", "it")
+
+
+def _time_scale(f: Field) -> float | None:
+    """Seconds per unit of a duration field: the value's unit, else the key's, else seconds."""
+    unit = (f.unit or "").lower()
+    if unit in TIME_SCALE_S:
+        return TIME_SCALE_S[unit]
+    if unit and unit not in TIME_SCALE_S:
+        per = re.fullmatch(rf"({_TIME_UNIT})/(?:step|it|iter|batch)", unit)
+        return TIME_SCALE_S[per.group(1)] if per else None
+    k = f.key
+    if re.search(r"(?:^|_|\()ms(?:$|_|\))", k):
+        return 1e-3
+    return 1.0
+
+
+def _rate_unit(f: Field) -> str | None:
+    """The unit of a throughput field, or None when it is not one."""
+    unit = f.unit or ""
+    if unit and re.fullmatch(_RATE_UNIT, unit):
+        u = unit.lower().replace("/sec", "/s").replace("/gpu", "")
+        if u == "/s":
+            return _RATE_KEYS.get(f.key, "samples/s")
+        if u.startswith(("tok", "word", "wps")):
+            return "tokens/s"
+        if u.startswith(("sample", "ex", "seq")):
+            return "samples/s" if u.startswith(("sample", "ex")) else "sequences/s"
+        if u.startswith(("img", "image")):
+            return "images/s"
+        if u.startswith(("it", "step", "batch")):
+            return "it/s"
+        return u
+    return _key_rate_unit(f.key)
+
+
+@lru_cache(maxsize=4096)
+def _key_rate_unit(key: str) -> str | None:
+    """The throughput unit a key names (`wps`, `samples_per_sec`, `Tokens/s/device`), or None."""
+    stripped = re.sub(r"^(?:train_|training_)", "", key)
+    known = _RATE_KEYS.get(stripped) or _RATE_KEYS.get(key)
+    if known is None:
+        known = next((u for pattern, u in _RATE_SUFFIX if pattern.search(key)), None)
+    return known
+
+
+def _is_eval_key(key: str) -> bool:
+    return _EVAL_PREFIX.match(key) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the vocabulary makes of a line's fields."""
+
+    step: int | None = None
+    step_time_s: float | None = None
+    loss: float | None = None
+    throughput: float | None = None
+    throughput_unit: str | None = None
+    total: int | None = None
+    explicit_time: bool = False  # the step time is named per step (`step_time`, `52ms/step`), not a bare `time`
+
+
+def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
+    """Step, step time, loss and throughput named by the line's keys (see the module docstring)."""
+    fs = fields(text) if fs is None else fs
+    loss = loss_any = None
+    step_time = inverse = None
+    explicit = False
+    rate = rate_unit = None
+    step = None
+    for f in fs:
+        kind, k = _key_kind(f.key)
+        unit = (f.unit or "").lower()
+        if kind == "eval":
+            continue
+        if kind == "loss":
+            loss = f.value if loss is None else loss
+            continue
+        if kind == "loss_any":
+            loss_any = f.value if loss_any is None else loss_any
+            continue
+        if kind == "time" and not (k == "seconds" and f.unit is not None):
+            if step_time is None and f.value > 0 and (scale := _time_scale(f)) is not None:
+                step_time = f.value * scale
+                explicit = k not in _BARE_TIME_KEYS
+            continue
+        if f.value > 0 and (kind == "inverse" or unit in _IT_UNITS):
+            if (unit in _IT_UNITS or not unit) and inverse is None:
+                inverse = 1.0 / f.value
+            if kind == "inverse":
+                continue
+        if rate is None and f.value > 0 and (r_unit := _rate_unit(f)) is not None and r_unit != "it/s":
+            rate, rate_unit = f.value, r_unit
+            continue
+        if step is None and kind == "step" and f.value >= 0 and f.value == int(f.value):
+            step = int(f.value)
+    keys = {f.key for f in fs}
+    if "forward_time" in keys and "train_time" in keys:  # ESPnet: `iter_time` is the data iterator's
+        step_time = next(f.value for f in fs if f.key == "train_time")
+        explicit = True
+    total = None
+    has_bracket = "[" in text or "batches" in text or "(" in text
+    if step is None and has_bracket and (m := _NAMED_BRACKET_COUNTER.search(text) or _BRACKET_COUNTER.search(text)):
+        step, total = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(3)), int(m.group(4)))
+    per_unit = "/s" in text or "/it" in text or "/b" in text  # `/step`, `/sample`, `/iter`, `/batch`
+    if step_time is None and per_unit and (m := _PER_STEP.search(text)) and m.group("per") != "sample":
+        v = float(m.group("val"))
+        step_time = v * TIME_SCALE_S[m.group("unit").lower()] if v > 0 else None
+        explicit = step_time is not None
+    if step_time is None and inverse is not None:
+        step_time, explicit = inverse, True
+    if step_time is None and step is not None:
+        # llm.c `step 1/74: train loss 4.67 (125.48 ms, 32629 tok/s)`: one unnamed duration
+        bare = _BARE_DURATION.findall(text)
+        if len(bare) == 1 and float(bare[0][0]) > 0:
+            step_time = float(bare[0][0]) * TIME_SCALE_S[bare[0][1].lower()]
+    if step_time is None and "/s" in text and (m := _BARE_STEP_RATE.search(text)) and float(m.group(1)) > 0:
+        step_time, explicit = 1.0 / float(m.group(1)), True
+    if rate is None and "/s" in text and (m := _BARE_RATE.search(text)):
+        unit = _rate_unit(Field("", "", float(m.group(1).replace(",", "")), m.group(2), m.start()))
+        if unit not in (None, "it/s"):
+            rate, rate_unit = float(m.group(1).replace(",", "")), unit
+    return Reading(step, step_time, loss if loss is not None else loss_any, rate, rate_unit, total, explicit)
+
+
+_BARE_DURATION = re.compile(rf"[(,|]\s*({NUM})\s?(ms|s|sec|secs)(?=\s*,)")  # listed beside other figures
+_BARE_STEP_RATE = re.compile(rf"(?<![\w./])({NUM})\s?(?:it|its|iter|iters|step|steps|batch|batches)/s(?:ec)?\b")
+_BARE_RATE = re.compile(rf"(?<![\w./])({GROUPED}|{NUM})\s?((?:samples|tokens|tok|images|img|imgs|examples|sequences|seqs)/s(?:ec)?)\b")
+
+
+_IT_UNITS = ("it/s", "step/s", "steps/s")
+
+
+@lru_cache(maxsize=4096)
+def _key_kind(key: str) -> tuple[str, str]:
+    """(kind, key without a `train_` prefix) of a normalised key: eval, loss, loss_any, time,
+    inverse (a steps-per-second rate), step or other. Pure, so cached: keys repeat every line."""
+    if _is_eval_key(key):
+        return "eval", key
+    k = key if key in _STEP_TIME_KEYS else re.sub(r"^train(?:ing)?_(?!loss)", "", key)  # fairseq `train_ups`
+    if k in _LOSS_EXACT or re.fullmatch(r"train_?(?:lm_)?loss", k) or _LOSS_SUFFIX.match(key):
+        return "loss", k
+    if k.endswith("loss") and not k.startswith("loss_"):
+        return "loss_any", k
+    if k in _STEP_TIME_KEYS or _per_step_key(k) or _STEP_TIME_SUFFIX.search(k) or k == "seconds":
+        return "time", k
+    if k in _INVERSE_KEYS or _INVERSE_SUFFIX.search(k):
+        return "inverse", k
+    if k in _STEP_KEYS or (re.search(r"(?:^|_)(?:step|iter|iteration)$", k) and not k.startswith(("optim", "lr"))):
+        return "step", k
+    return "other", k
+
+
+def _per_step_key(key: str) -> bool:
+    """`time_per_step_ms`, `iter_time_(s)`, `step_time_s` ...: a duration named per step."""
+    return bool(re.fullmatch(r"(?:step|iter|iteration|batch)_?time(?:_\(?(?:ms|s|sec)\)?)?", key))
+
+
+# -- training vs evaluation ----------------------------------------------------------------------
+
+_EVAL_MARKERS = re.compile(
+    r"\b(?:Epoch|Iter)\s*\((?:val|test)\)"  # mmengine
+    r"|\bvalid on '"  # fairseq
+    r"|\|\s*(?:valid|test)\s*\|"  # fairseq `| valid |`
+    r"|\bInference done\b"  # detectron2
+    r"|\[(?i:eval|val|valid|validation|test|testing)\]"  # Paddle `[Eval]`, `[eval]`
+    r"|\b(?:Validation|Test|Testing|Predicting) DataLoader\b|\bValidation sanity check\b"  # Lightning
+    r"|\bClass\s+Images\s+(?:Instances|Labels)\b"  # YOLO
+    r"|(?:^|[\s\]|:-])(?:Test|Eval|Val|Valid|Validation)\s*:\s*\[",  # torchvision/ImageNet `Test: [`
+)
+_HEAD_TOKEN = re.compile(
+    r"\s*(?:\[[^\]]{0,60}\]|\(\w+\)|\d{1,2}/\d{1,2}\s+\d\d:\d\d:\d\d|\d\d:\d\d:\d\d(?:[.,]\d+)?"
+    r"|(?:INFO|DEBUG|WARNING|I|W)\b|[\w.]+\s+-(?=\s)|[\w.]+\s*[|:](?=\s)|[-|:])"
+)
+_EVAL_WORDS = ("val", "test", "eval", "predict")  # a head word (within the line's first 160 characters)
+_MARKER_HINTS = (
+    "(val", "(test", "valid on", "| valid", "| test", "inference done", "[eval", "[val", "[test", "dataloader",
+    "sanity check", "class ", "test:", "eval:", "val:", "valid:", "validation:",
+)  # fmt: skip
+_EVAL_HEAD = re.compile(
+    r"\s*(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing|predict\w*)\b(?![_-])",
+    re.IGNORECASE,
+)
+
+
+def is_eval_line(text: str) -> bool:
+    """A validation/evaluation/test line (its timings are not the training step time): a
+    structural marker anywhere, or an evaluation word heading the line after its log prefix
+    (stamp, `[tags]`, `name - INFO -`, `| INFO | name |`)."""
+    low = text.lower()
+    if any(w in low for w in _MARKER_HINTS) and _EVAL_MARKERS.search(text):
+        return True
+    if not any(w in low[:160] for w in _EVAL_WORDS):
+        return False  # the common case, decided by substring tests (microseconds)
+    pos = 0
+    for _ in range(12):
+        if _EVAL_HEAD.match(text, pos):
+            return True
+        m = _HEAD_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            return False
+        pos = m.end()
+    return False
+
+
+# -- framework recognisers -------------------------------------------------------------------------
+
+# (literal gate, pattern): the pattern runs only on lines holding the literal (regexes are slow)
+_FRAMEWORK_HINTS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("mmengine", ("(train)", "Epoch [", "Iter ["), re.compile(r"\b(?:Epoch|Iter)\s*\(train\)|\b(?:Epoch|Iter) \[\d+\]\[?\d")),
+    ("detectron2", ("d2.", "iter: "), re.compile(r"\bd2\.|\beta: \S+\s+iter: \d+")),
+    ("metric_logger", ("Epoch: [",), re.compile(r"\bEpoch: \[\d+\]")),
+    ("fairseq", ("num_updates", "train_inner", "wps", "ups", "| epoch "),
+     re.compile(r"\b(?:num_updates|train_inner|(?:train_)?wps|(?:train_)?ups)\b|\| epoch \d{3}")),
+    ("timm", ("Train: ",), re.compile(r"\bTrain: \d+ \[")),
+    ("paddle", ("batch_cost", "reader_cost", "ips", "[Train]"), re.compile(r"\b(?:batch_cost|reader_cost|ips)\b|\[Train\]")),
+    ("torchtitan", ("tps:",), re.compile(r"\bstep:\s*\d+\s+loss:.*\btps:")),
+    ("nemo", ("train_step_timing", "reduced_train_loss"), re.compile(r"train_step_timing|reduced_train_loss")),
+    ("nanogpt", ("iter ",), re.compile(r"^iter \d+: loss ")),
+)
+
+
+def _framework(text: str) -> str:
+    for name, gates, pattern in _FRAMEWORK_HINTS:
+        if any(g in text for g in gates) and pattern.search(text):
+            return name
+    return "fields"
+
+
+# Every key/unit the vocabulary reads contains one of these (substring tests cost microseconds).
+_METRIC_HINTS = (
+    "loss", "time", "cost", "/s", "ups", "wps", "tps", "ips", "timing", "latency", "second", "ms", "xent", "speed",
+    "throughput", "per_s", "sec", "/it", "/step", "/batch",
+)  # fmt: skip
+_TRAIN_LOSS_KEY = re.compile(r"^\s*(?:Train loss/|train/loss\b|train_loss\s*[:=])", re.IGNORECASE)
+
+
+def key_fields(text: str) -> Extraction | None:
+    """Any `key: value` progress line whose keys name a step time, rate or loss, with a step
+    counter or a per-step time (a loss alone with no counter is not progress)."""
+    if "%|" in text or re.search(r"\d+/\d+\s*\[[\d:]+<", text):
+        return None  # a tqdm bar: `tqdm_bar` reads it (with its postfix)
+    low = text.lower()
+    if not any(h in low for h in _METRIC_HINTS):
+        return None  # no metric word or unit at all (most noise lines): skip the tokenizer
+    r = read_fields(text)  # (`regex_extract` has already refused evaluation lines)
+    if r.step_time_s is None and r.loss is None and r.throughput is None:
+        return None
+    if r.step is None and not (r.step_time_s is not None and (r.explicit_time or r.throughput is not None)):
+        if not (r.loss is not None and _TRAIN_LOSS_KEY.search(text)):
+            return None  # no counter: only a time named per step is trusted (prose says "time 3 s")
+    return Extraction(_framework(text), r.step, r.step_time_s, r.loss, r.throughput, r.throughput_unit, r.total)
+
+
+_KERAS = re.compile(
+    r"^\s*(?P<n>\d+)/(?P<total>\d+)\s*(?:\[[=>.]*\]|[━─\s]+)?\s*-?\s*(?:ETA: \S+|\d+(?:\.\d+)?(?:ms|s|us|m)\b)?"
+)
+
+
+def keras(text: str) -> Extraction | None:
+    """Keras `N/T [====] - 52s 52ms/step - loss: 0.3 - val_loss: ..` (Keras 3: `━━━` bars)."""
+    m = _KERAS.match(text)
+    if m is None or ("[" not in text[: m.end()] and "━" not in text and "ms/step" not in text and "/step" not in text):
+        return None
+    if not re.search(r"\s-\s\w+: ", text) and "/step" not in text:
+        return None
+    st = None
+    rate = None
+    if (p := _PER_STEP.search(text)) is not None:
+        v = float(p.group("val")) * TIME_SCALE_S[p.group("unit").lower()]
+        if v > 0:
+            if p.group("per") == "sample":
+                rate = 1.0 / v
+            else:
+                st = v
+    loss = None
+    for f in fields(text):
+        if f.key == "loss":
+            loss = f.value
+            break
+    if st is None and loss is None and rate is None:
+        return None
+    return Extraction("keras", int(m.group("n")), st, loss, rate, "samples/s" if rate else None, int(m.group("total")))
+
+
+_TIMM = re.compile(
+    rf"\bTrain: (?P<epoch>\d+) \[\s*(?P<n>\d+)/(?P<total>\d+).*?\bLoss:\s*(?P<loss>{NUM})"
+    rf".*?\bTime:\s*(?P<time>{NUM})s?,\s*(?P<rate>{NUM})/s"
+)
+
+
+def timm(text: str) -> Extraction | None:
+    """timm `Train: 0 [ 100/5004 (  2%)]  Loss: 6.9 (6.9)  Time: 0.412s,  621.4/s  (..)`: the
+    current (not the running-mean) time and samples/s."""
+    m = _TIMM.search(text)
+    if m is None:
+        return None
+    t, r = float(m.group("time")), float(m.group("rate"))
+    return Extraction(
+        "timm", int(m.group("n")), t if t > 0 else None, float(m.group("loss")),
+        r if r > 0 else None, "samples/s" if r > 0 else None, int(m.group("total")),
+    )  # fmt: skip
+
+
+__all__ = ["Field", "Reading", "fields", "is_eval_line", "keras", "key_fields", "read_fields", "timm"]
