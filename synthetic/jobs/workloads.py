@@ -42,7 +42,7 @@ PEAK_FLOPS = 312e12  # A800 / A100 dense bf16
 
 @dataclass(frozen=True)
 class ModelVariant:
-    name: str  # canonical (schema.MODEL_ALIASES)
+    name: str  # canonical (aliases.MODEL_ALIASES)
     size_b: float
     hub_id: str  # how code usually names it (HF id, timm name, yaml, ...)
     dims: dict[str, int] = field(default_factory=dict)  # layers/hidden/heads for transformer LMs
