@@ -293,11 +293,11 @@ def summary_line(
     wins = sum(c["mean_jct"] > 0 for c in comparison.values())
     boot = [r.extra.get("bootstrap_share", 0.0) for r in rows if r.arm == "sia+sm"]
     fifo = compare(rows, "sia-fifo", "sia")
-    fifo_txt = f"; Sia vs FIFO mean JCT −{100 * np.mean([c['mean_jct'] for c in fifo.values()]):.0f}%" if fifo else ""
+    fifo_txt = f"; Sia vs FIFO mean JCT {_change(np.mean([c['mean_jct'] for c in fifo.values()]), 0)}" if fifo else ""
     return (
         f"Sia+SM vs Sia (t_prof {cfg.t_prof:g} s, detection {cfg.detection_rate:g}, {len(cfg.seeds)} seeds, source: {source}): "
-        f"mean JCT −{100 * cuts['mean_jct']:.1f}% (lower on {wins}/{len(comparison)} workloads), "
-        f"p99 −{100 * cuts['p99_jct']:.1f}%, makespan −{100 * cuts['makespan']:.1f}%, "
+        f"mean JCT {_change(cuts['mean_jct'])} (lower on {wins}/{len(comparison)} workloads), "
+        f"p99 {_change(cuts['p99_jct'])}, makespan {_change(cuts['makespan'])}, "
         f"bootstrap share {100 * float(np.mean(boot)) if boot else 0:.0f}%{fifo_txt}"
     )
 
@@ -369,3 +369,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _change(cut: float, digits: int = 1) -> str:
+    """A relative cut (0.1 = 10% lower) as a signed change: "−10.0%", or "+9.5%" when it rose."""
+    return f"{'−' if cut >= 0 else '+'}{abs(100 * cut):.{digits}f}%"
