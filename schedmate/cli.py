@@ -486,13 +486,15 @@ app.add_typer(experiment_app, name="experiment")
 ExpOut = Annotated[Path | None, typer.Option("--out", help="Output folder (default results/experiment-<name>).")]
 ExpSeeds = Annotated[int, typer.Option(help="Seeds (repeats).")]
 ExpLLM = Annotated[bool, typer.Option("--llm/--no-llm", help="Run the LLM agents (embedded local model; cached per artefact).")]
+ExpLLMModules = Annotated[str, typer.Option("--llm-modules", help="With --llm: which agents use it (advisor,tracker,failure).")]
 ExpCache = Annotated[Path | None, typer.Option("--cache-dir", help="Agent-result cache (default <out>/cache).")]
 ExpPre = Annotated[bool, typer.Option("--precomputed/--no-precomputed",
                                       help="Save each run's insights under <out>/insights and replay them on reruns.")]
 ExpHistory = Annotated[int, typer.Option(help="Prior historical jobs ingested before each run.")]
 
 
-def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, history: int) -> Any:
+def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, history: int,
+             llm_modules: str = "advisor,tracker,failure") -> Any:
     from schedmate.integrations.experiments.sources import SemanticSources
 
     llm_cfg = None
@@ -500,7 +502,8 @@ def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, hi
         from schedmate.llm import LLMConfig
 
         llm_cfg = LLMConfig(max_tokens=256, timeout_s=300.0, ctx=8192)
-    return SemanticSources(cache_dir=cache_dir or out / "cache", history=history, llm=llm_cfg,
+    modules = tuple(m.strip() for m in llm_modules.split(",") if m.strip())
+    return SemanticSources(cache_dir=cache_dir or out / "cache", history=history, llm=llm_cfg, llm_modules=modules,
                            precomputed=out / "insights" if precomputed else None)
 
 
@@ -518,6 +521,7 @@ def experiment_lucid(
     gpus: Annotated[int | None, typer.Option(help="Fix the cluster size (skip sizing).")] = None,
     arms: Annotated[str | None, typer.Option(help="Comma-separated arms (default: all; e.g. lucid,lucid+sm,tiresias,qssf).")] = None,
     llm: ExpLLM = False,
+    llm_modules: ExpLLMModules = "advisor,tracker,failure",
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 500,
@@ -529,7 +533,7 @@ def experiment_lucid(
 
     out = out or Path("results/experiment-lucid")
     names = [t.strip() for t in traces.split(",") if t.strip()]
-    with _sources(out, llm, cache_dir, precomputed, history) as make:
+    with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
         result = run_lucid_experiment(
             out, make_source=make, source_label=make.label, traces=names, seeds=seeds, n_jobs=jobs,
             sweep=tuple(float(x) for x in sweep.split(",") if x.strip()),
@@ -549,6 +553,7 @@ def experiment_sia(
     t_prof: Annotated[float, typer.Option(help="Seconds of seed profiling per GPU type.")] = 120.0,
     first_seed: Annotated[int, typer.Option(help="Seeds run are first_seed .. first_seed+seeds-1.")] = 0,
     llm: ExpLLM = False,
+    llm_modules: ExpLLMModules = "advisor,tracker,failure",
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 0,
@@ -560,7 +565,7 @@ def experiment_sia(
     cfg = SiaExperimentConfig(
         workloads=tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS,
         seeds=tuple(range(first_seed, first_seed + seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
-    with _sources(out, llm, cache_dir, precomputed, history) as make:
+    with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
         result = run_sia_experiment(out, make_source=make, config=cfg, progress=_say())
         console.print(f"agents: {_agent_counts(make.stats())}")
     console.print(str(result))
@@ -580,6 +585,7 @@ def experiment_standalone(
                                                       "('' for none).")] = "600,1800,3600,14400",
     detection_rates: Annotated[str, typer.Option(help="Detection rates for the handler sweep ('' for none).")] = "0,0.5,1",
     llm: ExpLLM = False,
+    llm_modules: ExpLLMModules = "advisor,tracker,failure",
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 500,
@@ -593,7 +599,7 @@ def experiment_standalone(
 
     out = out or Path("results/experiment-standalone")
     chosen = [a.strip() for a in arms.split(",") if a.strip()] if arms else list(ARMS)
-    with _sources(out, llm, cache_dir, precomputed, history) as make:
+    with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
         result = run_standalone_experiment(out, make_source=make, source_label=make.label, trace=trace, limit=limit,
                                            n_jobs=jobs, seeds=seeds, gpus=gpus, arms=chosen,
                                            resubmit_delays=floats(resubmit_delays),
