@@ -20,6 +20,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .repo_files import write
 from schedmate.agents.advisor.agent import (
     AgentConfig, MetadataExtractor, ScriptedToolChoice, merge_with_static,
 )
@@ -40,18 +41,13 @@ from .llm_stub import Reply, StubLLM
 # ----------------------------------------------------------------------------------------- helpers
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
 
 
 ARGPARSE_TRAIN = '''"""Train a ResNet-50 image classifier on ImageNet."""
 import argparse
 
 import torch
+
 
 
 def get_args():

@@ -21,18 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from .repo_files import write
 from schedmate.agents.advisor.knowledge import canonical_dataset, find_model, model_size_b, size_from_dims
 from schedmate.agents.advisor.launch import parse_launch
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.workload import WorkloadMetadata, normalize_dataset, normalize_model_name, normalize_task_type
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
 
 
 HF_SFT = '''"""Supervised fine-tuning (SFT) of a causal LM on an instruction dataset."""
@@ -201,6 +196,7 @@ def test_project_cli_with_a_positional_yaml(tmp_path: Path) -> None:
 NANOGPT_TRAIN = '''"""Train a GPT (nanoGPT-style): python train.py config/x.py --batch_size=32"""
 import os
 import torch
+
 from model import GPTConfig, GPT
 
 out_dir = 'out'

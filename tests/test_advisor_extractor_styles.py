@@ -24,16 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from .repo_files import write
 from schedmate.agents.advisor.knowledge import canonical_dataset, find_model, model_size_b, recurrent_lm_size
 from schedmate.agents.advisor.static_extractor import extract_static
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
+
 
 
 # ----------------------------------------------------------------------------------------- batch
