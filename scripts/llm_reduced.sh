@@ -14,7 +14,7 @@ for mode in no-llm llm; do
     $SM experiment sia --seeds 1 --workloads philly/workload-1.csv --limit 24 --"$mode" --llm-modules advisor \
         --out "$OUT/sia-$mode" --cache-dir "$OUT/cache-$mode" --no-precomputed ;; esac
   case ",$CASES," in *,lucid,*)
-    $SM experiment lucid --traces synthetic --jobs 16 --seeds 1 --sweep "" --gpus 8 --arms lucid,lucid+sm \
+    $SM experiment lucid --traces synthetic --jobs 12 --seeds 1 --sweep "" --gpus 8 --arms lucid,lucid+sm --history 12 \
         --"$mode" --llm-modules advisor,tracker --out "$OUT/lucid-$mode" --cache-dir "$OUT/cache-$mode" --no-precomputed ;; esac
   case ",$CASES," in *,standalone,*)
     $SM experiment standalone --trace synthetic --jobs 60 --seeds 1 --gpus 16 --resubmit-delays "" --detection-rates "" \
