@@ -437,6 +437,8 @@ def eval_advisor(
     threads: Annotated[str, typer.Option(help="Concurrent request counts for the throughput figure.")] = "1,2,4",
     users_mode: Annotated[str, typer.Option(help="Generated corpora: family (users own experiments) or shared "
                                                  "(one codebase, many users).")] = "family",
+    rate_point: Annotated[str, typer.Option(help="Rate x plan point estimate: mean (expected duration), p50, plan "
+                                                 "(full run), or dev (chosen on the dev split).")] = "mean",
     devset: Annotated[Path | None, typer.Option(help="Hand-written repositories with true metadata (jobs.jsonl); "
                                                     "'' to skip.")] = Path(__file__).resolve().parents[1] / "evals" / "devset" / "repos",
 ) -> None:
@@ -463,7 +465,9 @@ def eval_advisor(
     kwargs: dict[str, Any] = {"seed": seed} if seed is not None else {}
     cfg = AdvisorEvalConfig(n_history=history, n_new=new, threshold=threshold, agent_jobs=agent_jobs, llm=llm_cfg,
                             agent=agent_cfg, threads=tuple(int(t) for t in threads.split(",") if t), progress=say,
-                            users_mode=users_mode, **kwargs)
+                            users_mode=users_mode, rate_point=rate_point, **kwargs)
+    if rate_point not in ("mean", "p50", "plan", "dev"):
+        raise fail(f"--rate-point must be mean, p50, plan or dev, not {rate_point!r}")
     with progress:
         report = run_advisor_eval(data, out, cfg)
     console.print(summary_line(report))

@@ -322,3 +322,11 @@ def test_gpu_elasticity_learned_from_the_pool() -> None:
     assert gpu_elasticity(plan(), [sample("a"), sample("b", step_time_s=9.0)]) == 0.0
     # clipped to the physical range
     assert gpu_elasticity(plan(), [sample("a", gpus=1, step_time_s=1.0), sample("b", gpus=2, step_time_s=0.1)]) == -1.0
+
+
+def test_the_eval_refuses_an_unknown_rate_point(tmp_path: Path) -> None:
+    from schedmate.evals.harness.advisor import AdvisorEvalConfig, run_advisor_eval
+
+    with pytest.raises(ValueError, match="rate_point"):
+        run_advisor_eval(tmp_path / "data", tmp_path / "out", AdvisorEvalConfig(rate_point="median-ish"))
+    assert AdvisorEvalConfig().rate_point == "mean"  # the expected duration, fixed before any eval corpus
