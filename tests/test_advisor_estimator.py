@@ -253,6 +253,9 @@ def test_measured_history_and_exit_records(tmp_path: Path) -> None:
         if r.outcome.status == "completed" and r.outcome.steps_done >= 20:
             # wall time per step over the whole training phase
             assert got["step_time_s"] * r.outcome.steps_done + got["startup_s"] == pytest.approx(r.outcome.duration_s)
+        elif r.outcome.steps_done > 0:
+            # a run that did not finish: its end (crash, hang, drain) is not training time
+            assert got["step_time_s"] == r.log_spec["step_time_s"]
         if r.outcome.steps_done == 0:
             assert got["step_time_s"] is None and got["startup_s"] is None  # nothing logged past startup
     fps = {r.id: r.truth.model_dump() for r in recs}

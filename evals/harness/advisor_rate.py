@@ -44,8 +44,12 @@ def measured_fields(r: CorpusJob) -> dict[str, Any]:
     done = int(r.outcome.steps_done)
     startup = float(spec.get("startup_s") or 0.0) if done > 0 else None
     step = None
-    if done >= MIN_STEPS_FOR_WALL_RATE and startup is not None and r.outcome.duration_s > startup:
-        step = (r.outcome.duration_s - startup) / done  # wall per step: evaluation included
+    # Wall time per step (evaluation and checkpoints included) only for runs that ended by finishing:
+    # a failed or cancelled run's wall time also holds how it ended (a crash dump, a hang until the
+    # watchdog fired, a drain), which is not training; its logged step time is used instead.
+    finished = r.outcome.status == "completed"
+    if finished and done >= MIN_STEPS_FOR_WALL_RATE and startup is not None and r.outcome.duration_s > startup:
+        step = (r.outcome.duration_s - startup) / done
     elif done > 0 and spec.get("step_time_s"):
         step = float(spec["step_time_s"])
     spe = spec.get("steps_per_epoch")
