@@ -137,6 +137,11 @@ def simulate(
             )
     console.print(summary_table(comparison.summaries, f"{loaded.source}: {len(loaded.jobs)} jobs, {spec.total_gpus} GPUs"))
     console.print(f"wrote {', '.join(str(f) for f in comparison.files)}")
+    engine_s = sum(r.wall_seconds for r in comparison.results.values())
+    console.print(
+        f"time: engine {engine_s:.1f} s, metrics {comparison.metrics_seconds:.1f} s, "
+        f"CSV/JSON/plots {comparison.output_seconds:.1f} s"
+    )
 
 
 @app.command("trace-info")
