@@ -35,7 +35,17 @@ nothing is inferred. Formats (checked against the frameworks' printing code):
   LitGPT `iter time: 512 ms`, Caffe `Iteration 100 (3.45 iter/s, ..), loss = 2.3`, DLRM `12.3 ms/it`
 
 A bare duration (`time`, `seconds`, `latency`) is a step time only beside a step counter or a
-rate; a duration named per step (`step_time`, `batch_cost`, `52ms/step`, `ups`) stands alone.
+rate; a duration named per step (`step_time`, `batch_cost`, `52ms/step`, `ups`) stands alone,
+and replaces a bare one on the same line. Also read, whatever the trainer:
+
+- keys without a separator in delimited segments (`Train loss 3.5, It/sec 1.6, Tokens/sec 75`),
+  a unit after an aside (`0.72(0.65s r0.07)s/itr`), a unit named in the key (`speed(iter/s)`);
+- a unit per step makes any key a step time (`speed: 0.71 s/itr`); an interval's time is divided
+  by its steps (`28.9s/100 iters`, `time for 50 steps: 20.1s`, `time_per_100_steps`); a
+  samples/s rate beside a batch size gives batch / rate (never when either is per device);
+- durations since the start are never step times (`elapsed`, `total time`, `wall_time`,
+  `train_runtime`); a bare `N/T` fraction is a step counter (the one with the largest T, not an
+  epoch's, not a date).
 
 Evaluation lines (`Epoch(val)`, `Test: [`, `[Eval]`, fairseq `valid on 'valid' subset`,
 detectron2 `Inference done`, YOLO's `Class  Images  Instances` bar, a line headed `Validation`,
@@ -54,9 +64,13 @@ from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extr
 # -- tokens ---------------------------------------------------------------------------------------
 
 _TIME_UNIT = r"(?:ns|us|µs|μs|ms|msecs?|secs?|seconds?|mins?|s)"
+_PER = r"(?:step|it|itr|iter|batch|sample)"  # what a `<time>/<per>` unit is per (`s/itr`: 3DMPPE-style loggers)
 _RATE_UNIT = r"(?:[A-Za-z]+/s(?:ec)?(?:/gpu)?|/s)"
-_UNIT = rf"(?P<unit>{_TIME_UNIT}/(?:step|it|iter|batch|sample)|{_RATE_UNIT}|{_TIME_UNIT})(?![\w/])"
-_VALUE = rf"['\"]?(?P<val>{GROUPED}|{NUM})['\"]?(?![\d.]|:\d)(?:\s?{_UNIT})?"
+_UNIT = rf"(?P<unit>{_TIME_UNIT}/{_PER}|{_RATE_UNIT}|{_TIME_UNIT})(?![\w/])"
+# `0.72(0.65s r0.07)s/itr`: an aside in parentheses (a breakdown, a running mean) may sit between
+# a value and its unit; it is skipped only when a unit follows it.
+_ASIDE = r"(?:\s?\([^()]{1,40}\))?"
+_VALUE = rf"['\"]?(?P<val>{GROUPED}|{NUM})['\"]?(?![\d.]|:\d)(?:{_ASIDE}\s?{_UNIT})?"
 _WORD = r"[A-Za-z][\w./@%()\-]*"
 # `key: value` / `key=value` / `'key': value` / `"key": "value"`; a key may hold a few words
 # (`lm loss`, `train_step_timing in s`, `elapsed time per iteration (ms)`).
@@ -66,10 +80,19 @@ _KEY_BEFORE = re.compile(rf"(?<![\w.])['\"]?(?P<key>{_WORD}(?: {_WORD}){{0,4}})[
 # `key value` without a separator (fairseq pipes, nanoGPT, PyTorch examples): known keys only.
 _SPACE_KEYS = (
     r"loss|total_loss|train_loss|time|step_time|batch_time|iter_time|ms/batch|s/batch|ms/step|ms/it"
-    r"|wps|ups|tps|ips|step|iter|iteration|num_updates|epoch|dt"
+    r"|wps|ups|tps|ips|step|iter|itr|iteration|num_updates|epoch|dt"
 )
+_QUALIFIER = re.compile(r"(?<![\w.])(total|elapsed|wall|cumulative|run|eval|val|valid|test)[ _]\Z")
 _SPACE_PAIR = re.compile(rf"(?<![\w./])(?P<key>{_SPACE_KEYS})\s+{_VALUE}")  # run on the lowercased line
-_PER_STEP = re.compile(rf"(?<![\w.])(?P<val>{NUM})\s?(?P<unit>{_TIME_UNIT})/(?P<per>step|it|iter|batch|sample)\b")
+# `Iter 46: Train loss 3.5, Learning Rate 2e-08, It/sec 1.636, Tokens/sec 75.3` (MLX, many plain
+# loops): a delimited segment that is just `Some Key value[unit]` pairs its words with the value,
+# whatever the words are (the vocabulary then decides what they mean). Segments are split by
+# `,` `;` `|` a tab or two spaces; a segment with more after the value is not a pair.
+_SEG_DELIM = r"[,;|\t]|\s{2,}"
+_SEGMENT_PAIR = re.compile(
+    rf"(?:^|{_SEG_DELIM})\s*(?P<key>{_WORD}(?: {_WORD}){{0,3}})\s+{_VALUE}\s*(?=$|{_SEG_DELIM})"
+)
+_PER_STEP = re.compile(rf"(?<![\w.])(?P<val>{NUM})\s?(?P<unit>{_TIME_UNIT})/(?P<per>step|it|itr|iter|batch|sample)\b")
 _NAMED_BRACKET_COUNTER = re.compile(r"\b(?:step|iter\w*|batch)\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.IGNORECASE)
 _BRACKET_COUNTER = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(|\]|batches)|(?<![\w/.])(\d+)\s*/\s*(\d+)\s+(?:batches|\[|\()")
 
@@ -101,7 +124,13 @@ def fields(text: str) -> list[Field]:
     low = text.lower()  # same offsets; `µ` and friends keep their length
     if len(low) == len(text):
         for m in _SPACE_PAIR.finditer(low):
-            _add(out, text[m.start("key") : m.end("key")], m)
+            key = text[m.start("key") : m.end("key")]
+            if (q := _QUALIFIER.search(low, max(0, m.start("key") - 16), m.start("key"))) is not None:
+                key = f"{q.group(1)} {key}"  # `total time 3400s` is not a `time`
+            _add(out, key, m)
+    if " " in text:
+        for m in _SEGMENT_PAIR.finditer(text):
+            _add(out, m.group("key"), m)
     return [out[k] for k in sorted(out)]
 
 
@@ -114,7 +143,14 @@ def _add(out: dict[int, Field], key: str, m: re.Match[str]) -> None:
     except ValueError:
         return
     if math.isfinite(value):
-        out[start] = Field(_norm_key(key), key, value, m.group("unit"), start)
+        unit = m.group("unit")
+        if unit is None and (ku := _KEY_UNIT_PAREN.search(key)) is not None:
+            unit = ku.group(1)  # `train_speed(iter/s)`, `step_time (ms)`: the key names the unit
+        out[start] = Field(_norm_key(key), key, value, unit, start)
+
+
+_KEY_UNIT_PAREN = re.compile(rf"\(\s*({_TIME_UNIT}/{_PER}|{_RATE_UNIT}|{_TIME_UNIT})\s*\)\s*\Z")
+_STEP_RATE_UNIT = re.compile(r"(?:it|its|itr|iter|iters|iteration|iterations|step|steps|batch|batches)/s(?:ec)?")
 
 
 # -- vocabulary -----------------------------------------------------------------------------------
@@ -153,7 +189,14 @@ _RATE_SUFFIX: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # Composer `Train loss/train/total`, LitGPT `loss train:`, OpenNMT `xent`
 _LOSS_SUFFIX = re.compile(r"^(?:train_)?loss_train(?:_total)?$|^xent$")
-_STEP_KEYS = ("global_step", "num_updates", "iteration", "iter", "step", "steps", "current_steps", "it")
+_STEP_KEYS = ("global_step", "num_updates", "iteration", "iter", "itr", "step", "steps", "current_steps", "it")
+# Durations since the start of the run (or of the epoch), never a step's: `elapsed: 1234.5s`,
+# `train_runtime`, `wall_time`, `total_time`, `time_elapsed` (Megatron's `elapsed time per
+# iteration` is named per step and read as such first).
+_CUMULATIVE_KEY = re.compile(
+    r"(?:^|_)(?:elapsed|runtime|wall|wall_?clock|wall_?time|total_time|time_total|cumulative\w*|cum_time)"
+    r"(?:_time)?(?:_\(?(?:ms|s|sec|h)\)?)?$|^(?:time_)?elapsed"
+)
 
 
 def _time_scale(f: Field) -> float | None:
@@ -162,7 +205,7 @@ def _time_scale(f: Field) -> float | None:
     if unit in TIME_SCALE_S:
         return TIME_SCALE_S[unit]
     if unit and unit not in TIME_SCALE_S:
-        per = re.fullmatch(rf"({_TIME_UNIT})/(?:step|it|iter|batch)", unit)
+        per = re.fullmatch(rf"({_TIME_UNIT})/(?:step|it|itr|iter|batch)", unit)
         return TIME_SCALE_S[per.group(1)] if per else None
     k = f.key
     if re.search(r"(?:^|_|\()ms(?:$|_|\))", k):
@@ -223,10 +266,14 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
     step_time = inverse = None
     explicit = False
     rate = rate_unit = None
+    rate_key = ""
+    batch = None
+    batch_key = ""
     step = None
     for f in fs:
         kind, k = _key_kind(f.key)
         unit = (f.unit or "").lower()
+        unit = "it/s" if _STEP_RATE_UNIT.fullmatch(unit) else unit
         if kind == "eval":
             continue
         if kind == "loss":
@@ -235,10 +282,18 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
         if kind == "loss_any":
             loss_any = f.value if loss_any is None else loss_any
             continue
-        if kind == "time" and not (k == "seconds" and f.unit is not None):
-            if step_time is None and f.value > 0 and (scale := _time_scale(f)) is not None:
+        if (n := _PER_N_KEY.fullmatch(k)) and f.value > 0 and not explicit and (scale := _time_scale(f)) is not None:
+            step_time, explicit = f.value * scale / int(n.group(1)), True  # `time_per_100_steps: 12.3`
+            continue
+        per_step_unit = _PER_STEP_UNIT.fullmatch(unit) is not None
+        if per_step_unit or (kind == "time" and not (k == "seconds" and f.unit is not None)):
+            # A unit per step (`0.71 s/itr`, `52ms/step`) makes any key a step time; a time named
+            # per step replaces a bare `time` read earlier (modded-nanogpt's cumulative
+            # `train_time:250140ms` before its `step_avg:43.50ms`).
+            named = per_step_unit or k not in _BARE_TIME_KEYS
+            if (step_time is None or (named and not explicit)) and f.value > 0 and (scale := _time_scale(f)) is not None:
                 step_time = f.value * scale
-                explicit = k not in _BARE_TIME_KEYS
+                explicit = named
             continue
         if f.value > 0 and (kind == "inverse" or unit in _IT_UNITS):
             if (unit in _IT_UNITS or not unit) and inverse is None:
@@ -246,7 +301,10 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
             if kind == "inverse":
                 continue
         if rate is None and f.value > 0 and (r_unit := _rate_unit(f)) is not None and r_unit != "it/s":
-            rate, rate_unit = f.value, r_unit
+            rate, rate_unit, rate_key = f.value, r_unit, f.key + unit
+            continue
+        if batch is None and _BATCH_KEY.fullmatch(k) and f.value >= 1 and f.value == int(f.value):
+            batch, batch_key = int(f.value), f.key
             continue
         if step is None and kind == "step" and f.value >= 0 and f.value == int(f.value):
             step = int(f.value)
@@ -258,6 +316,8 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
     has_bracket = "[" in text or "batches" in text or "(" in text
     if step is None and has_bracket and (m := _NAMED_BRACKET_COUNTER.search(text) or _BRACKET_COUNTER.search(text)):
         step, total = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(3)), int(m.group(4)))
+    if step is None and "/" in text and (bare_counter := _fraction_counter(text)) is not None:
+        step, total = bare_counter
     per_unit = "/s" in text or "/it" in text or "/b" in text  # `/step`, `/sample`, `/iter`, `/batch`
     if step_time is None and per_unit and (m := _PER_STEP.search(text)) and m.group("per") != "sample":
         v = float(m.group("val"))
@@ -272,19 +332,69 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
             step_time = float(bare[0][0]) * TIME_SCALE_S[bare[0][1].lower()]
     if step_time is None and "/s" in text and (m := _BARE_STEP_RATE.search(text)) and float(m.group(1)) > 0:
         step_time, explicit = 1.0 / float(m.group(1)), True
+    if step_time is None and (m := _PER_N_STEPS.search(text)):
+        # `28.99s/100 iters`, `time for 50 steps: 20.1s`, `100 steps took 51.2 s`: an interval's time
+        g = next(i for i in ("", "2", "3") if m.group(f"val{i}"))
+        val, unit, n = m.group(f"val{g}"), m.group(f"unit{g}"), m.group(f"n{g}")
+        if float(val) > 0 and int(n) > 0:
+            step_time, explicit = float(val) * TIME_SCALE_S[(unit or "s").lower()] / int(n), True
     if rate is None and "/s" in text and (m := _BARE_RATE.search(text)):
         unit = _rate_unit(Field("", "", float(m.group(1).replace(",", "")), m.group(2), m.start()))
         if unit not in (None, "it/s"):
             rate, rate_unit = float(m.group(1).replace(",", "")), unit
+    if step_time is None and batch is not None and rate is not None and rate_unit in _PER_SAMPLE_UNITS:
+        # `batch_size: 32 ... samples/s: 64`: the line states both, so a step takes batch / rate
+        # (not when either is per device or per micro-batch: the two may count different GPUs)
+        if not _PER_DEVICE.search(rate_key + " " + batch_key):
+            step_time = batch / rate
     return Reading(step, step_time, loss if loss is not None else loss_any, rate, rate_unit, total, explicit)
 
 
 _BARE_DURATION = re.compile(rf"[(,|]\s*({NUM})\s?(ms|s|sec|secs)(?=\s*,)")  # listed beside other figures
 _BARE_STEP_RATE = re.compile(rf"(?<![\w./])({NUM})\s?(?:it|its|iter|iters|step|steps|batch|batches)/s(?:ec)?\b")
-_BARE_RATE = re.compile(rf"(?<![\w./])({GROUPED}|{NUM})\s?((?:samples|tokens|tok|images|img|imgs|examples|sequences|seqs)/s(?:ec)?)\b")
+# `36,389 tokens/s`, OpenNMT's `3595 src tok/s; 3669 tgt tok/s` and `5118/265 tok/s` (source/target
+# pair sharing one unit: the first, the source side, is read)
+_BARE_RATE = re.compile(
+    rf"(?<![\w./])({GROUPED}|{NUM})(?:/{NUM})?\s?(?:(?:src|source|tgt|target|input|output|train)\s)?"
+    rf"((?:samples|tokens|tok|images|img|imgs|examples|sequences|seqs)/s(?:ec)?)\b"
+)
 
 
 _IT_UNITS = ("it/s", "step/s", "steps/s")
+# A bare `N/T` with N <= T (`| epoch 011  3000 / 8223 loss=..`, OpenNMT `Epoch  1, 13400/37527;`):
+# not a date (`02/18 12:00`), not a rate (`5118/265 tok/s`), not an epoch's (`Epoch 0/7`).
+_FRACTION = re.compile(r"(?<![\w/.:])(\d+)\s?/\s?(\d+)(?![\w/.:]|\s?[A-Za-z]+/s)(?P<clock>\s+\d\d?:\d\d)?")
+_EPOCH_BEFORE = re.compile(r"(?:epoch|pass|ep)\s*\[?\s*\Z", re.IGNORECASE)
+
+
+def _fraction_counter(text: str) -> tuple[int, int] | None:
+    """The step counter among the line's bare `N/T` fractions: the one with the largest T (a
+    run has more steps than epochs), skipping those headed by `epoch`."""
+    best: tuple[int, int] | None = None
+    for m in _FRACTION.finditer(text):
+        n, t = int(m.group(1)), int(m.group(2))
+        if m.group("clock") and t <= 31:
+            continue  # `02/18 12:00:01`: a date
+        if 0 <= n <= t and t > 0 and not _EPOCH_BEFORE.search(text, max(0, m.start() - 8), m.start()):
+            best = (n, t) if best is None or t > best[1] else best
+    return best
+
+
+_STEP_WORDS = r"(?:steps?|its|iters?|iterations?|batch(?:es)?)"
+_PER_N_STEPS = re.compile(
+    rf"(?<![\w.])(?P<val>{NUM})\s?(?P<unit>{_TIME_UNIT})\s?/\s?(?P<n>\d+)\s?{_STEP_WORDS}\b"
+    rf"|\b(?:time|took)\s+(?:for|per|of)\s+(?:the\s+)?(?:last\s+)?(?P<n2>\d+)\s+{_STEP_WORDS}\s*[:=]?\s*(?P<val2>{NUM})"
+    rf"\s?(?P<unit2>{_TIME_UNIT})?(?![\w/])"
+    rf"|\b(?P<n3>\d+)\s+{_STEP_WORDS}\s+(?:took|in)\s+(?P<val3>{NUM})\s?(?P<unit3>{_TIME_UNIT})(?![\w/])",
+    re.IGNORECASE,
+)
+_PER_N_KEY = re.compile(
+    r"(?:time|secs?|seconds|s|ms)_(?:per|for)_(\d+)_(?:steps|iters|iterations|batches)(?:_\(?(?:ms|s|sec)\)?)?"
+)
+_BATCH_KEY = re.compile(r"(?:global_|total_|effective_)?(?:batch_size|bs)")
+_PER_SAMPLE_UNITS = ("samples/s", "sequences/s", "images/s")
+_PER_DEVICE = re.compile(r"gpu|device|rank|micro|per_dev|local", re.IGNORECASE)
+_PER_STEP_UNIT = re.compile(rf"{_TIME_UNIT}/(?:step|it|itr|iter|batch)")
 
 
 @lru_cache(maxsize=4096)
@@ -298,7 +408,11 @@ def _key_kind(key: str) -> tuple[str, str]:
         return "loss", k
     if k.endswith("loss") and not k.startswith("loss_"):
         return "loss_any", k
-    if k in _STEP_TIME_KEYS or _per_step_key(k) or _STEP_TIME_SUFFIX.search(k) or k == "seconds":
+    if _per_step_key(k) or (k in _STEP_TIME_KEYS and k != "time"):
+        return "time", k  # named per step (before the cumulative test: `elapsed_time_per_iteration`)
+    if _CUMULATIVE_KEY.search(k):
+        return "other", k
+    if k in _STEP_TIME_KEYS or _STEP_TIME_SUFFIX.search(k) or k == "seconds":
         return "time", k
     if k in _INVERSE_KEYS or _INVERSE_SUFFIX.search(k):
         return "inverse", k
@@ -309,7 +423,17 @@ def _key_kind(key: str) -> tuple[str, str]:
 
 def _per_step_key(key: str) -> bool:
     """`time_per_step_ms`, `iter_time_(s)`, `step_time_s` ...: a duration named per step."""
-    return bool(re.fullmatch(r"(?:step|iter|iteration|batch)_?time(?:_\(?(?:ms|s|sec)\)?)?", key))
+    return _PER_STEP_KEY.fullmatch(key) is not None
+
+
+_KEY_UNIT = r"(?:_\(?(?:ms|s|sec)\)?)?"
+# `step_time`, `iter_time_(ms)`, `time/batch` (char-rnn), `time_per_iter`, modded-nanogpt's
+# `step_avg` and `avg_step_time`: a duration per step, or a running mean of one.
+_PER_STEP_KEY = re.compile(
+    rf"(?:avg_|mean_)?(?:step|iter|itr|iteration|batch)_?time(?:_avg|_mean)?{_KEY_UNIT}"
+    rf"|(?:step|iter|itr|iteration|batch)_(?:avg|mean){_KEY_UNIT}"
+    rf"|time_(?:per_)?(?:step|it|itr|iter|iteration|batch){_KEY_UNIT}"
+)
 
 
 # -- training vs evaluation ----------------------------------------------------------------------
@@ -319,6 +443,7 @@ _EVAL_MARKERS = re.compile(
     r"|\bvalid on '"  # fairseq
     r"|\|\s*(?:valid|test)\s*\|"  # fairseq `| valid |`
     r"|\bInference done\b"  # detectron2
+    r"|\bSaving dict for global step\b"  # TF Estimator's evaluation results
     r"|\[(?i:eval|val|valid|validation|test|testing)\]"  # Paddle `[Eval]`, `[eval]`
     r"|\b(?:Validation|Test|Testing|Predicting) DataLoader\b|\bValidation sanity check\b"  # Lightning
     r"|\bClass\s+Images\s+(?:Instances|Labels)\b"  # YOLO
@@ -330,7 +455,7 @@ _HEAD_TOKEN = re.compile(
 )
 _EVAL_WORDS = ("val", "test", "eval", "predict")  # a head word (within the line's first 160 characters)
 _MARKER_HINTS = (
-    "(val", "(test", "valid on", "| valid", "| test", "inference done", "[eval", "[val", "[test", "dataloader",
+    "(val", "(test", "valid on", "| valid", "| test", "inference done", "saving dict", "[eval", "[val", "[test", "dataloader",
     "sanity check", "class ", "test:", "eval:", "val:", "valid:", "validation:",
 )  # fmt: skip
 _EVAL_HEAD = re.compile(

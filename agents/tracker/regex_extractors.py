@@ -258,7 +258,7 @@ _KV_LOSS = re.compile(r"(?<![\w/])((?:\w+[_ ])?loss)\b\s*[:=]?\s*(" + NUM + r")(
 _EVAL_WORDS = re.compile(r"^(?:val|valid|validation|eval|evaluation|test|dev)[_ ]", re.IGNORECASE)
 _KV_TIME = re.compile(
     r"\b(?:step[_ ]?time|iter(?:ation)?[_ ]?time|batch[_ ]?time|time[_ ]?per[_ ](?:step|iter(?:ation)?)"
-    r"|time/(?:step|iter)|time|dt|elapsed)"
+    r"|time/(?:step|iter)|(?<!total )(?<!total_)(?<!wall )(?<!wall_)(?<!elapsed )(?<!elapsed_)time|dt)"
     r"(?:[_ ]?\(?(?P<kunit>ms|s|sec|secs)\)?)?(?![A-Za-z])\s*[:=]?\s*(?P<v>" + NUM + r")(?![\d:])"
     r"\s*(?P<unit>ns|us|µs|μs|ms|msecs?|s|secs?|seconds?|mins?|minutes?)?(?![A-Za-z])",
     re.IGNORECASE,

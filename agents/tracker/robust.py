@@ -7,7 +7,9 @@ two guards real logs need:
 - a floor of `min_rel_spread` × |median| on the MAD, so a series whose values are mostly
   identical (step times printed with one decimal) does not throw away every value that differs
   in the last digit;
-- fewer than `min_n` values are kept as they are (three points cannot outvote each other).
+- fewer than `min_n` values are kept as they are (three points cannot outvote each other),
+  and summarised by their median, not their mean: with no filter, one warm-up or stalled step
+  among three would pull a mean by a third of its excess, a median not at all.
 
 MAD alone would get a *level shift* backwards: when a co-located job slows a training job down
 2x, the newest few step times are the truth and the older majority is history, yet MAD drops
@@ -15,6 +17,9 @@ the newest as outliers. `newest_regime` finds such a shift in a newest-first ser
 that best explains it as two medians, if the medians differ by `min_shift` and the split halves
 the absolute deviation), and only the newest regime is summarised. The same cuts off warm-up
 steps at the old end of a young job's window.
+
+A "step time" that grows in proportion to the step counter is a clock since the start
+(`cumulative_slope`); its slope, not its level, is the step time.
 """
 
 from __future__ import annotations
@@ -95,11 +100,44 @@ def newest_regime(
 def robust_mean(
     values: Sequence[float], k: float = 3.0, *, min_n: int = 4, min_rel_spread: float = 0.005
 ) -> RobustSummary:
-    """MAD-filter `values`, then summarise; raises ValueError on an empty input."""
+    """MAD-filter `values`, then summarise (the mean of the kept values; the median when there
+    are too few to filter, see the module docstring); raises ValueError on an empty input."""
     if not values:
         raise ValueError("robust_mean of an empty sequence")
     kept, dropped = mad_filter(values, k, min_n=min_n, min_rel_spread=min_rel_spread)
     med = statistics.median(values)
     mad = MAD_NORMAL * statistics.median(abs(v - med) for v in values)
-    mean = statistics.fmean(values[i] for i in kept)
+    mean = statistics.fmean(values[i] for i in kept) if len(values) >= min_n else statistics.median(values)
     return RobustSummary(mean, med, mad, tuple(kept), tuple(dropped))
+
+
+def cumulative_slope(
+    points_newest_first: Sequence[tuple[int | None, float]],
+    *,
+    min_points: int = 3,
+    max_slope_ratio: float = 2.0,
+    max_offset: float = 0.5,
+) -> tuple[float, int] | None:
+    """(value per step, points used) when a newest-first series of (step, value) is a clock
+    since the start rather than a per-step time (`train_time:250140ms`, `time 3400s`), else None.
+
+    Over the newest run whose step falls going back in time, the value must fall too, in
+    proportion to the step: every slope between neighbours within `max_slope_ratio` of the
+    others, and the newest value within `max_offset` of itself from slope x step. A per-step time
+    that drifts up has a tiny slope and a large offset; a flat or noisy one is not monotone.
+    """
+    run: list[tuple[int, float]] = []
+    for step, value in points_newest_first:
+        if step is None or (run and (step >= run[-1][0] or value >= run[-1][1])):
+            break
+        run.append((step, value))
+    if len(run) < min_points:
+        return None
+    slopes = sorted((a[1] - b[1]) / (a[0] - b[0]) for a, b in zip(run, run[1:]))
+    if slopes[0] <= 0 or slopes[-1] > max_slope_ratio * slopes[0]:
+        return None
+    slope = slopes[len(slopes) // 2]
+    step, value = run[0]
+    if abs(value - slope * step) > max_offset * value:
+        return None
+    return slope, len(run)

@@ -28,9 +28,12 @@ One pass (`MetricTracker.observe`):
    enough lines, a framework's own timer before a generic bar before LLM-read values, and a
    run-long training bar before evaluation bars that restart), keep only the newest regime if
    the values shift level (a slowdown, or warm-up at the old end), drop outliers by MAD
-   (`robust.py`), report the mean of the rest with its lines (the loss: the newest kept value,
-   since a loss trends and a window mean lags it). A log with step counters and
-   date-time stamps but no printed duration gets a step time from their slope (`derived`).
+   (`robust.py`), report the mean of the rest with its lines (the loss: the newest value,
+   since a loss trends and a window mean lags it, and a spike is news, not noise). A log with
+   step counters and date-time stamps but no printed duration gets a step time from their
+   slope (`derived`); a "step time" that grows in proportion to the step counter is a clock
+   since the start (`train_time: 250140ms`), and its slope is the step time (`+cumulative`).
+   Step counters that restart (per-epoch `[2][10/35]`) are not duplicates of the last epoch's.
 
 Result: a `TrackerReport` (estimates, the lines used and dropped, confidence, method, LLM
 status) or `NoSignal(reason)` when the log states no progress (spec §3.3: the host scheduler then
@@ -78,7 +81,7 @@ from schedmate.agents.tracker.regex_extractors import (
     timestamp_resolution,
 )
 from schedmate.agents.tracker.formats import is_eval_line
-from schedmate.agents.tracker.robust import newest_regime, robust_mean
+from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, robust_mean
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
@@ -525,7 +528,8 @@ class MetricTracker:
         loss_only = 0
         settled_at: int | None = None  # lines read when the chosen family filled up / losses did
         seen_text: set[str] = set()
-        seen_step: set[tuple[str, int]] = set()
+        seen_step: set[tuple[str, int, int]] = set()
+        counters: dict[str, _Counter] = {}  # per line shape: its step counter's restarts
         st = state.stats
         for cand in candidates:
             st.candidates += 1
@@ -545,7 +549,8 @@ class MetricTracker:
                 if ex is None:
                     continue
             if ex.step is not None:  # N ranks, or a line re-printed: one line per (shape, step)
-                key = (shape_key(cand.text), ex.step)
+                shape = shape_key(cand.text)
+                key = (shape, ex.step, counters.setdefault(shape, _Counter()).run(ex.step))
                 if key in seen_step:
                     st.duplicates += 1
                     continue
@@ -702,7 +707,8 @@ class MetricTracker:
         """Robust mean of one metric over the lines of ONE format family (`_pick_family`): a
         tqdm bar and Megatron's timer, or a training and an evaluation bar, time different
         loops, so their values are never averaged together. `current` (the loss): the value is
-        the newest line that is not an outlier -- a loss trends down, a window mean lags it."""
+        the newest line's -- a loss trends down, a window mean lags it, and a spike (divergence)
+        is what a reader of the loss must see, not an outlier to drop."""
         groups: dict[str, list[tuple[LineMetrics, float]]] = {}
         for g in good:
             v = get(g.extraction)
@@ -717,6 +723,11 @@ class MetricTracker:
                 fs.add(g.extraction.step)
         fmt = _pick_family(stats)
         rows = groups[fmt]  # newest first
+        if unit == "s" and (cum := cumulative_slope([(g.extraction.step, v) for g, v in rows])) is not None:
+            value, n_used = cum  # a clock since the start, not a step time: its slope is
+            used = [g for g, _ in rows[:n_used]]
+            return MetricEstimate(value, unit, value, 0.0, tuple(g.line for g in used), (), _method(used),
+                                  f"{fmt}+cumulative", tuple(k for k in groups if k != fmt))  # fmt: skip
         keep = newest_regime([v for _, v in rows])
         superseded = tuple(g.line for g, _ in rows[keep:])
         rows = rows[:keep]
@@ -724,7 +735,8 @@ class MetricTracker:
         kept = [rows[i][0] for i in summary.kept]
         methods = {g.method for g in kept}
         method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
-        value = rows[summary.kept[0]][1] if current and summary.kept else summary.mean
+        # the loss: the newest printed value, outlier or not (a spike is news, not noise)
+        value = rows[0][1] if current else summary.mean
         return MetricEstimate(
             value, unit, summary.median, summary.rel_spread,
             tuple(g.line for g in kept), tuple(rows[i][0].line for i in summary.dropped), method, fmt,
@@ -786,6 +798,27 @@ def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 3, min_tick
     method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
     lines = tuple(r[3].line for r in sorted(rows, key=lambda r: -r[1]))
     return MetricEstimate(value, "s", value, 0.0, lines, (), method, f"{fam}+timestamps")
+
+
+def _method(lines: Sequence[LineMetrics]) -> Method:
+    methods = {g.method for g in lines}
+    return "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[return-value]
+
+
+@dataclass(slots=True)
+class _Counter:
+    """A step counter seen newest first; `run` numbers its runs: a counter that goes *up* when
+    walking back in time was restarted (per-epoch counters: `Epoch [2][10/35]` after
+    `Epoch [1][30/35]`), so step 10 of epoch 2 is not a duplicate of step 10 of epoch 1."""
+
+    last: int | None = None
+    runs: int = 0
+
+    def run(self, step: int) -> int:
+        if self.last is not None and step > self.last:
+            self.runs += 1
+        self.last = step
+        return self.runs
 
 
 @dataclass(slots=True)
