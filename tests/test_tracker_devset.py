@@ -74,7 +74,7 @@ def test_judging_is_within_ten_percent_in_the_labels_unit() -> None:
 def test_devset_scoring_without_llm(classifier: LineClassifier, tmp_path: Path) -> None:
     folder = make_devset(tmp_path / "progress")
     summary, rows = run_devset_metrics(folder, classifier=classifier)
-    assert summary["items"] == 3 and set(summary["systems"]) == {"regex", "last-lines"}
+    assert summary["items"] == 3 and set(summary["systems"]) == {"regex", "regex-smoothed", "last-lines"}
     by_id = {r["id"]: r for r in rows}
     assert by_id["mm"]["systems"]["regex"]["judged"] == {"step_time": True, "loss": True}
     assert by_id["odd"]["systems"]["regex"]["judged"]["step_time"] is None  # no regex reads it: missed
@@ -85,6 +85,23 @@ def test_devset_scoring_without_llm(classifier: LineClassifier, tmp_path: Path) 
     assert summary["systems"]["regex"]["all"]["newest_line_is_last_line"] == 1.0
     line = write_devset_report(tmp_path / "out", summary, rows)
     assert "3 real logs" in line and "| regex | 3 | 33.3% (1/3) | 2 |" in (tmp_path / "out" / "devset_metrics.md").read_text()
+
+
+def test_the_last_step_time_is_the_newest_lines_and_the_smoothed_one_is_kept_beside_it(
+        classifier: LineClassifier, tmp_path: Path) -> None:
+    root = tmp_path / "progress"
+    (root / "logs").mkdir(parents=True)
+    # steady 0.40 s/it, then the newest line is slower (an eval or checkpoint stall inside the window)
+    times = [0.40] * 9 + [0.80]
+    lines = [f"02/18 12:{k:02d}:00 - mmengine - INFO - Epoch(train)  [1][{50 * (k + 1):4d}/7330]  lr: 1.0e-02  "
+             f"eta: 1:00:00  time: {t:.4f}  data_time: 0.0201  memory: 3500  loss: 1.5000" for k, t in enumerate(times)]
+    (root / "logs" / "s.log").write_text("\n".join(lines) + "\n")
+    (root / "labels.jsonl").write_text(json.dumps(_item("s", "logs/s.log", framework="mmengine", last_line=10,
+                                                        step_time_s=0.80, loss=1.5)) + "\n")
+    summary, rows = run_devset_metrics(root, classifier=classifier)
+    got = rows[0]["systems"]
+    assert got["regex"]["step_time_s"] == pytest.approx(0.80) and got["regex"]["judged"]["step_time"] is True
+    assert got["regex-smoothed"]["step_time_s"] < 0.6 and got["regex-smoothed"]["judged"]["step_time"] is False
 
 
 def test_devset_scoring_with_llm_shows_where_each_won(classifier: LineClassifier, tmp_path: Path) -> None:

@@ -171,6 +171,9 @@ class MetricEstimate:
     format: str = ""
     other_formats: tuple[str, ...] = ()
     superseded: tuple[SourceLine, ...] = ()  # older lines before a level shift (`newest_regime`)
+    # the newest line's own value (what "the last step time" means to a reader of the log); `value`
+    # is the steady estimate a slowdown check compares, robust to one eval or checkpoint spike
+    last: float | None = None
 
     @property
     def n(self) -> int:
@@ -224,6 +227,11 @@ class TrackerReport:
     @property
     def step_time_s(self) -> float | None:
         return self.step_time.value if self.step_time else None
+
+    @property
+    def last_step_time_s(self) -> float | None:
+        """The newest progress line's step time (`step_time_s` is the steady window estimate)."""
+        return self.step_time.last if self.step_time else None
 
     @property
     def steps_per_s(self) -> float | None:
@@ -727,7 +735,8 @@ class MetricTracker:
             value, n_used = cum  # a clock since the start, not a step time: its slope is
             used = [g for g, _ in rows[:n_used]]
             return MetricEstimate(value, unit, value, 0.0, tuple(g.line for g in used), (), _method(used),
-                                  f"{fmt}+cumulative", tuple(k for k in groups if k != fmt))  # fmt: skip
+                                  f"{fmt}+cumulative", tuple(k for k in groups if k != fmt), last=value)  # fmt: skip
+        newest = rows[0][1]
         keep = newest_regime([v for _, v in rows])
         superseded = tuple(g.line for g, _ in rows[keep:])
         rows = rows[:keep]
@@ -740,7 +749,7 @@ class MetricTracker:
         return MetricEstimate(
             value, unit, summary.median, summary.rel_spread,
             tuple(g.line for g in kept), tuple(rows[i][0].line for i in summary.dropped), method, fmt,
-            tuple(k for k in groups if k != fmt), superseded,
+            tuple(k for k in groups if k != fmt), superseded, newest,
         )  # fmt: skip
 
     def _annotate(self, span: Span, result: TrackerResult, state: _PassState) -> None:

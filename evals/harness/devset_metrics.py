@@ -5,7 +5,10 @@ training progress line.
 Systems (one pass per excerpt):
 
 - ``regex``      `MetricTracker(classifier, llm=None)`: the framework regexes/recognisers, dedup,
-  newest-regime and MAD aggregation; no LLM (the classifier is not consulted without one);
+  newest-regime and MAD aggregation; no LLM (the classifier is not consulted without one); scored
+  on its newest line's reading (`MetricEstimate.last`: the last step time, as the labels are);
+- ``regex-smoothed`` the same tracker's steady window estimate (`MetricEstimate.value`, what its
+  slowdown check compares), scored against the same last-line labels;
 - ``tracker``    the same with the LLM fallback (only with an LLM);
 - ``pure-llm``   the paper's baseline: the LLM reads the tail alone (`llm_baseline`), its answer
   taken as given; ``pure-llm+validation``: that answer read back from a training line of the
@@ -94,18 +97,26 @@ def _step_time(st: float | None, rate: float | None, unit: str | None) -> float 
 # -- systems ---------------------------------------------------------------------------------------
 
 
-def _tracker(tracker: MetricTracker, path: Path) -> Prediction:
+def _tracker(tracker: MetricTracker, path: Path, *, reading: str = "last") -> Prediction:
+    """`reading`: "last", the newest line's values (what the labels are); "smoothed", the steady
+    window estimate the tracker also reports (for slowdown checks)."""
     t0 = time.perf_counter()
     res = tracker.observe(path)
     dt = time.perf_counter() - t0
     if isinstance(res, NoSignal) or not res.ok:
         return Prediction(latency_s=dt, no_signal=True, error=res.reason, llm_calls=res.stats.llm_calls)
+
+    def pick(est: Any) -> float | None:
+        if est is None:
+            return None
+        return est.last if reading == "last" and est.last is not None else est.value
+
     tp = res.throughput
-    st = res.step_time.value if res.step_time else None
+    st = pick(res.step_time)
     return Prediction(
-        _step_time(st, tp.value if tp else None, tp.unit if tp else None),
+        _step_time(st, pick(tp), tp.unit if tp else None),
         res.loss.value if res.loss else None,
-        tp.value if tp else None,
+        pick(tp),
         tp.unit if tp else None,
         dt, False, res.method, res.step_time.format if res.step_time else (tp.format if tp else None),
         None, res.stats.llm_calls,
@@ -264,7 +275,7 @@ def run_devset_metrics(
     folder = Path(folder)
     items, errors = load_items(folder)
     items = items[:limit] if limit is not None else items
-    systems = ["regex", "last-lines"] + (["tracker", "pure-llm", "pure-llm+validation"] if llm is not None else [])
+    systems = ["regex", "regex-smoothed", "last-lines"] + (["tracker", "pure-llm", "pure-llm+validation"] if llm is not None else [])
     rows: list[dict[str, Any]] = []
     regex: MetricTracker | None = None
     full: MetricTracker | None = None
@@ -277,7 +288,8 @@ def run_devset_metrics(
         full = MetricTracker(classifier, llm, max_lines=N_LINES, llm_method=llm_method) if llm is not None else None
     for i, (path, item) in enumerate(items):
         assert regex is not None
-        preds: dict[str, Prediction] = {"regex": _tracker(regex, path), "last-lines": _last_lines(path)}
+        preds: dict[str, Prediction] = {"regex": _tracker(regex, path), "regex-smoothed": _tracker(regex, path, reading="smoothed"),
+                                        "last-lines": _last_lines(path)}
         if full is not None and llm is not None:
             preds["tracker"] = _tracker(full, path)
             preds["pure-llm"], preds["pure-llm+validation"] = _pure_llm(llm, path, llm_method)
