@@ -29,7 +29,7 @@ share of failed-attempt GPU time (Acme ≈ 82%) are measured and reported (`Fail
 
 The world runs in `FailureSimulator`, an engine subclass that strikes failures at their times.
 On a failure the attempt's progress goes back to the last checkpoint and the policy's
-`on_failure` is asked (the failed node is told to it as `job.info["failed_node"]`: the host whose
+`on_failure` is asked (the failed node is told to it as `job.failed_node`: the host whose
 task died, which any scheduler sees). If the policy does not resume the job: an application
 error ends it as FAILED; an infrastructure failure ends the attempt and the user resubmits the
 job `resubmit_delay` (D) later as a new arrival; JCT counts from the first submit.
@@ -416,7 +416,8 @@ class FailureSimulator(Simulator):
                 self.cordoned[node] = True
                 w.counts["ops_cordons"] += 1
                 self._start_repair(node, by="ops")
-        job.info["failed_node"] = node
+        job.failed_node = node
+        job.info["failed_node"] = node  # legacy mirror of the typed field (older readers)
         self._fail(job, cause)
 
     def _fail(self, job: JobState, cause: Cause) -> None:

@@ -134,7 +134,7 @@ class SiaSchedMate(Sia):
         self.bootstraps[job.job_id] = record
         c.bootstrapped += 1
         c.wrong_app += record.wrong_app
-        return copy_model(source_model, app, root=self.throughput.root)
+        return copy_model(source_model, app, root=self.speed_model.root)
 
     def profiling_seconds(self, job: JobState, model: SiaJobModel) -> float:
         b = self.bootstraps.get(job.job_id)

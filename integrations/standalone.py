@@ -31,7 +31,7 @@ diagnosis (`InsightSource.diagnose`; `failures_sim.CauseDiagnosis` gives it the 
 attempt's true cause), thinned by `detection_rate` (a hash draw per job and attempt). A diagnosed
 infrastructure failure resumes the job from its last checkpoint with its original priority after
 the diagnosis's measured `latency_s` + `recovery_s` (300 s), and cordons the failed node (the
-host whose task died, `job.info["failed_node"]`); the world repairs and returns the node. A job
+host whose task died, `job.failed_node`); the world repairs and returns the node. A job
 that fails again with no progress since its last resume (a restarted application error) is not
 resumed a second time. Everything else takes the world's no-handler path (`failures_sim`).
 """
@@ -194,7 +194,7 @@ class _SchedMate(Policy):
         c.true_positives += truth is True
         c.false_positives += truth is False
         c.diagnosis_latency_s += insight.latency_s
-        node = job.info.get("failed_node")
+        node = job.failed_node
         if node is not None:
             self._cordon_now.append(int(node))
             c.cordons += 1

@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from schedmate.schedulers.registry import BUILTIN as POLICY_NAMES  # names only: imports no policy
+
 from .config import shared_data_dir
 
 app = typer.Typer(
@@ -95,7 +97,7 @@ def summary_table(summaries: dict, title: str) -> Table:  # type: ignore[type-ar
 @app.command()
 def simulate(
     trace: Annotated[str, typer.Option(help="Trace file, or 'synthetic[:profile]' for the calibrated generator.")] = "synthetic",
-    policies: Annotated[str, typer.Option(help="Comma-separated policies; '+bf' adds backfilling.")] = DEFAULT_POLICIES,
+    policies: Annotated[str, typer.Option(help=f"Comma-separated policies ({', '.join(POLICY_NAMES)}, or any registered through the 'schedmate.policies' entry points); '+bf' adds backfilling.")] = DEFAULT_POLICIES,
     cluster: Annotated[str, typer.Option(help="Cluster: '64', '8x8', '6x4:T4,2x8:A100'.")] = "64",
     limit: Annotated[int | None, typer.Option(help="Use only the N earliest-submitted jobs.")] = None,
     jobs: Annotated[int, typer.Option(help="Jobs to generate for a synthetic trace.")] = 2000,

@@ -1,15 +1,21 @@
 """Cluster model: nodes with a GPU type and count, optional virtual clusters and topology.
 
-Topology is node → leaf/ToR switch → spine/pod; placement-aware policies read it through
-`ClusterSpec.switch_of` / `pod_of`. Specs are immutable; the engine keeps free-GPU counts apart.
+Topology is node → leaf/ToR switch → spine/pod → cluster (`topology.Topology`): each node names
+its switch and pod, and the spec carries the per-level bandwidths. Placement-aware policies ask
+`level_of(placement)` / `bandwidth_of(placement)` or `group_ids(level)`. Specs are immutable; the
+engine keeps free-GPU counts apart.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .job import Placement
+from .topology import DEFAULT_TOPOLOGY, Level, Topology  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,11 +32,13 @@ class NodeSpec:
 class ClusterSpec:
     """An immutable description of the cluster.
 
-    `gpu_speed` gives a relative speed per GPU type (1.0 when absent) for heterogeneous clusters.
+    `gpu_speed` gives a relative speed per GPU type (1.0 when absent) for heterogeneous clusters;
+    `topology` the switch/pod grouping the parsers use and the bandwidth of each level.
     """
 
     nodes: tuple[NodeSpec, ...]
     gpu_speed: dict[str, float] = field(default_factory=dict)
+    topology: Topology = DEFAULT_TOPOLOGY
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -43,6 +51,7 @@ class ClusterSpec:
         cap = np.array([n.gpus for n in self.nodes], dtype=np.int64)
         cap.setflags(write=False)
         object.__setattr__(self, "_capacity", cap)
+        object.__setattr__(self, "_groups", {})
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -53,30 +62,36 @@ class ClusterSpec:
         gpu_type: str = "V100",
         nodes_per_switch: int | None = None,
         switches_per_pod: int | None = None,
+        topology: Topology | None = None,
     ) -> ClusterSpec:
+        """Identical nodes. Nodes name no switch/pod unless `nodes_per_switch` or `topology` is given
+        (kept so existing homogeneous experiments place exactly as before)."""
+        pods = topology is not None or bool(nodes_per_switch and switches_per_pod)
+        if topology is None and nodes_per_switch:
+            topology = Topology(nodes_per_switch, switches_per_pod or DEFAULT_TOPOLOGY.switches_per_pod)
+        named = topology is not None
+        topo = topology or DEFAULT_TOPOLOGY
         return cls(
             tuple(
                 NodeSpec(
                     name=f"node{i:04d}",
                     gpus=gpus_per_node,
                     gpu_type=gpu_type,
-                    switch=f"sw{i // nodes_per_switch}" if nodes_per_switch else None,
-                    pod=(
-                        f"pod{i // (nodes_per_switch * switches_per_pod)}"
-                        if nodes_per_switch and switches_per_pod
-                        else None
-                    ),
+                    switch=topo.switch_name(i) if named else None,
+                    pod=topo.pod_name(i) if pods else None,
                 )
                 for i in range(num_nodes)
-            )
+            ),
+            topology=topo,
         )
 
     @classmethod
-    def parse(cls, text: str) -> ClusterSpec:
+    def parse(cls, text: str, topology: Topology = DEFAULT_TOPOLOGY) -> ClusterSpec:
         """Parse a compact description.
 
         `64` (64 GPUs, 8 per node), `8x8` (8 nodes × 8 GPUs), `8x8:A100`, or a heterogeneous list
-        `6x4:T4,2x8:A100,3x8:2080Ti`. Nodes are grouped 4 per switch and 4 switches per pod.
+        `6x4:T4,2x8:A100,3x8:2080Ti`. Nodes are grouped by `topology` (default 4 per switch and 4
+        switches per pod).
         """
         nodes: list[NodeSpec] = []
         for part in (p.strip() for p in text.split(",")):
@@ -100,9 +115,9 @@ class ClusterSpec:
             for _ in range(count):
                 i = len(nodes)
                 nodes.append(
-                    NodeSpec(f"{gtype.lower()}-{i:04d}", per_i, gtype, None, f"sw{i // 4}", f"pod{i // 16}")
+                    NodeSpec(f"{gtype.lower()}-{i:04d}", per_i, gtype, None, topology.switch_name(i), topology.pod_name(i))
                 )
-        return cls(tuple(nodes))
+        return cls(tuple(nodes), topology=topology)
 
     # -- queries --------------------------------------------------------------------------------
     @property
@@ -143,3 +158,42 @@ class ClusterSpec:
         mask.setflags(write=False)
         self._masks[key] = mask  # type: ignore[attr-defined]
         return mask
+
+    # -- topology -------------------------------------------------------------------------------
+    def group_ids(self, level: Level) -> np.ndarray:
+        """Per node, an integer id of its group at `level` (equal ids = same group; read-only).
+
+        A node that names no switch (or pod) is a group of its own at that level."""
+        cached = self._groups.get(level)  # type: ignore[attr-defined]
+        if cached is not None:
+            return cached
+        if level is Level.NODE:
+            ids = np.arange(len(self.nodes))
+        elif level is Level.CLUSTER:
+            ids = np.zeros(len(self.nodes), dtype=np.int64)
+        else:
+            names: dict[str, int] = {}
+            attr = "switch" if level is Level.SWITCH else "pod"
+            out = []
+            for i, node in enumerate(self.nodes):
+                key = getattr(node, attr)
+                out.append(names.setdefault(key, len(names)) if key is not None else -1 - i)
+            ids = np.array(out, dtype=np.int64)
+        ids.setflags(write=False)
+        self._groups[level] = ids  # type: ignore[attr-defined]
+        return ids
+
+    def level_of(self, nodes: Iterable[int] | Placement) -> Level:
+        """The smallest level holding every node given (node indices or a placement)."""
+        idx = sorted({n if isinstance(n, int | np.integer) else n[0] for n in nodes})
+        if len(idx) <= 1:
+            return Level.NODE
+        for level in (Level.SWITCH, Level.POD):
+            ids = self.group_ids(level)[idx]
+            if (ids == ids[0]).all():
+                return level
+        return Level.CLUSTER
+
+    def bandwidth_of(self, placement: Placement) -> float:
+        """GB/s of the slowest link a collective over `placement` crosses (`Topology.bandwidth`)."""
+        return self.topology.bandwidth(self.level_of(placement))

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .job import Placement
+from .job import ParallelPlan, Placement
 
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Run a waiting job on `placement` (its GPU count may differ from the request: elastic)."""
+    """Run a waiting job on `placement` (its GPU count may differ from the request: elastic).
+
+    `plan` is the parallelism to run with; None keeps the job's plan, scaled in `dp` to the GPU
+    count (a plain data-parallel job keeps none)."""
 
     job_id: str
     placement: Placement
     profiling: bool = False
+    plan: ParallelPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +34,12 @@ class Preempt:
 
 @dataclass(frozen=True, slots=True)
 class Resize:
-    """Move a running job to a placement with a different GPU count (pays the restart cost)."""
+    """Elastic resize: move a running job to a placement with another GPU count (or another
+    `plan`, e.g. more pipeline stages). It keeps its progress and pays the restart cost."""
 
     job_id: str
     placement: Placement
+    plan: ParallelPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)

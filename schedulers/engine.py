@@ -33,11 +33,12 @@ from .decisions import (
     Uncordon,
 )
 from .interference import ConstantInterference, InterferenceModel
-from .job import FinalStatus, JobSpec, JobState, Phase, Placement
+from .job import FinalStatus, JobSpec, JobState, ParallelPlan, Phase, Placement
 from .placement import Consolidate, Placer
 from .policy import ClusterView, Policy
 
 _END, _WAKE, _ROUND, _PROGRESS, _RESUBMIT = 0, 1, 2, 3, 4
+REJECTED = "rejected by the policy at admission"
 _EPS = 1e-6
 
 Scaling = Callable[[JobSpec, int], float]
@@ -46,8 +47,8 @@ Scaling = Callable[[JobSpec, int], float]
 Throughput = Callable[[JobState, ClusterSpec], float]
 """Speed of a job on its current placement, in work-seconds per second (1.0 = the trace's pace).
 
-Replaces `Scaling` and per-type speeds when a policy models throughput itself (Sia's goodput
-model depends on GPU type, node count and batch size). Co-location factors still apply on top.
+A caller's override of the policy's own model (`Policy.throughput`), e.g. to replay every policy
+under one true speed model. Co-location factors still apply on top.
 """
 
 
@@ -111,8 +112,10 @@ class Simulator:
         self.placer = placer or Consolidate()
         self.interference = interference or ConstantInterference()
         self.scaling = scaling
-        # A policy that models throughput itself (Sia) supplies it unless the caller overrides.
-        self.throughput = throughput if throughput is not None else getattr(policy, "throughput", None)
+        # Speeds come from the policy's declared model (`Policy.throughput`) unless overridden here.
+        self.throughput = throughput
+        # Shortcut, same numbers: a policy that keeps the default model skips two calls per speed.
+        self._default_speed = type(policy).throughput is Policy.throughput
         self._report = report  # called as (jobs ended, jobs total) every 1% of jobs
         specs = sorted(jobs, key=lambda s: (s.submit_time, s.job_id))
         self.jobs: dict[str, JobState] = {}
@@ -273,12 +276,19 @@ class Simulator:
             job.attained_gpu_time += job.num_gpus * dt
             job.last_update = now
 
+    def base_speed(self, spec: JobSpec, placement: Placement) -> float:
+        """Placement-blind speed: `scaling` at the GPU count times the slowest GPU type's speed."""
+        type_speed = min(self.cluster.speed_of(self.cluster.nodes[n].gpu_type) for n, _ in placement)
+        return self.scaling(spec, sum(k for _, k in placement)) * type_speed
+
     def _speed(self, job: JobState) -> float:
-        spec = job.spec
         if self.throughput is not None:
-            return self.throughput(job, self.cluster) * self._coloc.get(spec.job_id, 1.0)
-        type_speed = min(self.cluster.speed_of(self.cluster.nodes[n].gpu_type) for n, _ in job.placement)
-        return self.scaling(spec, job.num_gpus) * type_speed * self._coloc.get(spec.job_id, 1.0)
+            speed = self.throughput(job, self.cluster)
+        elif self._default_speed:
+            speed = self.base_speed(job.spec, job.placement)
+        else:
+            speed = self.policy.throughput(job, job.placement, self.view)
+        return speed * self._coloc.get(job.spec.job_id, 1.0)
 
     def _schedule_end(self, job: JobState) -> None:
         job.version += 1
@@ -319,11 +329,13 @@ class Simulator:
         mask = self.cluster.eligible_mask(job.spec.gpu_types, job.spec.vc)
         capacity = int(self.cluster.capacity()[mask].sum()) if mask.any() else 0
         if job.spec.num_gpus > capacity:
-            job.info["unschedulable"] = f"asks {job.spec.num_gpus} GPUs; eligible capacity {capacity}"
+            job.cancel_reason = f"asks {job.spec.num_gpus} GPUs; eligible capacity {capacity}"
+            job.info["unschedulable"] = job.cancel_reason  # legacy mirror, read by metrics.py reports
             self._terminate(job, Phase.CANCELLED)  # after the note, so on_finish sees why
             return
         if not self.policy.admit(job, self.view):
-            job.info["rejected"] = True
+            job.cancel_reason = REJECTED
+            job.info["rejected"] = True  # legacy mirror, read by metrics.py reports
             self._terminate(job, Phase.CANCELLED)
             return
         job.phase = Phase.QUEUED
@@ -418,7 +430,22 @@ class Simulator:
         self._note_speed(job, self.now)
         job.version += 1
 
+    def _plan_for(self, d: Start | Resize, job: JobState, placement: Placement) -> ParallelPlan | None:
+        """The plan a start/resize runs with: the decision's, else the job's scaled in `dp`."""
+        n = sum(k for _, k in placement)
+        if d.plan is not None:
+            if d.plan.gpus != n:
+                raise self._bad(d, f"plan {d.plan} needs {d.plan.gpus} GPUs, placement has {n}")
+            return d.plan
+        base = job.plan or job.spec.plan
+        if base is None:
+            return None
+        if n % base.model_parallel:
+            raise self._bad(d, f"{n} GPUs do not hold whole replicas of {base}; give a plan")
+        return base.with_gpus(n)
+
     def _launch(self, job: JobState, placement: Placement, phase: Phase) -> None:
+        """Put `job` on `placement` (callers set `job.plan` first: speed models may read it)."""
         restarting = job.first_start is not None  # launched before (run_time may still be 0)
         job.placement = placement
         job.num_gpus = sum(k for _, k in placement)
@@ -483,7 +510,9 @@ class Simulator:
         if not job.phase.is_waiting:
             raise self._bad(d, f"job is {job.phase.value}, not waiting (double start?)")
         self._check_placement(d, job, d.placement)
+        plan = self._plan_for(d, job, d.placement)
         self._take(d.placement)
+        job.plan = plan
         self._launch(job, d.placement, Phase.PROFILING if d.profiling else Phase.RUNNING)
 
     def _do_preempt(self, d: Preempt | Evict) -> None:
@@ -493,7 +522,8 @@ class Simulator:
         if isinstance(d, Evict):
             if job.colocated_with is None:
                 raise self._bad(d, "job is not co-located")
-            job.info["evicted"] = True
+            job.evictions += 1
+            job.info["evicted"] = True  # legacy mirror for reports
         self._release(job)
         if isinstance(d, Preempt) and d.discard_progress:
             job.wasted_gpu_time += job.progress * job.spec.num_gpus
@@ -513,10 +543,14 @@ class Simulator:
         if isinstance(d, Migrate) and new_n != job.num_gpus:
             raise self._bad(d, f"migration changes the GPU count {job.num_gpus}→{new_n}; use Resize")
         self._check_placement(d, job, d.placement, extra=job.placement)
+        plan = self._plan_for(d, job, d.placement) if isinstance(d, Resize) else job.plan
         phase = job.phase
         self._release(job)
-        job.checkpoint = job.progress
+        job.checkpoint = job.progress  # progress carries over: only the restart cost is paid
+        if isinstance(d, Resize):
+            job.resizes += 1
         self._take(d.placement)
+        job.plan = plan
         self._launch(job, d.placement, phase)
 
     def _do_colocate(self, d: Colocate) -> None:
@@ -536,6 +570,7 @@ class Simulator:
         host.colocated_with, job.colocated_with = job.job_id, host.job_id
         self._coloc[host.job_id], self._coloc[job.job_id] = s_host, s_job
         self._respeed(host)
+        job.plan = job.spec.plan  # same GPU count as asked
         self._launch(job, host.placement, Phase.RUNNING)
 
     def _do_refresh(self, d: Refresh) -> None:

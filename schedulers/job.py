@@ -41,6 +41,51 @@ class Phase(str, Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ParallelPlan:
+    """3D parallelism of a job: tensor (`tp`), pipeline (`pp`) and data (`dp`) parallel degrees.
+
+    GPUs = tp·pp·dp. Megatron's rank order is assumed (TP innermost, then DP, then PP), so a TP
+    group should sit inside a node and a PP stage's DP replicas as close as the topology allows.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+
+    def __post_init__(self) -> None:
+        if min(self.tp, self.pp, self.dp) < 1:
+            raise ValueError(f"parallel degrees must be >= 1, got tp={self.tp} pp={self.pp} dp={self.dp}")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs holding one model replica (tp·pp): the unit an elastic job grows or shrinks by."""
+        return self.tp * self.pp
+
+    def with_gpus(self, n: int) -> ParallelPlan:
+        """The same model split on `n` GPUs (only `dp` changes); `n` must be a multiple of tp·pp."""
+        if n < 1 or n % self.model_parallel:
+            raise ValueError(f"{n} GPUs do not hold whole replicas of tp={self.tp} x pp={self.pp}")
+        return ParallelPlan(self.tp, self.pp, n // self.model_parallel)
+
+    def __str__(self) -> str:
+        return f"TP{self.tp}xPP{self.pp}xDP{self.dp}"
+
+
+def per_gpu_batch(global_batch: int | float, n: int) -> float:
+    """Fixed global batch on `n` data-parallel GPUs: each gets global/n samples (Ares, Arena).
+
+    Scaling out keeps the optimisation the same (same global batch, same number of steps), so
+    progress carries over a resize unchanged and only the step time changes."""
+    if n < 1:
+        raise ValueError("a job needs at least one GPU")
+    return global_batch / n
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """One job as the trace describes it.
 
@@ -63,12 +108,18 @@ class JobSpec:
     attributes: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     code_dir: str | None = None
     log_file: str | None = None
+    plan: ParallelPlan | None = None
+    global_batch: int | None = None
 
     def __post_init__(self) -> None:
         if self.num_gpus < 1:
             raise ValueError(f"job {self.job_id}: num_gpus must be >= 1, got {self.num_gpus}")
         if self.duration < 0 or self.submit_time < 0:
             raise ValueError(f"job {self.job_id}: negative duration or submit time")
+        if self.plan is not None and self.plan.gpus != self.num_gpus:
+            raise ValueError(f"job {self.job_id}: plan {self.plan} has {self.plan.gpus} GPUs, asks {self.num_gpus}")
+        if self.global_batch is not None and self.global_batch < 1:
+            raise ValueError(f"job {self.job_id}: global_batch must be >= 1")
 
     @property
     def total_work(self) -> float:
@@ -106,7 +157,14 @@ class JobState:
     failures: int = 0
     failed_once: bool = False
     version: int = 0  # bumps when the job's finish time may change; stale events are dropped
-    info: dict[str, Any] = field(default_factory=dict)  # policy-owned annotations
+    plan: ParallelPlan | None = None  # parallelism of the current (or last) run; None: plain DP
+    resizes: int = 0  # Resize decisions applied (also counted in `restarts`)
+    evictions: int = 0  # times evicted from shared GPUs
+    cancel_reason: str | None = None  # why a job ended cancelled at submission (unschedulable / rejected)
+    failed_node: int | None = None  # node of the last failure, when the failure source knows it
+    # Trace metadata and annotations that integrations attach (e.g. `failed_logs`). Policies keep
+    # their own per-job state in typed structures of their own, not here.
+    info: dict[str, Any] = field(default_factory=dict)
     # (time, speed, progress at that time) at every change of speed: the job's simulated history,
     # from which the simulator writes what its log would say (progress only after restart cost)
     speed_log: list[tuple[float, float, float]] = field(default_factory=list)

@@ -1,7 +1,10 @@
 """Placement: which GPUs a started job gets. Separate from ordering so policies can swap it.
 
-A placer is a pure function of the free-GPU vector: it never mutates it and returns None when the
-job does not fit. All placers here are deterministic (ties go to the lowest node index).
+A placer is a pure function of the job and the free-GPU vector: it never mutates either and returns
+None when the job does not fit. It sees the job it places (`job.spec.plan`: TP/PP/DP degrees,
+`global_batch`) so a topology-aware placer can keep a TP group inside a node or a PP stage inside a
+pod; `n` is the GPU count asked now (an elastic start or resize may differ from the request). All
+placers here ignore the job's plan and are deterministic (ties go to the lowest node index).
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ from typing import Protocol
 import numpy as np
 
 from .cluster import ClusterSpec
-from .job import Placement
+from .job import JobState, Placement
 
 
 class Placer(Protocol):
     name: str
 
     def place(
-        self, free: np.ndarray, eligible: np.ndarray, n: int, cluster: ClusterSpec
+        self, job: JobState, free: np.ndarray, eligible: np.ndarray, n: int, cluster: ClusterSpec
     ) -> Placement | None: ...
 
 
@@ -45,7 +48,7 @@ class Consolidate:
 
     name = "consolidate"
 
-    def place(self, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+    def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
         candidates = np.flatnonzero(eligible & (free > 0))
         if candidates.size == 0:
             return None
@@ -61,7 +64,7 @@ class Spread:
 
     name = "spread"
 
-    def place(self, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+    def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
         candidates = np.flatnonzero(eligible & (free > 0))
         if int(free[candidates].sum()) < n:
             return None
@@ -88,8 +91,8 @@ class TopologyAware:
 
     name = "topology"
 
-    def place(self, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
-        single = Consolidate().place(free, eligible, n, cluster)
+    def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+        single = Consolidate().place(job, free, eligible, n, cluster)
         if single is not None and len(single) == 1:
             return single
         candidates = np.flatnonzero(eligible & (free > 0))

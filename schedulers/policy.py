@@ -8,13 +8,13 @@ returns them; the engine validates and applies them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .cluster import ClusterSpec
-from .decisions import Colocate, Decision, Preempt, Start
-from .job import JobState, Phase
+from .decisions import Colocate, Decision, Preempt, Resize, Start
+from .job import JobSpec, JobState, ParallelPlan, Phase, Placement
 from .placement import Placer
 
 if TYPE_CHECKING:
@@ -86,6 +86,11 @@ class ClusterView:
         """Oracle work left (for oracle policies such as SRTF)."""
         return max(0.0, job.remaining - (self.progress(job) - job.progress))
 
+    def base_speed(self, job: JobState, placement: Placement) -> float:
+        """The engine's placement-blind speed of `job` on `placement`: its `scaling` at that GPU
+        count times the slowest GPU type's relative speed (`Policy.throughput`'s default)."""
+        return self._sim.base_speed(job.spec, placement)
+
     def wake_at(self, time: float) -> None:
         """Ask for `schedule` to be called again at `time` even if nothing else happens."""
         self._sim.request_wakeup(time)
@@ -110,20 +115,56 @@ class Plan:
         return self.view.cluster.eligible_mask(job.spec.gpu_types, job.spec.vc) & self.usable
 
     def try_start(
-        self, job: JobState, num_gpus: int | None = None, placer: Placer | None = None, *, profiling: bool = False
+        self,
+        job: JobState,
+        num_gpus: int | None = None,
+        placer: Placer | None = None,
+        *,
+        profiling: bool = False,
+        plan: ParallelPlan | None = None,
     ) -> bool:
-        """Place and start `job` if it fits now; False (and nothing recorded) otherwise."""
+        """Place and start `job` if it fits now; False (and nothing recorded) otherwise.
+
+        `plan` is the parallelism to run with (default: the job's plan scaled to `num_gpus`)."""
         n = job.spec.num_gpus if num_gpus is None else num_gpus
         if n > self.free_total or job.job_id in self.started:
             return False
-        placement = (placer or self.view.placer).place(self.free, self._eligible(job), n, self.view.cluster)
+        placement = (placer or self.view.placer).place(job, self.free, self._eligible(job), n, self.view.cluster)
         if placement is None:
             return False
         for node, k in placement:
             self.free[node] -= k
         self.free_total -= n
         self.started.add(job.job_id)
-        self.decisions.append(Start(job.job_id, placement, profiling))
+        self.decisions.append(Start(job.job_id, placement, profiling, plan))
+        return True
+
+    def try_resize(
+        self, job: JobState, num_gpus: int, placer: Placer | None = None, *, plan: ParallelPlan | None = None
+    ) -> bool:
+        """Grow or shrink a running `job` to `num_gpus` (elastic scaling); False if it cannot.
+
+        The placer sees the job's own GPUs as free, so it may keep them or move the job. The job
+        keeps its progress and pays the restart cost (`Resize`); with a fixed global batch its
+        per-GPU batch becomes `per_gpu_batch(global_batch, num_gpus)`."""
+        if job.phase not in (Phase.RUNNING, Phase.PROFILING) or job.colocated_with is not None:
+            return False
+        if job.job_id in self.preempted or job.job_id in self.started or num_gpus < 1:
+            return False
+        free = self.free.copy()
+        for node, k in job.placement:
+            free[node] += k
+        if num_gpus > self.free_total + job.num_gpus:
+            return False
+        placement = (placer or self.view.placer).place(job, free, self._eligible(job), num_gpus, self.view.cluster)
+        if placement is None:
+            return False
+        for node, k in placement:
+            free[node] -= k
+        self.free = free
+        self.free_total += job.num_gpus - num_gpus
+        self.started.add(job.job_id)
+        self.decisions.append(Resize(job.job_id, placement, plan))
         return True
 
     def preempt(self, job: JobState, *, discard_progress: bool = False) -> None:
@@ -150,6 +191,15 @@ class Policy:
     - `optimize`: called every `round_interval` seconds while jobs are active (Sia/Pollux rounds).
     - `on_*`: event hooks for bookkeeping; `on_failure` returns True to requeue the job from its
       last checkpoint instead of ending it; `on_requeue` follows every return to the queue.
+
+    Capabilities are methods with defaults, never attributes found by name, so a wrapper that
+    forwards every method forwards them too:
+    - `throughput(job, placement, view)`: the job's speed on a placement (placement-dependent
+      speed models such as topology slowdowns or goodput); default `view.base_speed`.
+    - `run_stats()`: counters for reports (rounds, solver time, ...); default empty.
+
+    Per-job state a policy needs lives in the policy (e.g. `dict[str, MyJobState]`), not in
+    `job.info`; engine facts are typed `JobState` fields.
     """
 
     name: str = "policy"
@@ -158,6 +208,28 @@ class Policy:
 
     def admit(self, job: JobState, view: ClusterView) -> bool:
         return True
+
+    def throughput(self, job: JobState, placement: Placement, view: ClusterView) -> float:
+        """Work-seconds per wall second of `job` on `placement` (1.0 = the trace's pace).
+
+        Called when the job starts, moves, resizes, or on `Refresh`; co-location factors apply
+        on top. `job.plan` is the parallelism the job runs with there. Override to model
+        placement-dependent speed; multiply `view.base_speed(job, placement)` to keep the
+        engine's scaling and GPU-type speeds."""
+        return view.base_speed(job, placement)
+
+    def run_stats(self) -> dict[str, Any]:
+        """Counters of this run for reports (JSON-serialisable); empty by default."""
+        return {}
+
+    @classmethod
+    def prepare_jobs(cls, jobs: Sequence[JobSpec]) -> list[JobSpec]:
+        """Generic trace jobs made runnable by this policy (default: unchanged).
+
+        A policy whose speed model needs per-job artefacts (Sia: an application's measured
+        profiles) fills them in, so `testing.check_policy` can run every registered policy on one
+        random trace."""
+        return list(jobs)
 
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         return ()

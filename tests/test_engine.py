@@ -1,9 +1,9 @@
 """The event-driven simulator, written as a specification.
 
 Part one: properties over random small traces, random (also heterogeneous) clusters, every
-baseline policy with and without backfilling and every placer. A `Checked` wrapper sits between
-engine and policy and checks the cluster's books at every hook the engine calls, i.e. after every
-applied decision and every event. Part two: small scenarios whose numbers are worked out by hand.
+baseline policy with and without backfilling and every placer. A `Checked` wrapper
+(`schedulers.testing.CheckedPolicy`) sits between engine and policy and checks the cluster's books
+at every hook the engine calls, i.e. after every applied decision and every event. Part two: small scenarios whose numbers are worked out by hand.
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ from schedmate.schedulers.decisions import (
     Start,
     Uncordon,
 )
-from schedmate.schedulers.engine import SimConfig, SimResult, SimulationStalled, Simulator, simulate
+from schedmate.schedulers.engine import REJECTED, SimConfig, SimResult, SimulationStalled, Simulator, simulate
 from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 from schedmate.schedulers.placement import Consolidate, Spread, TopologyAware
 from schedmate.schedulers.policies import FIFO, make_policy
 from schedmate.schedulers.policy import ClusterView, Policy
+from schedmate.schedulers.testing import CheckedPolicy
 
 RUNNING = (Phase.RUNNING, Phase.PROFILING)
 BASELINES = ["fifo", "fifo+bf", "sjf", "sjf+bf", "srtf", "qssf", "qssf+bf", "tiresias"]
@@ -46,87 +47,7 @@ BASELINES = ["fifo", "fifo+bf", "sjf", "sjf+bf", "srtf", "qssf", "qssf+bf", "tir
 # ======================================================================== instrumentation
 
 
-class Checked(Policy):
-    """Wraps a policy; checks the engine's books at every hook; counts what happened to each job.
-
-    `resubmit=True` answers on_failure with True (resume from checkpoint) to exercise requeues.
-    """
-
-    def __init__(self, inner: Policy, *, resubmit: bool = False) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.round_interval = inner.round_interval
-        self.progress_interval = inner.progress_interval
-        self.resubmit = resubmit
-        self.finished: Counter[str] = Counter()
-        self.started: Counter[str] = Counter()
-        self.last_now = -math.inf
-
-    def check(self, view: ClusterView) -> None:
-        assert view.now >= self.last_now, f"time went back from {self.last_now} to {view.now}"
-        self.last_now = view.now
-        capacity, free = view.cluster.capacity(), view.free
-        assert (free >= 0).all(), f"over-committed: free {free}"
-        assert view.free_gpus() == int(free.sum())
-        used = np.zeros_like(capacity)
-        counted: set[str] = set()
-        for job in view.running():
-            assert job.phase in RUNNING
-            assert job.spec.submit_time <= view.now
-            assert job.num_gpus == sum(k for _, k in job.placement) >= 1
-            partner = job.colocated_with
-            if partner is not None:
-                other = view.job(partner)
-                assert other.colocated_with == job.job_id and other.placement == job.placement
-                if partner in counted:
-                    continue  # shared GPUs count once
-            counted.add(job.job_id)
-            for node, k in job.placement:
-                used[node] += k
-        assert np.array_equal(used, capacity - free), f"used {used} != capacity {capacity} - free {free}"
-        for job in view.waiting():
-            assert job.phase.is_waiting and job.num_gpus == 0 and job.placement == ()
-            assert job.spec.submit_time <= view.now
-
-    # hooks: check, then delegate
-    def admit(self, job: JobState, view: ClusterView) -> bool:
-        return self.inner.admit(job, view)
-
-    def schedule(self, view: ClusterView) -> Sequence[Decision]:
-        self.check(view)
-        return self.inner.schedule(view)
-
-    def optimize(self, view: ClusterView) -> Sequence[Decision]:
-        self.check(view)
-        return self.inner.optimize(view)
-
-    def on_arrival(self, job: JobState, view: ClusterView) -> None:
-        assert job.phase is Phase.QUEUED and view.now == job.spec.submit_time
-        self.check(view)
-        self.inner.on_arrival(job, view)
-
-    def on_start(self, job: JobState, view: ClusterView) -> None:
-        assert view.now >= job.spec.submit_time, "started before its submission"
-        self.started[job.job_id] += 1
-        self.check(view)
-        self.inner.on_start(job, view)
-
-    def on_finish(self, job: JobState, view: ClusterView) -> None:
-        assert job.phase.is_terminal and job.end_time == view.now
-        self.finished[job.job_id] += 1
-        self.check(view)
-        self.inner.on_finish(job, view)
-
-    def on_failure(self, job: JobState, view: ClusterView) -> bool:
-        self.check(view)
-        return self.inner.on_failure(job, view) or self.resubmit
-
-    def on_requeue(self, job: JobState, view: ClusterView) -> None:
-        self.check(view)
-        self.inner.on_requeue(job, view)
-
-    def on_progress(self, job: JobState, view: ClusterView) -> None:
-        self.inner.on_progress(job, view)
+Checked = CheckedPolicy  # the invariant-checking wrapper ships with the library (schedulers.testing)
 
 
 class Scripted(Policy):
@@ -281,11 +202,11 @@ def test_each_job_ends_the_way_its_trace_says_unless_it_can_never_fit(world):
         spec = job.spec
         if spec.num_gpus > eligible_capacity(spec, world["cluster"]):
             assert job.phase is Phase.CANCELLED
-            assert "unschedulable" in job.info
+            assert job.cancel_reason is not None and "eligible capacity" in job.cancel_reason
             assert job.first_start is None and job.run_time == 0
             assert job.end_time == spec.submit_time
             continue
-        assert "unschedulable" not in job.info
+        assert job.cancel_reason is None
         assert job.first_start is not None
         if spec.status is FinalStatus.FAILED and world["resubmit"]:
             assert job.phase is Phase.COMPLETED and job.failures == 1  # resumed from its checkpoint
@@ -525,7 +446,7 @@ def test_evicting_a_colocated_job_requeues_it_and_restores_its_partner():
     result = simulate(jobs, ClusterSpec.homogeneous(1, 1), policy, interference=ConstantInterference(0.5))
     by_id = {j.job_id: j for j in result.jobs}
     assert by_id["a"].end_time == pytest.approx(1100)
-    assert by_id["b"].end_time == pytest.approx(1340) and by_id["b"].info.get("evicted")
+    assert by_id["b"].end_time == pytest.approx(1340) and by_id["b"].evictions == 1
 
 
 # ======================================================================== resize and migrate
@@ -697,7 +618,7 @@ def test_a_job_that_can_never_fit_is_cancelled_at_submission_and_says_why():
 
     class Watch(FIFO):
         def on_finish(self, job, view):
-            seen[job.job_id] = dict(job.info)  # the reason is there when the hook runs
+            seen[job.job_id] = job.cancel_reason  # the reason is there when the hook runs
 
     jobs = [
         JobSpec("big", 5, 16, 100),  # 16 GPUs on an 8-GPU cluster
@@ -710,9 +631,9 @@ def test_a_job_that_can_never_fit_is_cancelled_at_submission_and_says_why():
         job = by_id[job_id]
         assert job.phase is Phase.CANCELLED and job.end_time == job.spec.submit_time
         assert job.first_start is None
-        assert job.info["unschedulable"].endswith(f"eligible capacity {capacity}")
-        assert seen[job_id]["unschedulable"] == job.info["unschedulable"]
-    assert by_id["ok"].phase is Phase.COMPLETED and "unschedulable" not in by_id["ok"].info
+        assert job.cancel_reason.endswith(f"eligible capacity {capacity}")
+        assert seen[job_id] == job.cancel_reason
+    assert by_id["ok"].phase is Phase.COMPLETED and by_id["ok"].cancel_reason is None
 
 
 def test_admission_control_can_reject_a_job():
@@ -723,7 +644,7 @@ def test_admission_control_can_reject_a_job():
     jobs = [JobSpec("a", 0, 1, 10, user="ann"), JobSpec("b", 0, 1, 10, user="bob")]
     by_id = {j.job_id: j for j in simulate(jobs, ONE_NODE, NoBob()).jobs}
     assert by_id["a"].phase is Phase.COMPLETED
-    assert by_id["b"].phase is Phase.CANCELLED and by_id["b"].info["rejected"] and by_id["b"].run_time == 0
+    assert by_id["b"].phase is Phase.CANCELLED and by_id["b"].cancel_reason == REJECTED and by_id["b"].run_time == 0
 
 
 def test_duplicate_job_ids_are_refused():

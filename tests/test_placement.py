@@ -1,6 +1,6 @@
 """Placement and cluster description, written as a specification.
 
-A placer maps a free-GPU vector, an eligibility mask and a GPU count to a placement
+A placer maps the job, a free-GPU vector, an eligibility mask and a GPU count to a placement
 ((node, gpus), ...) sorted by node, or None when the job does not fit. It never mutates its input.
 """
 
@@ -13,18 +13,22 @@ from hypothesis import strategies as st
 
 from schedmate.schedulers.cluster import ClusterSpec, NodeSpec
 from schedmate.schedulers.engine import simulate
-from schedmate.schedulers.job import JobSpec, Phase
+from schedmate.schedulers.job import JobSpec, JobState, Phase
 from schedmate.schedulers.placement import Consolidate, Spread, TopologyAware, make_placer
 from schedmate.schedulers.policies import make_policy
 
 PLACERS = [Consolidate(), Spread(), TopologyAware()]
 
 
+def job_of(n: int) -> JobState:
+    return JobState(JobSpec("j", 0, n, 100))
+
+
 def place(placer, free, n, cluster=None, eligible=None):
     free = np.asarray(free, dtype=np.int64)
     cluster = cluster or ClusterSpec.homogeneous(len(free), int(free.max()) or 1)
     eligible = np.ones(len(free), dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
-    return placer.place(free, eligible, n, cluster)
+    return placer.place(job_of(n), free, eligible, n, cluster)
 
 
 def nodes_of(placement):
@@ -135,7 +139,7 @@ def placement_problems(draw):
 def test_every_placer_returns_a_valid_placement_exactly_when_the_job_fits(problem, placer):
     cluster, free, eligible, n = problem
     before = free.copy()
-    placement = placer.place(free, eligible, n, cluster)
+    placement = placer.place(job_of(n), free, eligible, n, cluster)
     assert np.array_equal(free, before), "a placer must not mutate the free vector"
     if int(free[eligible].sum()) < n:
         assert placement is None
@@ -160,7 +164,7 @@ def test_topology_stays_in_one_switch_whenever_some_switch_can_hold_the_job(prob
     switch_free: dict[str, int] = {}
     for i, node in enumerate(cluster.nodes):
         switch_free[node.switch] = switch_free.get(node.switch, 0) + int(usable[i])
-    placement = TopologyAware().place(free, eligible, n, cluster)
+    placement = TopologyAware().place(job_of(n), free, eligible, n, cluster)
     if max(switch_free.values()) >= n:
         assert len({cluster.nodes[i].switch for i in nodes_of(placement)}) == 1
 

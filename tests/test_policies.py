@@ -283,10 +283,11 @@ def contest(t0: float = 200_000) -> list[JobSpec]:
 
 def test_qssf_learns_per_user_durations_online_and_serves_the_short_users_job_first():
     model = OnlineDurationModel(min_train=20, retrain_every=1)
-    jobs = run(QSSF(model=model), history() + contest())
+    policy = QSSF(model=model)
+    jobs = run(policy, history() + contest())
     assert model.fits >= 1  # a tree was trained on finished jobs
-    assert jobs["S"].info["predicted_duration"] < 100
-    assert jobs["L"].info["predicted_duration"] > 3000
+    assert policy.predicted_duration("S") < 100
+    assert policy.predicted_duration("L") > 3000
     # blocker 200000-200100; then S (predicted ~60 s) before L (~6000 s) though L came first
     assert starts(jobs)["S"] == 200_100 and starts(jobs)["L"] == 200_160
     # FIFO would have served L first
@@ -295,9 +296,10 @@ def test_qssf_learns_per_user_durations_online_and_serves_the_short_users_job_fi
 
 def test_qssf_without_history_predicts_alike_and_falls_back_to_submission_order():
     model = OnlineDurationModel(min_train=20, retrain_every=1)
-    jobs = run(QSSF(model=model), contest(t0=0))
+    policy = QSSF(model=model)
+    jobs = run(policy, contest(t0=0))
     assert model.fits == 0
-    assert jobs["L"].info["predicted_duration"] == jobs["S"].info["predicted_duration"]
+    assert policy.predicted_duration("L") == policy.predicted_duration("S")
     assert starts(jobs) == {"blocker": 0, "L": 100, "S": 6100}
 
 
@@ -311,8 +313,9 @@ def test_qssf_predicts_from_submission_time_features_never_from_the_jobs_own_dur
     # Two worlds that differ only in how long S really runs: S's prediction must be identical.
     def predicted(s_duration: float) -> tuple[float, list[float]]:
         trace = history() + [*contest()[:2], JobSpec("S", 200_002, 1, s_duration, user="alice", vc="vision")]
-        jobs = run(QSSF(model=OnlineDurationModel(min_train=20, retrain_every=1)), trace)
-        return jobs["S"].info["predicted_duration"], jobs["S"].info["qssf_features"]
+        policy = QSSF(model=OnlineDurationModel(min_train=20, retrain_every=1))
+        run(policy, trace)
+        return policy.predicted_duration("S"), policy._jobs["S"].features
 
     assert predicted(60.0) == predicted(60_000.0)
 
@@ -320,12 +323,13 @@ def test_qssf_predicts_from_submission_time_features_never_from_the_jobs_own_dur
 def test_qssf_learns_only_from_finished_jobs_with_the_features_they_had_at_submission():
     model = SpyModel(min_train=20, retrain_every=1)
     trace = history(3) + [JobSpec("never-fits", 50, 4, 100, user="alice")]
-    jobs = run(QSSF(model=model), trace)
+    policy = QSSF(model=model)
+    jobs = run(policy, trace)
     taught = dict(model.taught)
     assert "never-fits" not in taught  # it never ran: nothing to learn
     assert set(taught) == {j for j in jobs if j != "never-fits"}
     for job_id, feats in taught.items():
-        assert feats is jobs[job_id].info["qssf_features"]  # the very list taken at submission
+        assert feats is policy._jobs[job_id].features  # the very list taken at submission
     # each job was taught when it finished, so in the order they finished
     ends = [jobs[job_id].end_time for job_id in taught]
     assert ends == sorted(ends)

@@ -29,7 +29,7 @@ from schedmate.schedulers.sia.goodput import (
     split_batch,
 )
 from schedmate.schedulers.sia.ilp import objective_matrix, solve_allocation
-from schedmate.schedulers.sia.jobs import BSZ_KEY, SiaJobModel, truth_for, work_curve
+from schedmate.schedulers.sia.jobs import SiaJobModel, truth_for, work_curve
 from schedmate.schedulers.sia.policy import realloc_factor
 from schedmate.schedulers.sia.profiles import load_app, profile_name
 
@@ -341,7 +341,7 @@ def test_bootstrap_hook_lets_a_history_model_skip_the_one_gpu_start():
     policy = HistorySia(donor)
     first = simulate_sia(jobs, cluster, policy, SimConfig(max_time=61)).jobs[0]
     assert first.phase is Phase.RUNNING and first.num_gpus > 1
-    assert first.info["sia_model_source"] == "history" and BSZ_KEY in first.info
+    assert policy.model_of(first.job_id).source == "history" and first.job_id in policy.batches
 
 
 @pytest.mark.shared_data

@@ -228,7 +228,7 @@ def _simulate(jobs: Sequence[JobSpec], gpus: int, policy: Policy, interference: 
 
 
 def _extra(policy: Policy) -> dict[str, Any]:
-    info = policy.info() if hasattr(policy, "info") else {}
+    info = policy.run_stats()
     out: dict[str, Any] = {}
     if "profiler" in info:
         out["profiler_gpu_s"] = info["profiler"]["gpu_seconds"]

@@ -179,14 +179,14 @@ def make_policy(arm: str, cfg: SiaExperimentConfig, source: InsightSource | None
 
 def policy_extra(policy: Policy) -> dict[str, Any]:
     """Profiling GPU-hours, bootstrap share and (Sia+SM) the adapter's counters of one run."""
-    stats = getattr(policy, "stats", None)
+    stats = policy.run_stats()
     extra: dict[str, Any] = {
-        "profiling_gpu_hours": stats.profiling_gpu_seconds / 3600.0 if stats is not None else 0.0,
-        "profiled_jobs": stats.profiled_jobs if stats is not None else 0,
+        "profiling_gpu_hours": stats.get("profiling_gpu_seconds", 0.0) / 3600.0,
+        "profiled_jobs": stats.get("profiled_jobs", 0),
         "bootstrap_share": 0.0,
     }
-    if stats is not None:
-        extra["ilp_seconds"] = stats.ilp_seconds
+    if "ilp_seconds" in stats:
+        extra["ilp_seconds"] = stats["ilp_seconds"]
     if isinstance(policy, SiaSchedMate):
         info = policy.info()
         extra.update({k: v for k, v in info.items() if k not in ("source", "t_prof_s")})

@@ -386,6 +386,9 @@ class Lucid(Policy):
                     heapq.heappush(heap, (nxt, n, i + 1))
 
     # ======================================================================== reporting
+    def run_stats(self) -> dict[str, Any]:
+        return self.info()  # adapters extend `info`, so their counters come along
+
     def info(self) -> dict[str, Any]:
         """Counters for reports: profiler, packing, throttle and estimator costs."""
         fc = self.throttle.forecaster

@@ -62,8 +62,10 @@ class MaskedPlacer:
         self.mask = mask
         self.name = f"{base.name}[masked]"
 
-    def place(self, free: np.ndarray, eligible: np.ndarray, n: int, cluster: ClusterSpec) -> Placement | None:
-        return self.base.place(free, eligible & self.mask, n, cluster)
+    def place(
+        self, job: JobState, free: np.ndarray, eligible: np.ndarray, n: int, cluster: ClusterSpec
+    ) -> Placement | None:
+        return self.base.place(job, free, eligible & self.mask, n, cluster)
 
 
 @dataclass

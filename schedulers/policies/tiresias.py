@@ -13,6 +13,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sortedcontainers import SortedList
 
@@ -22,6 +23,14 @@ from ..policy import ClusterView, Policy
 from .realloc import reallocate
 
 Key = tuple[int, float, str]
+
+
+@dataclass(slots=True)
+class TiresiasJob:
+    """Per-job state: the job's queue key, and the demotion time of its current run (if in queue 0)."""
+
+    key: Key
+    due: float | None = None  # marks this run's demotion entry; entries of earlier runs are stale
 
 
 class Tiresias(Policy):
@@ -35,6 +44,7 @@ class Tiresias(Policy):
         self._running: SortedList = SortedList()
         self._demotions: list[tuple[float, str]] = []
         self._sizes: Counter[int] = Counter()  # GPU requests of waiting jobs: skip hopeless scans
+        self._jobs: dict[str, TiresiasJob] = {}  # jobs queued or running here
         # A round repeats the last one's answer unless a job arrived, ended, was requeued or was
         # demoted since; skipping such rounds keeps contended periods from ticking every 60 s.
         self._changed = True
@@ -46,7 +56,11 @@ class Tiresias(Policy):
     # -- bookkeeping -------------------------------------------------------------------------------
     def _to_waiting(self, job: JobState, view: ClusterView) -> None:
         key = self._key(job, view)
-        job.info["tiresias_key"] = key
+        state = self._jobs.get(job.job_id)
+        if state is None:
+            self._jobs[job.job_id] = TiresiasJob(key)
+        else:
+            state.key = key
         self._waiting.add(key)
         self._sizes[job.spec.num_gpus] += 1
 
@@ -56,25 +70,28 @@ class Tiresias(Policy):
 
     def on_requeue(self, job: JobState, view: ClusterView) -> None:
         self._changed = True
-        self._running.discard(job.info.get("tiresias_key"))
+        state = self._jobs.get(job.job_id)
+        self._running.discard(state.key if state else None)
         self._to_waiting(job, view)
         self._arm(view)  # decisions apply after `schedule` returned: arm for the state they leave
 
     def on_start(self, job: JobState, view: ClusterView) -> None:
-        key = job.info["tiresias_key"]
+        state = self._jobs[job.job_id]
+        key = state.key
         self._unwait(key, job)
         self._running.add(key)
-        job.info.pop("tiresias_due", None)
+        state.due = None
         if key[0] == 0:
             due = view.now + (self.threshold - view.attained_gpu_time(job)) / max(1, job.num_gpus)
-            job.info["tiresias_due"] = due  # marks this run's entry; entries of earlier runs are stale
+            state.due = due
             heapq.heappush(self._demotions, (due, job.job_id))
         self._arm(view)
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
-        key = job.info.get("tiresias_key")
-        if key is None:
+        state = self._jobs.pop(job.job_id, None)
+        if state is None:
             return  # cancelled at submission (unschedulable or not admitted): never queued here
+        key = state.key
         self._changed = True
         self._running.discard(key)
         self._unwait(key, job)
@@ -89,8 +106,8 @@ class Tiresias(Policy):
     def _pending(self, entry: tuple[float, str], view: ClusterView) -> bool:
         """A demotion entry still matters: its job runs, in queue 0, in the run that pushed it."""
         due, job_id = entry
-        info = view.job(job_id).info
-        return info.get("tiresias_due") == due and info.get("tiresias_key") in self._running
+        state = self._jobs.get(job_id)
+        return state is not None and state.due == due and state.key in self._running
 
     def _demote_due(self, view: ClusterView) -> None:
         early: list[tuple[float, str]] = []
@@ -98,8 +115,8 @@ class Tiresias(Policy):
             entry = heapq.heappop(self._demotions)
             if not self._pending(entry, view):
                 continue
-            job = view.job(entry[1])
-            old = job.info["tiresias_key"]
+            job, state = view.job(entry[1]), self._jobs[entry[1]]
+            old = state.key
             new = self._key(job, view)
             if new == old:
                 early.append(entry)  # a hair short of the threshold (float): retry at the next round
@@ -107,8 +124,7 @@ class Tiresias(Policy):
             self._changed = True
             self._running.remove(old)
             self._running.add(new)
-            job.info["tiresias_key"] = new
-            del job.info["tiresias_due"]
+            state.key, state.due = new, None
         for entry in early:
             heapq.heappush(self._demotions, entry)
 

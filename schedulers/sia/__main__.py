@@ -70,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
                 "gpu_utilisation": s.gpu_utilisation,
                 "wall_s": wall,
             }
-            stats = getattr(policy, "stats", None)
-            if stats is not None:
-                row["rounds"] = stats.rounds
-                row["ilp_s"] = stats.ilp_seconds
-                row["max_round_s"] = stats.max_round_seconds
+            stats = policy.run_stats()
+            if "rounds" in stats:
+                row["rounds"] = stats["rounds"]
+                row["ilp_s"] = stats["ilp_seconds"]
+                row["max_round_s"] = stats["max_round_seconds"]
             rows.append(row)
             print(
                 f"{wl:24s} {result.policy:12s} completed {s.completed}/{s.jobs}  mean JCT {row['mean_jct_h']:.3f} h  "

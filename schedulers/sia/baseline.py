@@ -7,8 +7,8 @@ the most free GPUs that can hold the job (spreading load), best-fit nodes within
 than every type's capacity spans types and runs at the slowest type's pace. `backfill=True` lets
 later jobs start when the head of the queue does not fit.
 
-It owns a `SiaThroughput` like `Sia` does, so `simulate_sia` (or the engine patch that reads
-`policy.throughput`) runs both on the same model.
+It owns a `SiaThroughput` like `Sia` does and answers `Policy.throughput` from it, so the engine
+runs both on the same model.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from ..decisions import Decision, Start
-from ..job import Placement
+from ..job import JobSpec, JobState, Placement
 from ..placement import Consolidate
 from ..policy import ClusterView, Policy
 from .configs import cluster_types
-from .jobs import SiaThroughput
+from .jobs import SiaThroughput, as_sia_jobs
 
 
 class SiaFIFO(Policy):
@@ -33,10 +33,10 @@ class SiaFIFO(Policy):
         self.backfill = backfill
         if backfill:
             self.name = "sia-fifo+bf"
-        self.throughput = throughput or SiaThroughput(root)
+        self.speed_model = throughput or SiaThroughput(root)
         self._placer = Consolidate()
 
-    def _place(self, view: ClusterView, free: np.ndarray, n: int) -> Placement | None:
+    def _place(self, view: ClusterView, job: JobState, free: np.ndarray, n: int) -> Placement | None:
         usable = ~view.cordoned
         types = cluster_types(view.cluster, usable)
         masks = []
@@ -47,18 +47,25 @@ class SiaFIFO(Policy):
         masks.sort(key=lambda m: -m[0])  # most free GPUs first: load balancing, not speed
         for avail, cap, mask in masks:
             if avail >= n:
-                pl = self._placer.place(free, mask, n, view.cluster)
+                pl = self._placer.place(job, free, mask, n, view.cluster)
                 if pl is not None:
                     return pl
         if all(cap < n for _, cap, _ in masks):  # no single type is big enough: span types
-            return self._placer.place(free, usable, n, view.cluster)
+            return self._placer.place(job, free, usable, n, view.cluster)
         return None
+
+    def throughput(self, job: JobState, placement: Placement, view: ClusterView) -> float:
+        return self.speed_model(job, view.cluster)
+
+    @classmethod
+    def prepare_jobs(cls, jobs: Sequence[JobSpec]) -> list[JobSpec]:
+        return as_sia_jobs(jobs)
 
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         free = view.free.copy()
         out: list[Decision] = []
         for job in sorted(view.waiting(), key=lambda j: (j.spec.submit_time, j.job_id)):
-            pl = self._place(view, free, job.spec.num_gpus)
+            pl = self._place(view, job, free, job.spec.num_gpus)
             if pl is None:
                 if self.backfill:
                     continue

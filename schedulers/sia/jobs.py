@@ -42,7 +42,7 @@ import numpy as np
 from ..cluster import ClusterSpec
 from ..job import JobSpec, JobState, Phase
 from .goodput import GoodputFunction, GradParams, PerfParams, fit_perf_params, predict_profile, split_batch
-from .profiles import BASE_PROFILE, PROFILE_GPUS_PER_NODE, AppProfile, load_app, profile_name
+from .profiles import BASE_PROFILE, PROFILE_GPUS_PER_NODE, AppProfile, available_apps, load_app, profile_name
 
 ProfileKey = tuple[int, int, int]  # (nodes, replicas, local/atomic batch size)
 
@@ -222,15 +222,16 @@ class Observation:
     grad: GradParams
 
 
-BSZ_KEY = "sia_bsz"
-"""`job.info` key where a policy records the (atomic_bsz, accum_steps) it chose for the job."""
+Batch = tuple[int, int]
+"""(atomic_bsz, accum_steps) a policy chose for a job (Sia tunes it per allocation)."""
 
 
 class SiaThroughput:
-    """Engine `throughput` callable: speed = goodput(now) / goodput(reference), both true.
+    """True speed model: speed = goodput(now) / goodput(reference), both true.
 
-    The batch size is the one a policy stored in `job.info[BSZ_KEY]` (Sia tunes it per
-    allocation); without one the job keeps its submitted total batch (strong scaling).
+    Policies answer `Policy.throughput` with it. The batch size is the one the policy chose for
+    the job (`batch=`, kept in the policy's own state); without one the job keeps its submitted
+    total batch (strong scaling).
     A placement spanning several GPU types runs at the pace of its slowest type. Jobs in the
     PROFILING phase make no progress.
     """
@@ -269,8 +270,9 @@ class SiaThroughput:
             counts[prof] = counts.get(prof, 0) + 1
         return list(counts.items())
 
-    def batch(self, job: JobState, app: AppProfile, profile: str, replicas: int) -> tuple[int, int]:
-        chosen = job.info.get(BSZ_KEY)
+    def batch(
+        self, job: JobState, app: AppProfile, profile: str, replicas: int, chosen: Batch | None = None
+    ) -> tuple[int, int]:
         if chosen is not None:
             return int(chosen[0]), int(chosen[1])
         _, atomic, accum = reference_batch(app, profile, replicas, job_batch_size(job.spec, app))
@@ -280,7 +282,7 @@ class SiaThroughput:
         return self.curve(job.spec).epoch_at_work(job.progress)
 
     # -- engine interface -----------------------------------------------------------------
-    def __call__(self, job: JobState, cluster: ClusterSpec) -> float:
+    def __call__(self, job: JobState, cluster: ClusterSpec, batch: Batch | None = None) -> float:
         if job.phase is Phase.PROFILING or not job.placement:
             return 0.0
         app = self.app(job.spec)
@@ -292,11 +294,11 @@ class SiaThroughput:
         for prof, _ in self.shape(job, cluster):
             if not truth.has(prof):
                 raise KeyError(f"application {app.name!r} has no profile for {prof!r}")
-            atomic, accum = self.batch(job, app, prof, job.num_gpus)
+            atomic, accum = self.batch(job, app, prof, job.num_gpus, batch)
             rate = min(rate, truth.rate(prof, nodes, job.num_gpus, atomic, accum, e))
         return float(rate / curve.ref_rate[e])
 
-    def observe(self, job: JobState, cluster: ClusterSpec) -> Observation | None:
+    def observe(self, job: JobState, cluster: ClusterSpec, batch: Batch | None = None) -> Observation | None:
         """The measurement a running job reports for its current allocation (None if idle)."""
         if job.phase is not Phase.RUNNING or not job.placement:
             return None
@@ -309,7 +311,7 @@ class SiaThroughput:
         if not truth.has(prof):
             return None
         nodes, reps = len(job.placement), job.num_gpus
-        atomic, accum = self.batch(job, app, prof, reps)
+        atomic, accum = self.batch(job, app, prof, reps, batch)
         step, sync = truth.measure(prof, nodes, reps, atomic)
         e = self.epoch(job)
         grad = truth.grad_stats(reps * atomic * (accum + 1), e)
@@ -494,6 +496,19 @@ def with_sia_duration(spec: JobSpec, throughput: SiaThroughput) -> JobSpec:
     # engine that reads `restart_cost` from the attributes charges it per restart.
     attrs.setdefault("restart_cost", app.constants.rescale_time)
     return replace(spec, duration=duration, work=None, attributes=attrs)
+
+
+def as_sia_jobs(jobs: Iterable[JobSpec], throughput: SiaThroughput | None = None) -> list[JobSpec]:
+    """Generic jobs as Sia jobs: each without an application gets one of the measured applications
+    (round-robin, deterministic) and its reference run time as duration (`Policy.prepare_jobs`)."""
+    tp = throughput or SiaThroughput()
+    apps = available_apps(tp.root)
+    out = []
+    for i, spec in enumerate(jobs):
+        if not spec.attributes.get("application"):
+            spec = replace(spec, attributes={**spec.attributes, "application": apps[i % len(apps)]})
+        out.append(with_sia_duration(spec, tp))
+    return out
 
 
 def load_sia_jobs(

@@ -35,29 +35,27 @@ A SchedMate adapter overrides `bootstrap` to copy a similar historical job's mod
 profiling seconds for matched jobs, its advisor's latency as delay); `model_of(job_id)` gives a
 job's current model once it has measurements.
 
-Run it with the throughput model it owns: `Simulator(jobs, cluster, policy,
-throughput=policy.throughput)` (or `simulate_sia`).
+The engine asks the policy for speeds (`Policy.throughput`, answered from the true model
+`speed_model` at the batch size Sia chose): `Simulator(jobs, cluster, policy)` or `simulate_sia`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..decisions import Decision, Migrate, Preempt, Refresh, Resize, Start
-from ..job import JobState, Phase, Placement
+from ..job import JobSpec, JobState, Phase, Placement
 from ..policy import ClusterView, Policy
 from .configs import Config, TypeInfo, candidate_configs, cluster_types, config_arrays
 from .ilp import ZERO_ALLOC_GAIN, solve_allocation
-from .jobs import BSZ_KEY, SiaJobModel, SiaThroughput, job_application, seed_model
+from .jobs import Batch, SiaJobModel, SiaThroughput, as_sia_jobs, job_application, seed_model
 from .profiles import APP_CONSTANTS, DEFAULT_CONSTANTS, load_app
-
-MODEL_KEY = "sia_model_source"
-
 
 @dataclass
 class SiaStats:
@@ -177,7 +175,8 @@ class Sia(Policy):
         self.project_throughputs = project_throughputs
         self.pin_restarting = pin_restarting
         self.reserve_profiling = reserve_profiling
-        self.throughput = throughput or SiaThroughput(root)
+        self.speed_model = throughput or SiaThroughput(root)
+        self.batches: dict[str, Batch] = {}  # job -> batch chosen for its current allocation
         if round_interval is not None:
             self.round_interval = round_interval
         self.models: dict[str, SiaJobModel] = {}
@@ -193,11 +192,11 @@ class Sia(Policy):
 
     # ------------------------------------------------------------------ bootstrapping hooks
     def gpu_profiles(self, view: ClusterView) -> list[str]:
-        return sorted({self.throughput.profile(t) for t in view.cluster.gpu_types})
+        return sorted({self.speed_model.profile(t) for t in view.cluster.gpu_types})
 
     def bootstrap(self, job: JobState, view: ClusterView) -> SiaJobModel:
         """Initial throughput model of a new job (override to supply one from history)."""
-        app = load_app(job_application(job.spec), self.throughput.root)
+        app = load_app(job_application(job.spec), self.speed_model.root)
         return seed_model(app, self.gpu_profiles(view))
 
     def profiling_seconds(self, job: JobState, model: SiaJobModel) -> float:
@@ -225,12 +224,24 @@ class Sia(Policy):
             return True
         return False
 
+    # ------------------------------------------------------------------ capabilities
+    def throughput(self, job: JobState, placement: Placement, view: ClusterView) -> float:
+        """True goodput on the job's current allocation at the batch Sia chose (no speed-up
+        from `scaling`): what the job would measure."""
+        return self.speed_model(job, view.cluster, self.batches.get(job.job_id))
+
+    def run_stats(self) -> dict[str, Any]:
+        return asdict(self.stats)
+
+    @classmethod
+    def prepare_jobs(cls, jobs: Sequence[JobSpec]) -> list[JobSpec]:
+        return as_sia_jobs(jobs)
+
     # ------------------------------------------------------------------ hooks
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
         model = self.bootstrap(job, view)
         model.project = self.project_throughputs
         self.models[job.job_id] = model
-        job.info[MODEL_KEY] = model.source
         t = float(self.profiling_seconds(job, model))
         if t > 0:
             self._profile_wait[job.job_id] = t
@@ -364,7 +375,7 @@ class Sia(Policy):
         started = time.perf_counter()
         now = view.now
         cluster = view.cluster
-        tp = self.throughput
+        tp = self.speed_model
         usable = ~view.cordoned
         types = cluster_types(cluster, usable)
         profiles = {t: tp.profile(t) for t in types}
@@ -372,7 +383,7 @@ class Sia(Policy):
         # 1. profile-as-you-go
         running = [j for j in view.running() if j.phase is Phase.RUNNING and j.job_id in self.models]
         for job in running:
-            obs = tp.observe(job, cluster)
+            obs = tp.observe(job, cluster, self.batches.get(job.job_id))
             if obs is not None and self.models[job.job_id].update(obs):
                 self.stats.refits += 1
 
@@ -499,13 +510,13 @@ class Sia(Policy):
         for jid, pl in list(placements.items()) + list(kept.items()):
             job = view.job(jid)
             cfg = choice[jid]
-            prof = self.throughput.profile(cfg.gpu_type)  # type: ignore[union-attr]
+            prof = self.speed_model.profile(cfg.gpu_type)  # type: ignore[union-attr]
             model = self.models[jid]
             n_nodes, n_gpus = len(pl), sum(g for _, g in pl)
             if self.tune_batch_size:
-                job.info[BSZ_KEY] = model.choose_batch(prof, n_nodes, n_gpus)
+                self.batches[jid] = model.choose_batch(prof, n_nodes, n_gpus)
             else:
-                job.info.pop(BSZ_KEY, None)
+                self.batches.pop(jid, None)
             self.assigned[jid] = cfg  # type: ignore[assignment]
 
         return self._sequence(view, active, kept, placements)
@@ -597,5 +608,4 @@ def simulate_sia(jobs: Iterable, cluster, policy: Policy, config=None, **kwargs)
     """Run the engine with the policy's own throughput model (Sia and the Sia baselines)."""
     from ..engine import Simulator
 
-    throughput = getattr(policy, "throughput", None)
-    return Simulator(jobs, cluster, policy, config, throughput=throughput, **kwargs).run()
+    return Simulator(jobs, cluster, policy, config, **kwargs).run()
