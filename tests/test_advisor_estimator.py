@@ -63,6 +63,16 @@ def test_model_size_ratio_scales_the_work() -> None:
     assert sample_train_time(p, sample(model_size_b=2.7)) == pytest.approx(500.0 * 6.7 / 2.7)
 
 
+def test_sequence_length_ratio_scales_the_work_when_both_state_one() -> None:
+    # 1000 steps x 0.5 s x (512 / 2048): a quarter of the tokens per sample
+    assert sample_train_time(plan(seq_len=512), sample(seq_len=2048)) == pytest.approx(125.0)
+    assert sample_train_time(plan(seq_len=512), sample(seq_len=None)) == pytest.approx(500.0)
+    # an epoch is a fixed number of samples: longer samples take longer too
+    p = plan(iterations=3, iteration_type="epochs", gpus=4, seq_len=4096)
+    assert sample_train_time(p, sample(step_time_s=2.0, seq_len=1024)) == pytest.approx(3 * 100 * 2.0 * 4)
+    assert Plan.from_fields({"seq_len": "2048"}, 8).seq_len == 2048 and Plan.from_fields({"seq_len": 0}, 8).seq_len is None
+
+
 def test_first_tier_wins_and_median_is_taken_in_log_space() -> None:
     same_gpus = [sample("a", step_time_s=0.1), sample("b", step_time_s=0.4)]
     other_gpus = sample("c", gpus=8, step_time_s=5.0)

@@ -12,7 +12,9 @@ plan (iterations, iteration type, batch size, GPUs, as extracted from its code):
   data, so its time does not depend on the batch size, only on how many GPUs share it).
 
 Work per sample grows with the parameter count, so a sample's time is also scaled by the model
-sizes' ratio when both are known (1 for the same model). Similar jobs are chosen by tiers, most
+sizes' ratio when both are known (1 for the same model), and with the sample's length: the
+sequence lengths' ratio when both jobs state one (tokens per sample; a 2,048-token run of the same
+config takes about four times a 512-token one). Similar jobs are chosen by tiers, most
 specific first (the same launch config but for its length: model + dataset + task + GPUs + batch
 + dataloader workers; then model + dataset + task + GPUs, model + dataset + task, model +
 dataset, model, and last dataset + task with both model sizes known, i.e. another size or
@@ -94,13 +96,15 @@ class Plan:
     gpus: int | None = None
     model_size_b: float | None = None
     num_workers: int | None = None
+    seq_len: int | None = None  # tokens per sample, where the code states one
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, Any], gpus: int | None) -> Plan:
         return cls(model_name=fields.get("model_name"), dataset=fields.get("dataset"), task_type=fields.get("task_type"),
                    iterations=_pos_int(fields.get("iterations")), iteration_type=fields.get("iteration_type"),
                    batch_size=_pos_int(fields.get("batch_size")), gpus=_pos_int(gpus),
-                   model_size_b=_pos_float(fields.get("model_size_b")), num_workers=_int(fields.get("num_workers")))
+                   model_size_b=_pos_float(fields.get("model_size_b")), num_workers=_int(fields.get("num_workers")),
+                   seq_len=_pos_int(fields.get("seq_len")))
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class RateSample:
     steps_per_epoch: int | None = None
     startup_s: float | None = None
     sm_util: float | None = None
+    seq_len: int | None = None
 
     @classmethod
     def from_record(cls, record: Any) -> RateSample:
@@ -128,7 +133,7 @@ class RateSample:
                    task_type=w.get("task_type"), batch_size=_pos_int(w.get("batch_size")), gpus=_pos_int(sub.get("gpus")),
                    model_size_b=_pos_float(w.get("model_size_b")), num_workers=_int(w.get("num_workers")),
                    step_time_s=_pos_float(out.step_time_s), steps_per_epoch=_pos_int(out.steps_per_epoch),
-                   startup_s=out.startup_s, sm_util=out.sm_util)
+                   startup_s=out.startup_s, sm_util=out.sm_util, seq_len=_pos_int(w.get("seq_len")))
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,10 @@ class RatePlanEstimate:
 
 
 def _size_ratio(plan: Plan, sample: RateSample) -> float:
-    return plan.model_size_b / sample.model_size_b if plan.model_size_b and sample.model_size_b else 1.0
+    """Work per sample, the plan's over the sample's: parameters x tokens, each where both state it."""
+    size = plan.model_size_b / sample.model_size_b if plan.model_size_b and sample.model_size_b else 1.0
+    tokens = plan.seq_len / sample.seq_len if plan.seq_len and sample.seq_len else 1.0
+    return size * tokens
 
 
 def sample_train_time(plan: Plan, sample: RateSample, gpu_elasticity: float = 0.0) -> float | None:
@@ -192,7 +200,7 @@ def gpu_elasticity(plan: Plan, pool: Sequence[RateSample], bounds: tuple[float, 
     for s in pool:
         if s.step_time_s and s.gpus and s.batch_size:
             xs.append(math.log(s.gpus))
-            ys.append(math.log(s.step_time_s / s.batch_size / (s.model_size_b or 1.0)))
+            ys.append(math.log(s.step_time_s / s.batch_size / (s.model_size_b or 1.0) / (s.seq_len or 1)))
     if len(set(xs)) < 2:
         return 0.0
     slope = float(np.polyfit(xs, ys, 1)[0])

@@ -62,6 +62,7 @@ def history_samples(recs: Sequence[CorpusJob], fps: Mapping[str, Mapping[str, An
     return [RateSample(job_id=r.id, model_name=fps[r.id].get("model_name"), dataset=fps[r.id].get("dataset"),
                        task_type=fps[r.id].get("task_type"), batch_size=fps[r.id].get("batch_size"), gpus=r.launch.gpus,
                        model_size_b=fps[r.id].get("model_size_b"), num_workers=fps[r.id].get("num_workers"),
+                       seq_len=fps[r.id].get("seq_len"),
                        step_time_s=measured[r.id]["step_time_s"], steps_per_epoch=measured[r.id]["steps_per_epoch"],
                        startup_s=measured[r.id]["startup_s"],
                        sm_util=r.outcome.sm_util_steady if r.outcome.steps_done > 0 else None)
