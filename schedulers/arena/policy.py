@@ -1,0 +1,443 @@
+"""Arena (EuroSys '26) on our engine: grids + analytic AP model, priority queues with backfill,
+bounded-depth shrink/retype search and greedy scale-up every Δ = 5 min (arena.md §3.5).
+
+`Arena(variant=...)` also builds the §5.1 baselines ("fcfs", "gavel", "ef-ls", "sia") and the §6
+ablations; they share this round driver and differ only in their `ArenaConfig` (what they
+believe a job's throughput is, which mechanisms they may use, their overheads). Departures from
+the paper: the baselines are re-implemented as heuristics on this driver, not their ILPs; launches
+and resizes happen only at Δ ticks, profiling starts on any event.
+
+Per-job state is the policy's (`JobInfo`); the job's model and request travel in
+`JobSpec.attributes["arena"]` (`LMJob`). Speeds reach the engine through `throughput` (true AP
+throughput × exec factor × locality penalty, relative to the request); restart and search
+downtime through `downtime`, which `arena.sim.CostedSimulator` charges (see there for why).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..decisions import Decision, Preempt, Resize, Start
+from ..job import JobSpec, JobState, ParallelPlan, Phase, Placement
+from ..policy import ClusterView, Policy
+from .config import ABLATIONS, BASELINES, SENSITIVITY, ArenaConfig, Profiling
+from .hardware import GpuType, gpu_types_of
+from .model import COUNTS, PerfTable, make_model, perf_table
+from .search import Alloc, LaunchPlan, Layout, SearchSpec, Snapshot, halvings_of, launch_search, scale_up
+from .views import decision_view, job_rng
+
+ATTR = "arena"
+Config = tuple[str, int]
+MIN_SPEED = 1e-3  # never 0 on a placement the policy did not choose (the job would never end)
+
+
+@dataclass(frozen=True, slots=True)
+class LMJob:
+    """What the trace generator says about an LM job (§2.1)."""
+
+    family: str
+    billions: float
+    batch: int
+    req_type: str | None
+    req_gpus: int
+    n_iters: int
+    priority: int = 1
+
+
+@dataclass
+class JobInfo:
+    """The policy's own state of one job."""
+
+    lm: LMJob
+    table: PerfTable
+    allowed: dict[Config, float]  # believed samples/s on configurations this arm may use
+    request: Config
+    norm: float  # true Thr_AP on the request: speed 1.0 in the engine's units
+    priority: int
+    enqueued: float
+    ready_at: float | None  # launchable from then (None: still to profile)
+    profile_s: float
+    promoted_at: float = 0.0
+    launched: bool = False
+    first_launch: float | None = None
+    opportunistic: bool = False
+    blocker: bool = False  # failed to launch while heading its queue: may revoke backfilled jobs
+    reschedules: int = 0
+    suspensions: int = 0
+
+
+@dataclass
+class ArenaStats:
+    rounds: int = 0
+    round_seconds: float = 0.0
+    max_round_seconds: float = 0.0
+    searches: int = 0
+    launches: int = 0
+    reschedules: int = 0
+    suspensions: int = 0
+    unordered: int = 0  # decisions dropped because no valid order existed (cyclic moves)
+
+
+def default_lm(spec: JobSpec, gpus: dict[str, GpuType]) -> LMJob:
+    """A generic trace job as a small GPT (so `check_policy` can run Arena on any trace)."""
+    n = max(c for c in COUNTS if c <= max(1, spec.num_gpus))
+    return LMJob("gpt", 0.76, 128, None, n, 1000)
+
+
+class Arena(Policy):
+    """The Arena scheduler (or one of its baselines / ablations, by `variant` or `config`)."""
+
+    name = "arena"
+
+    def __init__(self, config: ArenaConfig | None = None, variant: str | None = None, **overrides: Any) -> None:
+        if variant is not None:
+            table = {**BASELINES, **ABLATIONS, **SENSITIVITY}
+            if variant not in table:
+                raise ValueError(f"unknown Arena variant {variant!r}; choose from {', '.join(sorted(table))}")
+            config = table[variant]
+        cfg = (config or ArenaConfig()).with_(**overrides) if overrides else (config or ArenaConfig())
+        self.config = cfg
+        self.name = cfg.name
+        self.round_interval = cfg.interval_s
+        self.info: dict[str, JobInfo] = {}
+        self.stats = ArenaStats()
+        self._gpus: dict[str, GpuType] | None = None
+        self._tables: dict[tuple[str, float, int], PerfTable] = {}
+        self._profiling_until: dict[str, float] = {}
+        self.round_times: list[float] = []  # seconds per Δ round (decision-time benchmark)
+
+    # ------------------------------------------------------------------ capabilities
+    def throughput(self, job: JobState, placement: Placement, view: ClusterView) -> float:
+        if job.phase is Phase.PROFILING:
+            return 0.0
+        info = self.info[job.job_id]
+        g = view.cluster.nodes[placement[0][0]].gpu_type
+        n = sum(k for _, k in placement)
+        ap = info.table.ap.get((g, n), 0.0)
+        h = halvings_of(placement, self._gpu(view)[g].per_node)
+        return max(MIN_SPEED, self.config.exec_factor * ap * self.config.locality_penalty**h / info.norm)
+
+    def downtime(self, job: JobState, num_gpus: int) -> float:
+        """Seconds without progress when `job` (re)starts on `num_gpus` (§3.7): the AP search,
+        plus checkpoint-resume if it had already run."""
+        info = self.info.get(job.job_id)
+        if info is None or job.phase is Phase.PROFILING:
+            return 0.0
+        return self.config.search_cost(num_gpus) + (self.config.ckpt_s if info.launched else 0.0)
+
+    def run_stats(self) -> dict[str, Any]:
+        return dict(self.stats.__dict__)
+
+    @classmethod
+    def prepare_jobs(cls, jobs: Sequence[JobSpec]) -> list[JobSpec]:
+        return list(jobs)  # generic jobs get `default_lm` at arrival
+
+    # ------------------------------------------------------------------ setup
+    def _gpu(self, view: ClusterView) -> dict[str, GpuType]:
+        if self._gpus is None:
+            self._gpus = gpu_types_of(view.cluster)
+        return self._gpus
+
+    def _table(self, lm: LMJob, gpus: dict[str, GpuType]) -> PerfTable:
+        key = (lm.family, lm.billions, lm.batch)
+        if key not in self._tables:
+            self._tables[key] = perf_table(make_model(lm.family, lm.billions), lm.batch, gpus)
+        return self._tables[key]
+
+    def _profile_seconds(self, n_types: int) -> float:
+        """Arena: T_prof scaled by M/4 (§3.3); baselines: prepended DP profiling per (type,
+        count), or per type for Sia's 1-GPU bootstrap (§3.7)."""
+        c = self.config
+        if c.profile_per_config_s > 0:
+            return c.profile_per_config_s * n_types * (1 if c.profile_per_type_only else len(COUNTS))
+        return c.profile_s * n_types / 4
+
+    def _allowed(self, table: PerfTable, request: Config, believed_thr: dict[Config, float]) -> dict[Config, float]:
+        c = self.config
+        out = {
+            cfg: v for cfg, v in believed_thr.items()
+            if v > 0 and table.ap.get(cfg, 0.0) > 0
+            and (c.allow_type_change or cfg[0] == request[0])
+            and (c.allow_count_change or cfg[1] == request[1])
+        }
+        if c.fcfs or not out:  # rigid: the user's request, believed at its true value
+            return {request: believed_thr.get(request, 0.0) or table.ap.get(request, 0.0) or 1.0}
+        return out
+
+    def on_arrival(self, job: JobState, view: ClusterView) -> None:
+        gpus = self._gpu(view)
+        lm = job.spec.attributes.get(ATTR) or default_lm(job.spec, gpus)
+        table = self._table(lm, gpus)
+        req_type = lm.req_type if lm.req_type in gpus else sorted(gpus)[0]
+        request = (req_type, lm.req_gpus)
+        if table.ap.get(request, 0.0) <= 0:  # a request AP cannot run: its best feasible count
+            fits = [c for c, v in table.ap.items() if v > 0 and c[0] == req_type] or [c for c, v in table.ap.items() if v > 0]
+            request = min(fits, key=lambda c: (abs(c[1] - lm.req_gpus), -table.ap[c])) if fits else request
+        view_thr = decision_view(table, self.config.view, request, job_rng(self.config.seed, job.job_id))
+        prof = self._profile_seconds(len(gpus))
+        delay = self.config.profiling is Profiling.DELAY or prof <= 0
+        info = JobInfo(
+            lm, table, self._allowed(table, request, view_thr), request, table.ap.get(request, 0.0) or 1.0,
+            lm.priority, view.now, view.now + prof if delay else None, prof, promoted_at=view.now,
+        )
+        self.info[job.job_id] = info
+        if delay and prof > 0:
+            view.wake_at(view.now + prof)
+
+    def on_start(self, job: JobState, view: ClusterView) -> None:
+        info = self.info[job.job_id]
+        if job.phase is Phase.RUNNING and not info.launched:
+            info.launched = True
+            info.first_launch = view.now
+
+    def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        info = self.info[job.job_id]
+        if self._profiling_until.pop(job.job_id, None) is not None:
+            info.ready_at = view.now  # profiled: launchable from the next tick
+        else:
+            info.opportunistic = False
+            info.suspensions += 1
+
+    def on_finish(self, job: JobState, view: ClusterView) -> None:
+        self._profiling_until.pop(job.job_id, None)
+
+    # ------------------------------------------------------------------ event-driven: profiling
+    def schedule(self, view: ClusterView) -> Sequence[Decision]:
+        """Between ticks only profiling moves: finished profiles release their GPU, new jobs take
+        one idle GPU (best fit) for T_prof (§3.3)."""
+        out: list[Decision] = []
+        for jid, until in list(self._profiling_until.items()):
+            if until <= view.now + 1e-9:
+                out.append(Preempt(jid))
+        if self.config.profiling is not Profiling.HOLD_GPU:
+            return out
+        free = view.free.copy()
+        free[view.cordoned] = 0
+        for d in out:  # the finished profiles' GPUs are free once the preempts apply
+            for node, k in view.job(d.job_id).placement:
+                free[node] += k
+        for job in view.waiting():
+            info = self.info[job.job_id]
+            if info.ready_at is not None or job.job_id in self._profiling_until:
+                continue
+            ok = np.flatnonzero(free > 0)
+            if ok.size == 0:
+                break
+            node = int(ok[np.argmin(free[ok])])
+            free[node] -= 1
+            out.append(Start(job.job_id, ((node, 1),), profiling=True, plan=ParallelPlan()))
+            self._profiling_until[job.job_id] = view.now + info.profile_s
+            view.wake_at(view.now + info.profile_s)
+        return out
+
+    # ------------------------------------------------------------------ the Δ tick
+    def optimize(self, view: ClusterView) -> Sequence[Decision]:
+        t0 = time.perf_counter()
+        decisions = self._round(view)
+        dt = time.perf_counter() - t0
+        self.stats.rounds += 1
+        self.stats.round_seconds += dt
+        self.stats.max_round_seconds = max(self.stats.max_round_seconds, dt)
+        self.round_times.append(dt)
+        return decisions
+
+    def _thr(self, job_id: str, g: str, n: int) -> float:
+        return self.info[job_id].allowed.get((g, n), 0.0)
+
+    def _layout(self, view: ClusterView) -> Layout:
+        gpus = self._gpu(view)
+        usable = ~view.cordoned
+        types = np.array([n.gpu_type for n in view.cluster.nodes])
+        return Layout({g: np.flatnonzero((types == g) & usable) for g in gpus}, {g: t.per_node for g, t in gpus.items()})
+
+    def _spec(self) -> SearchSpec:
+        c = self.config
+        return SearchSpec(c.depth, c.allow_type_change, c.allow_count_change, c.shrink_others, c.relaxed_locality,
+                          c.locality_penalty)
+
+    def _start_config(self, info: JobInfo) -> Config:
+        """The request if this arm believes it runs; else the nearest count it does (more GPUs
+        first), best believed throughput among those."""
+        if info.request in info.allowed:
+            return info.request
+        n = info.request[1]
+        return min(info.allowed, key=lambda c: (c[1] < n, abs(c[1] - n), c[0] != info.request[0], -info.allowed[c]))
+
+    def _age(self, view: ClusterView) -> None:
+        """λ ← λ − 1 for a job that has waited T_age since it arrived or was last promoted."""
+        now = view.now
+        for job in view.waiting():
+            info = self.info[job.job_id]
+            if info.priority > 1 and not info.launched and now - info.promoted_at >= self.config.age_s:
+                info.priority -= 1
+                info.promoted_at = now
+
+    def _round(self, view: ClusterView) -> list[Decision]:
+        c = self.config
+        now = view.now
+        self._age(view)
+        layout = self._layout(view)
+        gpus = self._gpu(view)
+        spec = self._spec()
+        free = view.free.copy()
+        free[view.cordoned] = 0
+        allocs: dict[str, Alloc] = {}
+        for job in view.running():
+            if job.phase is Phase.RUNNING:
+                g = view.cluster.nodes[job.placement[0][0]].gpu_type
+                allocs[job.job_id] = Alloc(g, job.num_gpus, job.placement, halvings_of(job.placement, gpus[g].per_node))
+        base = dict(allocs)
+        snap = Snapshot(free, allocs)
+        movable = set(allocs)
+        queue = sorted(
+            (j for j in view.waiting() if (r := self.info[j.job_id].ready_at) is not None and r <= now + 1e-9),
+            key=lambda j: (self.info[j.job_id].priority, self.info[j.job_id].enqueued, j.job_id),
+        )
+        started: dict[str, Alloc] = {}
+        revoked: list[str] = []
+        blk = c.queues + 1
+        blocker_seen = False
+        failed: set[tuple[Any, ...]] = set()  # searches that found nothing since the last launch
+        for job in queue:
+            info = self.info[job.job_id]
+            if blocker_seen and (not c.backfill or (c.strict_lower_queues and info.priority > blk)):
+                break
+            # Whether any plan exists depends only on the snapshot and on which configurations the
+            # job may use (not on its believed values), so an identical job's failure is reused.
+            key = (info.lm.family, info.lm.billions, info.lm.batch, self._start_config(info), frozenset(info.allowed))
+            plan = None if key in failed else self._launch(snap, job.job_id, info, layout, spec, frozenset(movable))
+            if plan is None:
+                failed.add(key)
+            if plan is None and c.preempt_opportunistic and info.blocker:
+                plan, snap, gone = self._launch_revoking(snap, job.job_id, info, layout, spec, movable)
+                revoked += gone
+                movable -= set(gone)
+            if plan is None:
+                if info.priority <= blk:
+                    blk = info.priority
+                    blocker_seen = True
+                    info.blocker = True
+                    continue
+                break
+            snap = plan.snapshot
+            snap.allocs[job.job_id] = plan.alloc
+            info.blocker = False
+            failed.clear()
+            started[job.job_id] = plan.alloc
+            info.opportunistic = blocker_seen
+        self._clear_opportunistic(view, queue, started)
+        steps = 0 if c.fcfs else c.steps_up
+        if steps:
+            worth = self._worth(view) if c.hysteresis else None
+            up = frozenset(j for j in movable if j not in started)
+            snap = scale_up(snap, self._thr, layout, spec, up, steps, worth)
+        return self._emit(view, base, snap, started, revoked)
+
+    def _launch(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
+                movable: frozenset[str]) -> LaunchPlan | None:
+        self.stats.searches += 1
+        start = self._start_config(info)
+        if self.config.fcfs:
+            spec = SearchSpec(0, False, False, False, spec.relaxed, spec.penalty)
+        return launch_search(snap, job_id, start, self._thr, layout, spec, movable if self.config.shrink_others else frozenset())
+
+    def _launch_revoking(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
+                         movable: set[str]) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
+        """§7.1: a blocked job may suspend opportunistic jobs queued after it, latest first, as
+        few as it needs."""
+        later = sorted(
+            (j for j in movable if self.info[j].opportunistic and self.info[j].enqueued > info.enqueued),
+            key=lambda j: (-self.info[j].enqueued, j),
+        )
+        trial = snap.copy()
+        gone: list[str] = []
+        for jid in later:
+            trial.release(trial.allocs.pop(jid))
+            gone.append(jid)
+            plan = self._launch(trial, job_id, info, layout, spec, frozenset(movable - set(gone)))
+            if plan is not None:
+                return plan, *self._unrevoke(plan, snap, gone)
+        return None, snap, []
+
+    @staticmethod
+    def _unrevoke(plan: LaunchPlan, snap: Snapshot, gone: list[str]) -> tuple[Snapshot, list[str]]:
+        """Keep running every revoked job whose GPUs the plan left free (suspend only as needed)."""
+        kept = []
+        for jid in gone:
+            alloc = snap.allocs[jid]
+            if all(plan.snapshot.free[node] >= k for node, k in alloc.placement):
+                plan.snapshot.take(alloc)
+                plan.snapshot.allocs[jid] = alloc
+            else:
+                kept.append(jid)
+        return plan.snapshot, kept
+
+    def _clear_opportunistic(self, view: ClusterView, queue: list[JobState], started: dict[str, Alloc]) -> None:
+        """A running job stays opportunistic only while some job ahead of it still waits."""
+        waiting = [self.info[j.job_id].enqueued for j in queue if j.job_id not in started]
+        oldest = min(waiting, default=float("inf"))
+        for job in view.running():
+            info = self.info[job.job_id]
+            if info.opportunistic and job.job_id not in started and info.enqueued < oldest:
+                info.opportunistic = False
+
+    def _worth(self, view: ClusterView) -> Callable[[str, float], bool]:
+        """§7.7 hysteresis: gain × remaining time > current throughput × downtime."""
+        def worth(job_id: str, gain: float) -> bool:
+            job = view.job(job_id)
+            cur = max(job.speed * self.info[job_id].norm, 1e-9)
+            remaining_s = view.remaining(job) / max(job.speed, 1e-9)
+            return gain * remaining_s > cur * (self.config.search_cost(job.num_gpus) + self.config.ckpt_s)
+        return worth
+
+    # ------------------------------------------------------------------ decisions
+    def _emit(self, view: ClusterView, base: dict[str, Alloc], snap: Snapshot, started: dict[str, Alloc],
+              revoked: list[str]) -> list[Decision]:
+        """Preempts first, then moves and starts in an order that keeps every step valid."""
+        out: list[Decision] = [Preempt(j) for j in revoked]
+        free = view.free.copy()
+        for j in revoked:
+            for node, k in base[j].placement:
+                free[node] += k
+        pending: list[tuple[str, Alloc | None, Alloc]] = [(j, None, a) for j, a in started.items()]
+        for j in snap.changed:
+            if j in base and j in snap.allocs and snap.allocs[j].placement != base[j].placement:
+                pending.append((j, base[j], snap.allocs[j]))
+        while pending:
+            progressed = False
+            for item in list(pending):
+                jid, old, new = item
+                own = dict(old.placement) if old else {}
+                if all(k <= free[node] + own.get(node, 0) for node, k in new.placement):
+                    for node, k in own.items():
+                        free[node] += k
+                    for node, k in new.placement:
+                        free[node] -= k
+                    out.append(self._decision(jid, old, new))
+                    pending.remove(item)
+                    progressed = True
+            if not progressed:
+                self.stats.unordered += len(pending)
+                break
+        return out
+
+    def _decision(self, jid: str, old: Alloc | None, new: Alloc) -> Decision:
+        info = self.info[jid]
+        plan = info.table.plans.get(new.config)
+        if old is None:
+            self.stats.launches += 1
+            if info.launched:
+                self.stats.reschedules += 1
+                info.reschedules += 1
+            return Start(jid, new.placement, plan=plan)
+        self.stats.reschedules += 1
+        info.reschedules += 1
+        return Resize(jid, new.placement, plan)  # a type change re-plans too, so never a bare Migrate
+
+
+__all__ = ["ATTR", "Arena", "ArenaStats", "JobInfo", "LMJob", "default_lm"]

@@ -1,0 +1,309 @@
+"""Buddy placement, the bounded-depth downgrade search and the greedy scale-up (arena.md §3.5).
+
+Pure functions over a `Snapshot` (free GPUs per node plus every running job's allocation); the
+policy turns the snapshot that wins into engine decisions. Throughputs are the policy's *view*
+(what it believes), looked up through `Believed`; the engine later runs jobs at their true speed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..job import Placement
+from .model import COUNTS
+
+Config = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Alloc:
+    """A job's GPUs: type, count, nodes, and how many halvings below the best locality it sits."""
+
+    gpu_type: str
+    gpus: int
+    placement: Placement
+    halvings: int = 0
+
+    @property
+    def config(self) -> Config:
+        return (self.gpu_type, self.gpus)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Nodes of each GPU type that placement may use, and GPUs per node K_g."""
+
+    nodes: Mapping[str, np.ndarray]
+    per_node: Mapping[str, int]
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(sorted(self.nodes))
+
+
+def halvings_of(placement: Placement, per_node: int) -> int:
+    """Halvings of GPUs per node below the buddy layout (min(n, K_g) per node)."""
+    n = sum(k for _, k in placement)
+    best = min(n, per_node)
+    low = min(k for _, k in placement)
+    return max(0, round(math.log2(best / low))) if low < best else 0
+
+
+def place(free: np.ndarray, nodes: np.ndarray, per_node: int, n: int, relaxed: bool = True) -> tuple[Placement, int] | None:
+    """Buddy placement (§3.5 PLACE): one best-fit node if n ≤ K_g, else n/K_g idle nodes; failing
+    that, with `relaxed`, n/k nodes each with ≥ k idle GPUs for k = n/2, n/4, … (best fit first).
+    Returns (placement, halvings) or None."""
+    f = free[nodes]
+    if n <= per_node:
+        ok = np.flatnonzero(f >= n)
+        if ok.size:
+            i = ok[np.argmin(f[ok])]
+            return ((int(nodes[i]), n),), 0
+    else:
+        ok = np.flatnonzero(f >= per_node)
+        need = n // per_node
+        if ok.size >= need and n % per_node == 0:
+            return tuple(sorted((int(nodes[i]), per_node) for i in ok[:need])), 0
+    if not relaxed:
+        return None
+    k, h = min(n, per_node) // 2, 1
+    while k >= 1:
+        ok = np.flatnonzero(f >= k)
+        need = n // k
+        if ok.size >= need:
+            pick = ok[np.argsort(f[ok], kind="stable")[:need]]
+            return tuple(sorted((int(nodes[i]), k) for i in pick)), h
+        k //= 2
+        h += 1
+    return None
+
+
+Believed = Callable[[str, str, int], float]
+"""(job_id, gpu_type, count) → believed samples/s; 0 = infeasible (never run a job there)."""
+
+
+@dataclass
+class Snapshot:
+    """Free GPUs and allocations; `changed` lists the jobs whose allocation differs from the base."""
+
+    free: np.ndarray
+    allocs: dict[str, Alloc]
+    changed: list[str] = field(default_factory=list)
+
+    def copy(self) -> Snapshot:
+        return Snapshot(self.free.copy(), dict(self.allocs), list(self.changed))
+
+    def release(self, alloc: Alloc) -> None:
+        for node, k in alloc.placement:
+            self.free[node] += k
+
+    def take(self, alloc: Alloc) -> None:
+        for node, k in alloc.placement:
+            self.free[node] -= k
+
+    def move(self, job_id: str, alloc: Alloc) -> None:
+        self.release(self.allocs[job_id])
+        self.take(alloc)
+        self.allocs[job_id] = alloc
+        if job_id not in self.changed:
+            self.changed.append(job_id)
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What the downgrade search may do, and the locality penalty."""
+
+    depth: int
+    allow_type_change: bool
+    allow_count_change: bool
+    shrink_others: bool
+    relaxed: bool
+    penalty: float
+    max_gpus: int = COUNTS[-1]
+
+
+def believed(thr: Believed, job_id: str, alloc: Alloc, penalty: float) -> float:
+    return thr(job_id, alloc.gpu_type, alloc.gpus) * penalty**alloc.halvings
+
+
+def _halve(alloc: Alloc, per_node: int) -> Alloc:
+    """Keep the first half of a cross-node job's nodes, or half of a single node's GPUs."""
+    if len(alloc.placement) > 1:
+        kept = alloc.placement[: len(alloc.placement) // 2]
+    else:
+        node, k = alloc.placement[0]
+        kept = ((node, k // 2),)
+    return Alloc(alloc.gpu_type, alloc.gpus // 2, kept, halvings_of(kept, per_node))
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    snapshot: Snapshot
+    alloc: Alloc
+    gain: float
+
+
+def launch_search(
+    snap: Snapshot,
+    job_id: str,
+    start: Config,
+    thr: Believed,
+    layout: Layout,
+    spec: SearchSpec,
+    movable: frozenset[str],
+) -> LaunchPlan | None:
+    """§3.5 LAUNCH: place the new job at `start`; if it does not fit (or only relaxed), run the BFS
+    over DOWNGRADE_OPS to depth D and return the plan of highest total believed throughput
+    (new job's + Σ ΔThr of the jobs it changed), or None. `movable`: running jobs it may touch."""
+    g, n = start
+    hit = place(snap.free, layout.nodes[g], layout.per_node[g], n, spec.relaxed)
+    if hit is not None and hit[1] == 0:
+        alloc = Alloc(g, n, hit[0], 0)
+        out = snap.copy()
+        out.take(alloc)
+        return LaunchPlan(out, alloc, believed(thr, job_id, alloc, spec.penalty))
+    plans: list[LaunchPlan] = []
+    if hit is not None:
+        alloc = Alloc(g, n, hit[0], hit[1])
+        out = snap.copy()
+        out.take(alloc)
+        plans.append(LaunchPlan(out, alloc, believed(thr, job_id, alloc, spec.penalty)))
+    frontier = [(snap, start, 0.0)]
+    halves: dict[tuple[str, Alloc], tuple[float, Alloc]] = {}
+    for _ in range(spec.depth):
+        nxt = []
+        for s, cfg, gain in frontier:
+            for s2, cfg2, delta in _downgrade_ops(s, job_id, cfg, thr, layout, spec, movable, halves):
+                hit = place(s2.free, layout.nodes[cfg2[0]], layout.per_node[cfg2[0]], cfg2[1], spec.relaxed)
+                if hit is not None:
+                    alloc = Alloc(cfg2[0], cfg2[1], hit[0], hit[1])
+                    out = s2.copy()
+                    out.take(alloc)
+                    plans.append(LaunchPlan(out, alloc, gain + delta + believed(thr, job_id, alloc, spec.penalty)))
+                if hit is None or hit[1] > 0:
+                    nxt.append((s2, cfg2, gain + delta))
+        frontier = nxt
+        if not frontier:
+            break
+    return max(plans, key=lambda p: p.gain) if plans else None
+
+
+def _downgrade_ops(
+    snap: Snapshot, job_id: str, cfg: Config, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str],
+    halves: dict[tuple[str, Alloc], tuple[float, Alloc]],
+) -> list[tuple[Snapshot, Config, float]]:
+    """DOWNGRADE_OPS [A]: per type, halve the job that loses least (SHRINK_t); and move the job on
+    the new job's type that gains most from another type with room (TYPE_CHANGE). Never to a
+    configuration a job cannot run in."""
+    g, n = cfg
+    pen = spec.penalty
+    out: list[tuple[Snapshot, Config, float]] = []
+    by_type: dict[str, list[tuple[str, Alloc]]] = {}
+    for jid, a in snap.allocs.items():
+        if jid in movable:
+            by_type.setdefault(a.gpu_type, []).append((jid, a))
+    if spec.allow_count_change:
+        for t in layout.types:
+            members = by_type.get(t, []) if spec.shrink_others else []
+            top = max([a.gpus for _, a in members] + ([n] if t == g else []), default=0)
+            best: tuple[float, str | None, Alloc | None] | None = None
+            if t == g and n > 1 and n >= top / 2 and thr(job_id, g, n // 2) > 0:
+                best = (thr(job_id, g, n // 2) - thr(job_id, g, n), None, None)  # the new job itself
+            for jid, a in members:
+                if a.gpus > 1 and a.gpus >= top / 2 and thr(jid, t, a.gpus // 2) > 0:
+                    key = (jid, a)
+                    if key not in halves:  # a halving's loss does not depend on the snapshot
+                        half = _halve(a, layout.per_node[t])
+                        halves[key] = (believed(thr, jid, half, pen) - believed(thr, jid, a, pen), half)
+                    loss, half = halves[key]
+                    if best is None or loss > best[0]:
+                        best = (loss, jid, half)
+            if best is None:
+                continue
+            if best[1] is None:
+                out.append((snap, (g, n // 2), 0.0))
+            else:
+                s2 = snap.copy()
+                s2.move(best[1], best[2])  # type: ignore[arg-type]
+                out.append((s2, cfg, best[0]))
+    if spec.allow_type_change:
+        best_tc: tuple[float, str | None, Alloc | None, Config] | None = None
+        placed: dict[int, tuple[Placement, int] | None] = {}  # same snapshot: one placement per count
+        for t in layout.types:
+            if t == g:
+                continue
+            idle = int(snap.free[layout.nodes[t]].sum())
+            if idle >= n and thr(job_id, t, n) > 0:
+                gain = thr(job_id, t, n) - thr(job_id, g, n)
+                if best_tc is None or gain > best_tc[0]:
+                    best_tc = (gain, None, None, (t, n))
+            placed.clear()
+            for jid, a in by_type.get(g, []) if spec.shrink_others else []:
+                if idle < a.gpus or thr(jid, t, a.gpus) <= 0:
+                    continue
+                if a.gpus not in placed:
+                    placed[a.gpus] = place(snap.free, layout.nodes[t], layout.per_node[t], a.gpus, spec.relaxed)
+                hit = placed[a.gpus]
+                if hit is None:
+                    continue
+                new = Alloc(t, a.gpus, hit[0], hit[1])
+                gain = believed(thr, jid, new, pen) - believed(thr, jid, a, pen)
+                if best_tc is None or gain > best_tc[0]:
+                    best_tc = (gain, jid, new, cfg)
+        if best_tc is not None:
+            gain, jid, new, cfg2 = best_tc
+            if jid is None:
+                out.append((snap, cfg2, 0.0))
+            else:
+                s2 = snap.copy()
+                s2.move(jid, new)  # type: ignore[arg-type]
+                out.append((s2, cfg, gain))
+    return out
+
+
+def scale_up(
+    snap: Snapshot,
+    thr: Believed,
+    layout: Layout,
+    spec: SearchSpec,
+    movable: frozenset[str],
+    steps: int,
+    worth: Callable[[str, float], bool] | None = None,
+) -> Snapshot:
+    """§3.5 SCALE_UP: up to `steps` times apply the single best positive gain, a type change to an
+    idle buddy placement or a doubling on the job's own type. `worth(job, gain)` is the optional
+    hysteresis (§7.7)."""
+    pen = spec.penalty
+    for _ in range(steps):
+        best: tuple[float, str, Alloc] | None = None
+        for jid in sorted(movable):  # a fixed order: ties must not depend on string hashing
+            a = snap.allocs[jid]
+            cur = believed(thr, jid, a, pen)
+            if spec.allow_type_change:
+                for t in layout.types:
+                    if t == a.gpu_type or thr(jid, t, a.gpus) <= 0:
+                        continue
+                    hit = place(snap.free, layout.nodes[t], layout.per_node[t], a.gpus, relaxed=False)
+                    if hit is not None:
+                        gain = thr(jid, t, a.gpus) - cur
+                        if gain > 0 and (best is None or gain > best[0]):
+                            best = (gain, jid, Alloc(t, a.gpus, hit[0], 0))
+            if spec.allow_count_change and a.gpus * 2 <= spec.max_gpus and thr(jid, a.gpu_type, 2 * a.gpus) > 0:
+                free = snap.free.copy()
+                for node, k in a.placement:
+                    free[node] += k
+                nodes = layout.nodes[a.gpu_type]
+                hit = place(free, nodes, layout.per_node[a.gpu_type], 2 * a.gpus, relaxed=False)
+                if hit is not None:
+                    gain = thr(jid, a.gpu_type, 2 * a.gpus) - cur
+                    if gain > 0 and (best is None or gain > best[0]):
+                        best = (gain, jid, Alloc(a.gpu_type, 2 * a.gpus, hit[0], 0))
+        if best is None or (worth is not None and not worth(best[1], best[0])):
+            break
+        snap = snap.copy()
+        snap.move(best[1], best[2])
+    return snap
