@@ -439,7 +439,10 @@ def test_values_derived_in_code_are_folded(tmp_path: Path) -> None:
     assert f["model_name"] == "vit-l-16" and f["dataset"] == "imagenet-1k"
     given = extract_static(repo, "python main_pretrain.py --lr 5e-4", gpus=8).fields
     assert given["learning_rate"] == 5e-4  # the guarded derivation does not run when lr is given
-    unknown = extract_static(repo, cmd).fields  # GPU count unknown: nothing is derived, the stated base lr stays
+    # the launcher states the process count (torchrun --nproc_per_node 8, one node): the same derivation
+    assert extract_static(repo, cmd).fields["learning_rate"] == pytest.approx(1e-4 * 128 * 2 * 8 / 256)
+    plain = cmd.replace("torchrun --nproc_per_node 8", "python")
+    unknown = extract_static(repo, plain).fields  # GPU count unknown: nothing is derived, the stated base lr stays
     assert unknown["learning_rate"] == 1e-4 and unknown["iterations"] is None
 
 

@@ -29,7 +29,7 @@ __all__ = ["CONFIGURATOR", "CONFIG_EXT", "attribute_defaults", "code_facts", "fi
            "loader_without_workers"]
 
 
-CONFIG_EXT = (".yaml", ".yml", ".json")
+CONFIG_EXT = (".yaml", ".yml", ".json", ".toml")
 CONFIGURATOR = re.compile(r"exec\(\s*open\(")
 _YACS_KEY = re.compile(r"^[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)+$")
 _DEFAULTS_ROOT = re.compile(r"^_?_?C$|^cfg$|^config$|^defaults?$|^_CN$")
@@ -75,9 +75,14 @@ def find_config_file(repo: Path, value: str, limit: int = 4000) -> str | None:
     """The repository file a `--config` value names: a path, a path without its extension, or (for
     project CLIs such as `tune run ... --config llama3/8B_lora`) a file whose path ends with it."""
     value = value.strip().removeprefix("./")
-    if not value or value.startswith(("/", "..")) or UNRESOLVED.search(value):
+    if value.startswith("/") or (value.startswith("$") and "/" in value):
+        # /workspace/proj/configs/x.yaml, $ROOT/configs/x.yaml: the longest tail that is a repository file
+        parts = [p for p in value.split("/") if p and p not in (".", "..")]
+        return next(("/".join(parts[i:]) for i in range(1, len(parts)) if (repo / "/".join(parts[i:])).is_file()),
+                    None)
+    if not value or value.startswith("..") or UNRESOLVED.search(value):
         return None
-    exts = ("", ".yaml", ".yml", ".json", ".py") if not value.endswith((*CONFIG_EXT, ".py")) else ("",)
+    exts = ("", ".yaml", ".yml", ".json", ".toml", ".py") if not value.endswith((*CONFIG_EXT, ".py")) else ("",)
     for ext in exts:
         if (repo / f"{value}{ext}").is_file():
             return f"{value}{ext}"

@@ -15,6 +15,7 @@ interpolations (`${...}`) stay as strings.
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ MAX_CHAIN = 8
 
 
 def load_structured(repo: Path, rel: str) -> Any:
-    """Parsed YAML/JSON (None when missing, outside the repository or unparsable)."""
+    """Parsed YAML/JSON/TOML (None when missing, outside the repository or unparsable)."""
     p = repo / rel
     try:
         real = p.resolve(strict=True)
@@ -40,8 +41,10 @@ def load_structured(repo: Path, rel: str) -> Any:
     try:
         if rel.endswith(".json"):
             return json.loads(text)
+        if rel.endswith(".toml"):  # torchtitan-style `[training]` tables
+            return tomllib.loads(text)
         return yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError, ValueError):
+    except (yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError, ValueError):
         return None
 
 
@@ -159,9 +162,10 @@ def _group_chain(repo: Path, cdir: str, group: str, rel: str, depth: int = 0) ->
 
 
 def compose_hydra(
-    repo: Path, config_dir: str, config_name: str, overrides: list[str]
+    repo: Path, config_dir: str, config_name: str, overrides: list[str], _depth: int = 0
 ) -> tuple[dict[str, Leaf], list[str], dict[str, Leaf]]:
-    """(flat composed config, files used, CLI value overrides applied) for a Hydra app."""
+    """(flat composed config, files used, CLI value overrides applied) for a Hydra app. A plain name in
+    the defaults list (`- base`) is another primary config of the same folder, composed in its place."""
     cdir = config_dir.strip("./") if config_dir not in (".", "./") else ""
     primary = f"{cdir}/{config_name}" if cdir else config_name
     if not primary.endswith((".yaml", ".yml")):
@@ -226,6 +230,10 @@ def compose_hydra(
             files.append(primary)
             continue
         if not entry.startswith("group:"):
+            if _depth < MAX_CHAIN and entry.removesuffix(".yaml") != config_name.removesuffix(".yaml"):
+                bmerged, bfiles, _ = compose_hydra(repo, config_dir, entry.removesuffix(".yaml"), [], _depth + 1)
+                merged.update(bmerged)
+                files += bfiles
             continue
         g = entry[len("group:"):]
         opt = selections.get(g)

@@ -75,6 +75,8 @@ def as_int(value: Any, minimum: int) -> int | None:
 
 
 def as_lr(value: Any) -> float | None:
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]  # fairseq `lr: [0.0005]` (one rate per optimizer phase)
     v = parse_number(value)
     return v if v is not None and 0 < v < 100 else None
 

@@ -22,7 +22,7 @@ from schedmate.workload import normalize_dataset, normalize_model_name
 
 __all__ = [
     "DATASET_PATTERNS", "FIELD_KEYS", "LIBRARY_DEFAULTS", "MODEL_FAMILIES", "NAMED_SIZES_B", "PER_DEVICE_BATCH",
-    "TASK_CUES", "TOTAL_BATCH",
+    "HF_TRAINING_ARGS", "TASK_ALIASES", "TASK_CUES", "TOTAL_BATCH",
     "DATASET_TRAIN_SIZES", "WORD_VOCAB", "canonical_dataset", "canonical_model", "find_model", "is_model_name",
     "model_size_b",
     "recurrent_lm_size", "size_from_dims",
@@ -41,7 +41,7 @@ FIELD_KEYS: dict[str, dict[str, int]] = {
         "per_gpu_batch_size": 9, "batch_size_per_device": 9, "train_batch_size": 8, "batch_size": 7, "bs": 6,
         "batch": 5, "train_bs": 6, "ims_per_batch": 8, "mini_batch_size": 6, "imgs_per_gpu": 4,
         "samples_per_gpu": 4, "global_batch_size": 4, "global_train_batch_size": 4, "global_batch": 4,
-        "total_batch_size": 3, "effective_batch_size": 3,
+        "total_batch_size": 3, "effective_batch_size": 3, "max_sentences": 7,
     },
     "learning_rate": {
         "learning_rate": 9, "lr": 8, "base_lr": 8, "lr0": 8, "max_lr": 6, "peak_lr": 6, "blr": 5, "init_lr": 6,
@@ -109,7 +109,15 @@ LIBRARY_DEFAULTS: dict[str, dict[str, object]] = {
     "megatron": {"num_workers": 2},
     # torchtune's recipes build their DataLoader without workers
     "torchtune": {"num_workers": 0},
+    # ultralytics/cfg/default.yaml (the `yolo` CLI and `YOLO(...).train()`)
+    "ultralytics": {"epochs": 100, "batch": 16, "lr0": 0.01, "workers": 8},
+    # fairseq's option defaults: `--task translation`, `--num-workers 1`, `--lr 0.25`; `--max-epoch 0` / `--max-update 0`
+    # mean "no limit"
+    "fairseq": {"task": "translation", "num_workers": 1, "lr": 0.25},
 }
+
+# trainer configuration classes that extend `transformers.TrainingArguments` (and take its defaults)
+HF_TRAINING_ARGS = re.compile(r"\b(?:Seq2Seq)?TrainingArguments\b|\b(?:SFT|DPO|ORPO|KTO|CPO|GRPO|PPO|Reward|GKD)Config\b")
 
 # ----------------------------------------------------------------------------------------- models
 
@@ -118,13 +126,14 @@ _VARIANT = r"(?:-(?:v\d+(?:\.\d+)?|instruct|chat|it|base|deduped|coder|math|prev
 # family -> pattern on a token in the generic normal form (lowercase, '-' separators). Anchored at the
 # token start; ambiguous short words need more than the bare word (a size, a variant, a version).
 MODEL_FAMILIES: dict[str, str] = {
-    "llama": rf"(?:code-?|tiny-?)?llama(?:-?\d(?:\.\d)?)?(?:-{_SIZE}|-\d+x\d+b)?{_VARIANT}",
-    "mistral": rf"mi[sx]tral(?:-\d+x\d+b|-{_SIZE})?{_VARIANT}",
-    "qwen": rf"qwen(?:-?\d(?:\.\d)?)?(?:-{_SIZE})?{_VARIANT}",
-    "gemma": rf"(?:code)?gemma(?:-?\d)?(?:-{_SIZE})?{_VARIANT}",
+    # a variant may come before the size as well (Qwen2.5-Coder-7B, CodeLlama-Python-7b)
+    "llama": rf"(?:code-?|tiny-?)?llama(?:-?\d(?:\.\d)?)?{_VARIANT}(?:-{_SIZE}|-\d+x\d+b)?{_VARIANT}",
+    "mistral": rf"mi[sx]tral{_VARIANT}(?:-\d+x\d+b|-{_SIZE})?{_VARIANT}",
+    "qwen": rf"qwen(?:-?\d(?:\.\d)?)?{_VARIANT}(?:-{_SIZE})?{_VARIANT}",
+    "gemma": rf"(?:code)?gemma(?:-?\d)?{_VARIANT}(?:-{_SIZE})?{_VARIANT}",
     "phi": r"phi-\d(?:\.\d)?(?:-mini|-small|-medium)?",
     "falcon": rf"falcon-{_SIZE}{_VARIANT}",
-    "gpt2": r"gpt-?2(?:-medium|-large|-xl|-small)?",
+    "gpt2": r"(?:distil-?)?gpt-?2(?:-medium|-large|-xl|-small)?",
     "gpt3": rf"gpt-?3(?:-{_SIZE})?|gpt-{_SIZE}",  # Megatron-style 'gpt-6.7b'
     "gpt-neox": rf"gpt-?neox(?:-{_SIZE})?",
     "gpt-j": rf"gpt-?j(?:-{_SIZE})?",
@@ -138,14 +147,23 @@ MODEL_FAMILIES: dict[str, str] = {
     "deberta": r"deberta(?:-v\d)?-(?:xsmall|small|base|large|xlarge)",
     "electra": r"electra-(?:small|base|large)",
     "vit": r"vit-(?:tiny|small|base|large|huge|ti|s|b|l|h|g)(?:-patch\d+|-p\d+|-\d+)?(?:-\d+)?",
-    "deit": r"deit-(?:tiny|small|base)",
+    "deit": r"deit-?3?-(?:tiny|small|base|large|huge)",
+    "dinov2": r"dino-?v2-(?:small|base|large|giant|vit[sblg]\d+)",
     "swin-like": r"(?:pvt|cait|beit|eva|regnet[xy]?)-?(?:v2)?-(?:tiny|small|base|large|\d+\w*)",
     "resnet": r"resnet-?\d{2,3}[a-z]?|resnext-?\d+|wide-resnet-?\d+|se-?resnet-?\d+",
     "convnext": r"convnext(?:-?v2)?-(?:atto|femto|pico|nano|tiny|small|base|large|xlarge|t|s|b|l)",
-    "efficientnet": r"(?:tf-)?efficientnet(?:-?v2)?-(?:b\d|s|m|l)",
+    "efficientnet": r"(?:tf-)?efficient-?net(?:-?v2)?-?(?:b\d|s|m|l)",
+    # classic torchvision CNNs
+    "cnn-classic": r"densenet-?\d{3}|vgg-?\d{2}(?:-?bn)?|inception-?v[34]|googlenet|alexnet|squeezenet-?1[._-]?[01]|"
+                   r"shufflenet-?v2(?:-x\d[._-]\d)?|mnasnet-?\d[._-]\d|regnet-?[xy]-?\d+(?:mf|gf|[._-]\d+gf)",
     "mobilenet": r"mobilenet-?v\d(?:-large|-small)?(?:-\d+)?",
     "swin": r"swin(?:v2)?-(?:tiny|small|base|large|t|s|b|l)",
-    "yolo": r"yolo-?v?\d+[nsmlx]?(?:-seg|-pose|-cls)?|yolox(?:-[nsmlx])?",
+    "yolo": r"yolo-?v?\d+[nsmlxtcbe]?(?:-seg|-pose|-cls|-obb|-world)?|yolox(?:-[nsmlx])?",
+    # diffusion / flow transformers named by size and patch (DiT-XL/2, SiT-B/4)
+    "dit": r"(?:dit|sit)-(?:s|b|l|xl)(?:-\d+)?",
+    "bart": r"m?bart-(?:base|large)(?:-cnn|-xsum|-cc25|-50)?",
+    # fairseq / tensor2tensor architecture identifiers (transformer_wmt_en_de_big, transformer_iwslt_de_en)
+    "fairseq-transformer": r"transformer-(?:vaswani-)?(?:wmt|iwslt)-[a-z]{2}-[a-z]{2}(?:-big)?(?:-t2t)?",
     "detr": r"(?:deformable-|conditional-|dab-|dino-)?detr(?:-r(?:esnet-?)?\d+)?",
     "rcnn": r"(?:mask|faster|cascade)-?r-?cnn(?:-r-?\d+)?(?:-fpn)?",
     "retinanet": r"retinanet(?:-r-?\d+)?(?:-fpn)?",
@@ -157,10 +175,13 @@ MODEL_FAMILIES: dict[str, str] = {
     "hubert": r"hubert-(?:base|large|xlarge)",
     "clip": r"(?:openai-)?clip-vit-[a-z]+(?:-patch)?-?\d+|clip-rn\d+",
     "dlrm": r"dlrm",
+    # graph neural networks, named by their layer type
+    "gnn": r"gcn(?:-?ii)?|gat(?:v2)?|graph-?sage|gin(?:-?e)?|appnp|sgc|r-?gcn|graphormer|pna|gated-?gcn",
     "segformer": r"segformer(?:-b\d)?",
     # OpenMMLab-style segmentors / detectors, named with an optional backbone (pspnet-r50-d8, fcos-r50)
     "segmentor": r"(?:pspnet|upernet|ocrnet|danet|ccnet|apcnet|dnlnet|gcnet|knet|mask2former|maskformer|setr)"
                  r"(?:-r(?:esnet)?-?\d+(?:-d\d+)?)?",
+    "rtdetr": r"rt-?detr(?:-?v2)?-(?:r\d+(?:vd)?|[lx])",
     "detector": r"(?:fcos|atss|rtmdet(?:-[tsmlx])?|htc|solov?2?|yolof|tood|gfl|paa|centernet)(?:-r(?:esnet)?-?\d+)?",
     "deeplab": r"deeplab-?v3(?:\+|plus|p)?(?:-r(?:esnet)?-?\d+(?:-d\d+)?)?",
     "mae": r"mae-vit-(?:base|large|huge|b|l|h)(?:-patch\d+|-\d+)?",
@@ -220,6 +241,7 @@ def _family_window(norm: str) -> str | None:
     return best
 
 
+_CKPT_EXT = re.compile(r"\.(?:nemo|pt|pth|ckpt|bin|safetensors|gguf|h5|pkl|onnx|tar|msgpack)$", re.I)
 _SIZE_WORD = re.compile(r"^\d+(?:\.\d+)?[bBmM]$")
 
 
@@ -232,7 +254,8 @@ def find_model(text: str) -> tuple[str, str] | None:
         nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
         if _SIZE_WORD.match(nxt) and is_model_name(f"{tok}-{nxt}"):
             return canonical_model(f"{tok}-{nxt}"), f"{tok} {nxt}"
-        for cand in (tok, tok.rsplit("/", 1)[-1]):
+        base = tok.rsplit("/", 1)[-1]
+        for cand in (tok, base, _CKPT_EXT.sub("", base)):
             if is_model_name(cand):
                 return canonical_model(cand), cand
         window = _family_window(normalize_model_name(tok.rsplit("/", 1)[-1]))
@@ -263,22 +286,66 @@ NAMED_SIZES_B: dict[str, float] = {
     "convnext-tiny": 0.0286, "convnext-small": 0.0502, "convnext-base": 0.0886, "convnext-large": 0.198,
     "efficientnet-b0": 0.0053, "efficientnet-b1": 0.0078, "efficientnet-b2": 0.0091, "efficientnet-b3": 0.012,
     "efficientnet-b4": 0.019, "efficientnet-b5": 0.030, "efficientnet-b6": 0.043, "efficientnet-b7": 0.066,
+    "efficientnet-v2-s": 0.0215, "efficientnet-v2-m": 0.0541, "efficientnet-v2-l": 0.1185,
+    "wide-resnet50": 0.0689, "wide-resnet101": 0.1269, "distilgpt-2": 0.082, "distilgpt2": 0.082,
+    "dinov2-small": 0.022, "dinov2-base": 0.086, "dinov2-large": 0.304, "dinov2-giant": 1.1,
+    "deit-3-small": 0.022, "deit-3-base": 0.086, "deit-3-large": 0.304, "deit3-small": 0.022, "deit3-base": 0.086,
+    "mt5-small": 0.300, "mt5-base": 0.580, "mt5-large": 1.2, "mt5-xl": 3.7, "mt5-xxl": 13.0,
+    "segformer-b0": 0.0037, "segformer-b1": 0.0137, "segformer-b2": 0.0274, "segformer-b3": 0.0473,
+    "segformer-b4": 0.0641, "segformer-b5": 0.0847,
+    "densenet-121": 0.0080, "densenet-161": 0.0287, "densenet-169": 0.0141, "densenet-201": 0.0200,
+    "vgg-11": 0.1329, "vgg-13": 0.1330, "vgg-16": 0.1384, "vgg-19": 0.1437,
+    "inception-v3": 0.0272, "googlenet": 0.0066, "alexnet": 0.0611, "squeezenet-1-0": 0.00125,
+    "squeezenet-1-1": 0.00124, "regnet-y-400mf": 0.0043, "regnet-y-800mf": 0.0064, "regnet-y-16gf": 0.0836, "resnext-50": 0.0250, "resnext-101": 0.0888,
+    "rtdetr-l": 0.032, "rtdetr-x": 0.067, "rtdetr-r18": 0.020, "rtdetr-r50": 0.042, "rtdetr-r101": 0.076,
     "mobilenetv2": 0.0035, "mobilenetv3-large": 0.0054, "mobilenetv3-small": 0.0025,
     "deit-tiny": 0.0057, "deit-small": 0.022, "deit-base": 0.086,
     "swin-tiny": 0.028, "swin-t": 0.028, "swin-small": 0.050, "swin-s": 0.050, "swin-base": 0.088,
     "swin-b": 0.088, "swin-large": 0.197, "swin-l": 0.197,
     "yolov8n": 0.0032, "yolov8s": 0.0112, "yolov8m": 0.0259, "yolov8l": 0.0437, "yolov8x": 0.0682,
+    "yolov8n-seg": 0.0034, "yolov8s-seg": 0.0118, "yolov8m-seg": 0.0273, "yolov8l-seg": 0.0460, "yolov8x-seg": 0.0718,
+    "yolov8n-cls": 0.0027, "yolov8s-cls": 0.0064, "yolov8m-cls": 0.0170, "yolov8l-cls": 0.0375, "yolov8x-cls": 0.0574,
+    "yolov8n-pose": 0.0033, "yolov8s-pose": 0.0116, "yolov8m-pose": 0.0264, "yolov8l-pose": 0.0444,
+    "yolov8x-pose": 0.0694,
+    "yolo11n": 0.0026, "yolo11s": 0.0094, "yolo11m": 0.0201, "yolo11l": 0.0253, "yolo11x": 0.0569,
+    "yolo11n-seg": 0.0029, "yolo11s-seg": 0.0101, "yolo11m-seg": 0.0224, "yolo11l-seg": 0.0276, "yolo11x-seg": 0.0621,
+    "yolo11n-cls": 0.0016, "yolo11s-cls": 0.0055, "yolo11m-cls": 0.0104, "yolo11l-cls": 0.0129, "yolo11x-cls": 0.0284,
+    "yolo11n-pose": 0.0029, "yolo11s-pose": 0.0099, "yolo11m-pose": 0.0209, "yolo11l-pose": 0.0262,
+    "yolo11x-pose": 0.0588,
+    "yolov10n": 0.0023, "yolov10s": 0.0072, "yolov10m": 0.0154, "yolov10b": 0.0191, "yolov10l": 0.0244,
+    "yolov10x": 0.0295, "yolov9t": 0.0020, "yolov9s": 0.0071, "yolov9m": 0.0200, "yolov9c": 0.0253, "yolov9e": 0.0573,
+    "yolo12n": 0.0026, "yolo12s": 0.0093, "yolo12m": 0.0202, "yolo12l": 0.0264, "yolo12x": 0.0591,
     "yolov5n": 0.0019, "yolov5s": 0.0072, "yolov5m": 0.0212, "yolov5l": 0.0465, "yolov5x": 0.0867,
     "whisper-tiny": 0.039, "whisper-base": 0.074, "whisper-small": 0.244, "whisper-medium": 0.769,
     "whisper-large": 1.55, "wav2vec2-base": 0.095, "wav2vec2-large": 0.317,
     # diffusion models: the UNet, which is what fine-tuning trains
     "stable-diffusion-v1-5": 0.86, "stable-diffusion-v1-4": 0.86, "stable-diffusion-2-1": 0.865, "sdxl": 2.57,
     "stable-diffusion-xl": 2.57,
+    # DiT / SiT (Peebles & Xie 2023): the patch size barely changes the count
+    "dit-s": 0.033, "dit-b": 0.130, "dit-l": 0.458, "dit-xl": 0.675, "sit-s": 0.033, "sit-b": 0.130,
+    "sit-l": 0.458, "sit-xl": 0.675,
+    "bart-base": 0.139, "bart-large": 0.406, "mbart-large": 0.611,
+    # fairseq Transformer NMT with a ~32k shared BPE vocabulary (Vaswani et al. base / big)
+    "transformer-wmt-en-de": 0.061, "transformer-wmt-en-de-big": 0.21, "transformer-vaswani-wmt-en-de-big": 0.21,
+    "transformer-wmt-en-fr-big": 0.22, "transformer-iwslt-de-en": 0.040,
     "segresnet": 0.0047, "swin-unetr": 0.062, "unetr": 0.092,  # MONAI defaults (init_filters 16, feature_size 48)
     "detr-resnet-50": 0.041, "detr-r50": 0.041, "mask-rcnn": 0.044, "faster-rcnn": 0.042, "retinanet": 0.038,
     "faster-rcnn-r50": 0.0413, "faster-rcnn-r101": 0.0603, "mask-rcnn-r50": 0.0440, "mask-rcnn-r101": 0.0630,
     "retinanet-r50": 0.0378, "retinanet-r101": 0.0568,
 }
+
+# tokenizer vocabularies of public model families, for sizes from layer/width flags that state no vocabulary
+FAMILY_VOCAB: tuple[tuple[str, int], ...] = (
+    (r"(?:distil)?gpt-?2|gpt-?neo|gpt-?j|pythia|opt-", 50257), (r"llama-?3", 128256), (r"(?:code|tiny)?llama", 32000),
+    (r"mistral|mixtral", 32000), (r"qwen", 151936), (r"gemma", 256000), (r"(?:distil)?bert-", 30522),
+    (r"roberta", 50265), (r"(?:flan-)?t5-", 32128),
+)
+
+
+def family_vocab(name: str) -> int | None:
+    """The tokenizer vocabulary of a known model family (gpt-2: 50257), if public."""
+    return next((v for rx, v in FAMILY_VOCAB if re.match(rx, name)), None)
+
 
 _SIZE_IN_NAME = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.I)
 
@@ -362,7 +429,7 @@ def model_size_b(canonical: str, raw: str | None = None) -> tuple[float, str] | 
 # (pattern on the generic normal form of a name or path part, canonical name); first match wins
 DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"imagenet-?(?:21|22)k|in(?:21|22)k", "imagenet-21k"),
-    (r"imagenet(?:-?1k)?(?:-\d{4})?|ilsvrc(?:-?20\d\d)?|in1k|imagenet-train", "imagenet-1k"),
+    (r"imagenet(?:-?1k)?(?:-?\d{4})?|ilsvrc(?:-?20\d\d)?|in1k|imagenet-train", "imagenet-1k"),
     (r"coco-?128", "coco128"),
     (r"(?:ms-?)?coco(?:-?20(?:14|17))?(?:-(?:detection|instances|captions))?", "coco"),
     (r"lvis(?:-?v\d)?", "lvis"),
@@ -393,6 +460,7 @@ DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"wikitext-?2(?:-raw)?(?:-v1)?", "wikitext-2"),
     (r"ptb|penn-?treebank(?:-word)?", "ptb"),
     (r"(?:tiny-?)?shakespeare(?:-char)?", "shakespeare"),
+    (r"lm-?1b|one-billion-word(?:-benchmark)?", "lm1b"),
     (r"c4(?:-en)?|colossal-clean-crawled-corpus", "c4"),
     (r"bookcorpus(?:open)?", "bookcorpus"),
     (r"laion-?5b", "laion-5b"),
@@ -410,7 +478,11 @@ DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"common-?voice(?:-[\d.-]+)?", "common-voice"),
     (r"kinetics-?(?:400|600|700)?", "kinetics"),
     (r"gsm-?8k", "gsm8k"),
-    (r"wmt-?\d\d", "wmt"),
+    (r"wmt-?(\d\d)-([a-z]{2})-?([a-z]{2})(?:-.*)?", r"wmt\1-\2-\3"),
+    (r"wmt-?(\d\d)(?:-.*)?", r"wmt\1"),
+    (r"ogbn-(?:arxiv|products|proteins|papers100m|mag)", ""),
+    (r"ogb[gl]-[a-z0-9-]+", ""),
+    (r"ultrafeedback(?:-binarized(?:-preferences)?(?:-cleaned)?)?", ""),
     (r"cnn-?dailymail|cnn-dm", "cnn-dailymail"),
     (r"xsum", "xsum"),
     (r"glue|mnli|sst-?2|qnli|qqp|cola|mrpc|rte|sts-?b", "glue"),
@@ -418,14 +490,16 @@ DATASET_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"wit(?:-base)?|wikipedia-image-text", "wit"),
 )
 _DATASET_RX = [(re.compile(rf"^(?:{rx})$"), canon) for rx, canon in DATASET_PATTERNS]
+# a canonical form may keep parts of the name (wmt16-en-de); "" keeps the name as written (ogbn-arxiv)
 
 
 def canonical_dataset(text: str) -> str | None:
     """The canonical name of a public dataset a name or path part spells, else None."""
     norm = re.sub(r"-?(?:data-?module|datasets?)$", "", normalize_dataset(text))  # CocoDataset, MNISTDataModule
     for rx, canon in _DATASET_RX:
-        if rx.match(norm):
-            return canon
+        m = rx.match(norm)
+        if m:
+            return m.expand(canon) if canon else norm
     return None
 
 
@@ -441,15 +515,20 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
         (r"(?i)\bfinetune\b|\bfine-?tun(?:e|ing)\b", 0.5),
     ),
     "lm-pretraining": (
-        (r"(?i)(?:language model|llm|gpt|causal[- ]lm)[- ]pre-?train", 3), (r"(?i)\bpre-?train(?:ing)? (?:a )?gpt", 3),
+        (r"(?i)(?<!masked )(?:language model|llm|gpt|causal[- ]lm)[- ]pre-?train", 3), (r"(?i)\bpre-?train(?:ing)? (?:a )?gpt", 3),
         (r"(?i)megatron", 1.5), (r"--train-iters|train_iters", 1), (r"GPTModel|GPT2LMHeadModel|class GPT\b", 1.5),
         (r"(?i)next[- ]token|causal language model", 1.5), (r"(?i)openwebtext|slimpajama|redpajama|fineweb|\bthe pile\b", 2),
         (r"(?i)(?:^|[/_-])pre-?train(?:ing)?[/_.-]", 1.5),
         (r"(?i)tokens? per (?:iter|step)|tokens_per_iter", 1.5), (r"(?i)\blanguage[_ -]model(?:ing|ling)\b", 2),
+        (r"(?i)\bpre-?train(?:ing|s)? (?:\w+[- ]){0,3}(?<!encoder-)(?<!encoder )(?:decoder|LLMs?|LMs?|language models?)\b", 3),
+        (r"(?i)\bc4\b|\bdolma\b|\bthe-?stack\b|\blm1b\b|one[- ]billion[- ]word", 1.5),
+        (r"(?i)\b(?:transformer|causal|autoregressive|decoder-only|gpt-style) (?:LMs?|language models?)\b", 2),
     ),
-    "masked-lm-pretraining": ((r"(?i)masked language model|ForMaskedLM|\bmlm\b", 3),),
+    "masked-lm-pretraining": ((r"(?i)masked language model|ForMaskedLM|\bmlm\b", 3),
+                              (r"(?i)masked_lm|max_predictions_per_seq|mlm_probability", 2)),
     "image-classification": (
-        (r"(?i)image classification|ImageClassification", 3), (r"ImageFolder", 2), (r"(?i)top-?1|acc@1", 1.5),
+        (r"(?i)image classification|ImageClassification", 3), (r"(?i)image classifier", 1.5),
+        (r"(?i)(?:^|\s)(?:vit|deit|resnet|resnext|convnext|efficientnet|swin|mobilenetv?\d?|regnet|densenet|vgg|inception)-", 1), (r"ImageFolder", 2), (r"(?i)top-?1|acc@1", 1.5),
 (r"(?i)imagenet|cifar|mnist", 1.5), (r"CrossEntropyLoss", 0.5), (r"timm\.create_model|torchvision\.models", 1),
         (r"num_classes", 0.5), (r"(?i)mixup|cutmix|label_smoothing", 0.5),
     ),
@@ -457,7 +536,8 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
         (r"(?i)object detection", 3), (r"ultralytics|\bYOLO", 3), (r"(?i)mAP50|bbox_mAP|box AP", 2),
         (r"(?i)\bdetr\b|faster[-_ ]?r-?cnn|retinanet|DetectionCheckpointer|detectron2|mmdet", 2),
     ),
-    "instance-segmentation": ((r"(?i)instance segmentation|mask[-_ ]?r-?cnn|segm_mAP", 3),),
+    "instance-segmentation": ((r"(?i)instance segmentation|mask[-_ ]?r-?cnn|segm_mAP", 3),
+                              (r"(?i)\byolo\w*-seg\b", 4)),
     "semantic-segmentation": (
         (r"(?i)semantic segmentation|mmseg|ade20k|cityscapes|segformer|deeplab", 3), (r"(?i)\bmIoU\b", 2),
     ),
@@ -468,7 +548,11 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
         (r"(?i)text[- ]to[- ]image", 3), (r"UNet2DConditionModel|StableDiffusion", 3), (r"(?i)stable[- ]diffusion", 2),
         (r"DDPMScheduler|diffusers", 1.5),
     ),
-    "image-generation": ((r"(?i)\bdiffusion model|DDPM\b|unconditional image generation|\bGAN\b", 2),),
+    "image-generation": ((r"(?i)\bdiffusion model|DDPM\b|unconditional image generation|\bGAN\b", 2),
+                         (r"(?i)\b[ds]it-(?:s|b|l|xl)\b|diffusion[_ ]transformer|gaussian_diffusion|create_diffusion|"
+                          r"class-conditional (?:image )?generation|latent diffusion|flow matching|rectified flow", 3),
+                         (r"(?i)\bFID\b|\bddim\b|noise schedul", 1),
+                         (r"(?i)score-based generative|\bncsn|\b[vs]ub?-?vp-?sde\b|\bvesde\b|\bvpsde\b", 3)),
     "contrastive-pretraining": (
         (r"(?i)contrastive", 3), (r"\bCLIP\b|open_clip", 2), (r"(?i)image[- ]text", 1.5), (r"logit_scale", 1),
     ),
@@ -483,11 +567,43 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
     "summarization": ((r"(?i)summari[sz]ation", 3), (r"(?i)cnn[_-]?daily[_-]?mail|\bxsum\b|samsum", 2)),
     "translation": ((r"(?i)machine translation|\btranslation\b", 3), (r"(?i)\bwmt\d*\b|opus", 1.5)),
     "masked-image-modeling": ((r"(?i)masked auto-?encoder|masked image model", 4), (r"\bmask_ratio\b", 2),
-                              (r"norm_pix_loss|mae_vit", 2)),
-    "seq2seq": ((r"(?i)span[- ]corruption", 2),
+                              (r"norm_pix_loss|mae_vit|(?i:\bmae-vit)", 2)),
+    "seq2seq": ((r"(?i)span[- ]corruption", 2), (r"(?i)encoder[- ]decoder", 1.5),
                 (r"T5ForConditionalGeneration|Seq2SeqTrainer|AutoModelForSeq2SeqLM", 2), (r"(?i)text2text", 2)),
     "speech-recognition": ((r"(?i)speech recognition|\basr\b|ForCTC|Whisper|wav2vec", 3), (r"(?i)librispeech|common[_ ]voice", 2)),
-    "preference-optimization": ((r"(?i)\bdpo\b|DPOTrainer|preference optimi[sz]ation|\brlhf\b|reward model", 3),),
+    "preference-optimization": ((r"(?i)\bdpo\b|DPOTrainer|preference optimi[sz]ation|\brlhf\b|reward model", 3),
+                                (r"(?i)\b(?:orpo|kto|simpo|ipo)\b|ORPOTrainer|KTOTrainer|chosen.{0,40}rejected", 2),
+                                (r"(?i)ultrafeedback|hh-rlhf|\bpreference (?:data|pairs)", 2)),
+    "node-classification": ((r"(?i)node (?:property prediction|classification)|NodePropPred|\bogbn-", 3),
+                            (r"GCNConv|SAGEConv|GATConv|GINConv|torch_geometric|\bdgl\b", 1.5),
+                            (r"(?i)\bcora\b|citeseer|pubmed|\breddit\b.*graph", 1)),
+    "graph-classification": ((r"(?i)graph (?:property prediction|classification)|GraphPropPred|\bogbg-|TUDataset", 3),
+                             (r"global_(?:mean|add|max)_pool", 1)),
+    "link-prediction": ((r"(?i)link prediction|LinkPropPred|\bogbl-", 3),),
+    "video-classification": ((r"(?i)video classification|action recognition|\bkinetics|something-?something|\bucf-?101", 3),),
+    "depth-estimation": ((r"(?i)depth estimation|monocular depth|nyu-?depth", 3),),
+    "image-captioning": ((r"(?i)image caption(?:ing)?|\bcaptioning model", 3),),
+    "token-classification": ((r"(?i)named entity recognition|ForTokenClassification|token classification|\bconll-?2003", 3),
+                             (r"\bNER\b", 2)),
+    "text-to-speech": ((r"(?i)text[- ]to[- ]speech|\btts\b|vocoder|mel[- ]spectrogram synthesis", 3),),
+    "pose-estimation": ((r"(?i)pose estimation|keypoint detection|\byolo\w*-pose\b", 3),),
+}
+
+
+# task identifiers frameworks use (fairseq `--task`, HF pipelines, the yolo CLI's task word) -> our task
+TASK_ALIASES: dict[str, str] = {
+    "language-modeling": "lm-pretraining", "causal-lm": "lm-pretraining", "causal-language-modeling": "lm-pretraining",
+    "text-generation": "lm-pretraining", "pretrain": "lm-pretraining", "pretraining": "lm-pretraining",
+    "masked-lm": "masked-lm-pretraining", "mlm": "masked-lm-pretraining", "fill-mask": "masked-lm-pretraining",
+    "masked-language-modeling": "masked-lm-pretraining",
+    "sentence-prediction": "text-classification", "sequence-classification": "text-classification",
+    "translation-multi-simple-epoch": "translation", "multilingual-translation": "translation",
+    "speech-to-text": "speech-recognition", "asr": "speech-recognition",
+    "sft": "instruction-finetuning", "dpo": "preference-optimization", "orpo": "preference-optimization",
+    "kto": "preference-optimization", "rm": "preference-optimization",
+    "detect": "object-detection", "detection": "object-detection", "obb": "object-detection",
+    "segment": "instance-segmentation", "classify": "image-classification", "pose": "pose-estimation",
+    "node-property-prediction": "node-classification", "nodeproppred": "node-classification",
 }
 
 

@@ -15,7 +15,12 @@ file those arguments were written in. It understands what training launches look
   variables, and bash arrays (`ARGS=(--lr 1e-4 ...)`, `ARGS+=(...)`, `"${ARGS[@]}"`) expand to their
   elements;
 * project CLIs (`tune run recipe --config x`, `litgpt finetune ... --config x.yaml`): the last
-  command that is not a shell utility, kept as `cli` with its arguments.
+  command that is not a shell utility, kept as `cli` with its arguments;
+* command lines split at `|`, `&&`, `||`, `&` with redirections dropped, and `cd dir` remembered;
+  `source x.env` / `. x.sh` / `export $(grep -v '^#' .env | xargs)` / `set -a` (exports);
+* `sbatch [options] job.sh`: the options beat the script's `#SBATCH` lines, `--export=ALL,K=V` sets
+  the environment, and `$SLURM_CPUS_PER_TASK`, `$SLURM_NNODES`, ... take the allocation's values;
+* `make [-f F] [-C D] goal VAR=value`: the goal's recipe (`makefile.make_goal`) runs as a script.
 
 Nothing is executed. Unknown variables stay as `$NAME` text, command substitutions as `$(...)`.
 """
@@ -24,8 +29,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from schedmate.agents.advisor.makefile import make_goal, parse_make_args
 
 __all__ = ["Launch", "parse_launch", "read_shell", "ShellScript"]
 
@@ -49,6 +57,11 @@ _NOT_LAUNCH = {
     "ln", "cat", "ls", "unset", "shift", "sleep", "nvidia-smi", "scontrol", "hostname", "date", "tee", "touch",
     "function", "local", "declare", "readonly", "test", "[", "[[", "true", "false", "ulimit", "git", "wget", "curl",
 }
+# environment runners: tool -> subcommands that run a command inside the environment
+_RUNNERS = {"uv": ("run",), "poetry": ("run",), "pipenv": ("run",), "conda": ("run",), "mamba": ("run",),
+            "micromamba": ("run",), "pixi": ("run",), "hatch": ("run",), "singularity": ("exec", "run"),
+            "apptainer": ("exec", "run"), "docker": ("run", "exec"), "podman": ("run", "exec"),
+            "nvidia-docker": ("run",), "enroot": ("start",)}
 _WRAPPERS = {"srun", "mpirun", "mpiexec", "nohup", "exec", "time", "env", "stdbuf", "numactl", "taskset", "xargs"}
 MAX_SCRIPT_DEPTH = 3
 
@@ -63,6 +76,7 @@ class ShellScript:
     var_lines: dict[str, str] = field(default_factory=dict)  # variable -> its assignment text
     commands: list[tuple[list[str], dict[str, str], str]] = field(default_factory=list)  # (argv, prefix env, text)
     sbatch: dict[str, str] = field(default_factory=dict)
+    cwd: dict[int, str] = field(default_factory=dict)  # command index -> directory it runs in (after `cd`)
 
 
 @dataclass
@@ -199,6 +213,43 @@ def _set_positionals(variables: dict[str, str], argv: list[str]) -> None:
     variables["@"] = shlex.join(argv)
 
 
+_CONTROL = {"|", "|&", "&&", "||", "&", ";"}
+_REDIRECT = re.compile(r"^(?:\d*|&)(?:>>?|<)(?:&\d+|&-)?$")
+_REDIRECT_ATTACHED = re.compile(r"^(?:\d*|&)(?:>>?|<)\S+$")
+
+
+def _segments(argv: list[str]) -> list[list[str]]:
+    """Commands of one line split at `|`, `&&`, `||`, `&`, with redirections (`> log 2>&1`) dropped."""
+    out: list[list[str]] = [[]]
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in _CONTROL:
+            out.append([])
+        elif _REDIRECT.match(tok):
+            i += 0 if re.search(r"&\d+$|&-$", tok) else 1  # `> file`: the file goes too; `2>&1` stands alone
+        elif not _REDIRECT_ATTACHED.match(tok):
+            out[-1].append(tok)
+        i += 1
+    return [seg for seg in out if seg]
+
+
+def _chdir(cwd: str, target: str) -> str:
+    if target.startswith(("/", "$", "~")) or target == "-":
+        return ""
+    parts = [p for p in (cwd.split("/") if cwd else [])]
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return ""
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
 def option_loop(text: str) -> dict[str, tuple[str, bool]]:
     """Flags a `while/case` option loop assigns: flag -> (variable, value is inline `--k=v`)."""
     out: dict[str, tuple[str, bool]] = {}
@@ -220,20 +271,78 @@ def _loop_assignments(loop: dict[str, tuple[str, bool]], argv: list[str]) -> dic
     return out
 
 
-def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: list[str] | None = None) -> ShellScript:
-    """Variables, exports, #SBATCH options and command lines of a shell script called with `argv`."""
+_EXPORT_FILE = re.compile(r"""^export\s+["']?\$\(\s*(?:cat|grep\b[^)|]*?|sed\b[^)|]*?)\s+["']?([\w./${}-]+)["']?\s*(?:\||\))""")
+_SBATCH_SHORT = {"N": "nodes", "c": "cpus-per-task", "n": "ntasks", "G": "gpus", "J": "job-name", "t": "time",
+                 "p": "partition"}
+# variables SLURM sets in the job's environment from its allocation options
+_SLURM_VARS = {"cpus-per-task": ("SLURM_CPUS_PER_TASK",), "nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
+               "ntasks-per-node": ("SLURM_NTASKS_PER_NODE",), "ntasks": ("SLURM_NTASKS",),
+               "gpus-per-node": ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE"), "gpus": ("SLURM_GPUS",),
+               "job-name": ("SLURM_JOB_NAME",), "gpus-per-task": ("SLURM_GPUS_PER_TASK",)}
+Reader = Callable[[str], "str | None"]
+
+
+def sbatch_options(args: list[str]) -> dict[str, str]:
+    """`--nodes=2 -c 12 --exclusive` -> {'nodes': '2', 'cpus-per-task': '12', 'exclusive': 'true'}."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if not tok.startswith("-"):
+            break
+        key, eq, val = tok.lstrip("-").partition("=")
+        if not eq and i + 1 < len(args) and not args[i + 1].startswith("-") and not _is_script(args[i + 1]):
+            val, i = args[i + 1], i + 1
+        out[_SBATCH_SHORT.get(key, key)] = val or "true"
+        i += 1
+    return out
+
+
+def _slurm_environment(sbatch: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for opt, names in _SLURM_VARS.items():
+        val = sbatch.get(opt)
+        if opt.startswith("gpus") and val is None and opt == "gpus-per-node":
+            m = re.search(r"gpu(?::\w+)?:(\d+)", sbatch.get("gres", ""))
+            val = m.group(1) if m else None
+        if val is None:
+            continue
+        val = val.rsplit(":", 1)[-1] if opt.startswith("gpus") else val  # --gpus-per-node=a100:8
+        for name in names:
+            out[name] = val
+    if "SLURM_NTASKS" not in out and "ntasks-per-node" in sbatch:
+        try:
+            out["SLURM_NTASKS"] = str(int(sbatch.get("nodes", "1")) * int(sbatch["ntasks-per-node"]))
+        except ValueError:
+            pass
+    return out
+
+
+def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: list[str] | None = None, *,
+               reader: Reader | None = None, sbatch: dict[str, str] | None = None,
+               allexport: bool = False, _depth: int = 0) -> ShellScript:
+    """Variables, exports, #SBATCH options and command lines of a shell script called with `argv`.
+
+    `reader(path)` reads files the script sources (`source run.env`, `. ./env.sh`); `sbatch` holds
+    options given to `sbatch` itself, which beat the script's `#SBATCH` lines; the `$SLURM_*` variables
+    of the allocation are set from both. `set -a` exports every later assignment."""
     script = ShellScript(path=path)
     for raw in text.splitlines():
         m = re.match(r"^#SBATCH\s+(--?[\w-]+)(?:[= ]\s*(\S+))?", raw.strip())
         if m:
-            script.sbatch[m.group(1).lstrip("-")] = m.group(2) or "true"
-    variables = dict(env or {})
+            key = m.group(1).lstrip("-")
+            script.sbatch[_SBATCH_SHORT.get(key, key)] = m.group(2) or "true"
+    script.sbatch.update(sbatch or {})
+    slurm = _slurm_environment(script.sbatch)
+    variables = {**slurm, **(env or {})}
+    script.exported |= set(slurm)  # SLURM puts them in the job's environment
     positionals = list(argv or [])
     if argv is not None:
         _set_positionals(variables, positionals)
     loop = option_loop(text) if argv else {}
     loop_applied = False
     depth = 0
+    cwd = ""  # repository-relative directory after `cd` (unknown absolute paths reset it)
     for line in _logical_lines(text):
         if _OPEN.match(line):
             depth += 1
@@ -243,6 +352,15 @@ def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: li
                 variables.update(_loop_assignments(loop, positionals))
                 loop_applied = True
         here = str(Path(path).parent) if path != "<command>" else "."
+        dotenv = _EXPORT_FILE.match(line)
+        if dotenv and reader is not None and _depth < MAX_SCRIPT_DEPTH:  # export $(grep -v '^#' .env | xargs): every assignment of the file
+            target = _expand(dotenv.group(1), variables).removeprefix("./")
+            sourced = reader((Path(here) / target).as_posix()) or reader(target)
+            if sourced is not None:
+                sub = read_shell(sourced, target, env=variables, reader=reader, allexport=True, _depth=_depth + 1)
+                variables.update(sub.variables)
+                script.exported |= sub.exported
+            continue
         expanded = _expand(_SCRIPT_DIR.sub(here, line), variables)
         arr = _ARRAY_ASSIGN.match(expanded)
         if arr:
@@ -255,36 +373,59 @@ def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: li
         argv_line = _split(expanded)
         if not argv_line:
             continue
-        head = argv_line[0]
-        if head == "shift" and depth == 0 and argv is not None:
-            n = int(argv_line[1]) if len(argv_line) > 1 and argv_line[1].isdigit() else 1
-            positionals = positionals[n:]
-            _set_positionals(variables, positionals)
-            continue
-        if head in ("export", "declare", "local", "readonly"):
-            for tok in argv_line[1:]:
-                if tok.startswith("-"):
-                    continue
-                m = _ASSIGN.match(tok)
-                if m:
-                    variables[m.group(1)] = m.group(2)
-                    script.var_lines[m.group(1)] = line
-                    script.exported.add(m.group(1))
-                else:
-                    script.exported.add(tok)
-            continue
-        prefix: dict[str, str] = {}
-        while argv_line and _ASSIGN.match(argv_line[0]):
-            m = _ASSIGN.match(argv_line[0])
-            assert m
-            prefix[m.group(1)] = m.group(2)
-            argv_line = argv_line[1:]
-        if not argv_line:  # plain assignments
-            for k, v in prefix.items():
-                variables[k] = v
-                script.var_lines[k] = line
-            continue
-        script.commands.append((argv_line, prefix, line))
+        for argv_line in _segments(argv_line):
+            if argv_line[0] == "cd" and len(argv_line) > 1:
+                cwd = _chdir(cwd, argv_line[1])
+                continue
+            head = argv_line[0]
+            if head == "set" and len(argv_line) > 1 and re.fullmatch(r"[-+]\w*a\w*|[-+]o", argv_line[1]):
+                if argv_line[1] != "-o" and argv_line[1] != "+o" or argv_line[2:3] == ["allexport"]:
+                    allexport = argv_line[1].startswith("-")
+                continue
+            if head in ("source", ".") and len(argv_line) > 1 and reader is not None and _depth < MAX_SCRIPT_DEPTH:
+                here_dir = Path(path).parent if path != "<command>" else Path(".")
+                target = argv_line[1].removeprefix("./")
+                sourced = reader((here_dir / target).as_posix()) or reader(target)
+                if sourced is not None:
+                    sub = read_shell(sourced, target, env=variables, reader=reader, allexport=allexport,
+                                     _depth=_depth + 1)
+                    variables.update(sub.variables)
+                    script.exported |= sub.exported
+                    script.var_lines.update(sub.var_lines)
+                    script.commands += sub.commands
+                continue
+            if head == "shift" and depth == 0 and argv is not None:
+                n = int(argv_line[1]) if len(argv_line) > 1 and argv_line[1].isdigit() else 1
+                positionals = positionals[n:]
+                _set_positionals(variables, positionals)
+                continue
+            if head in ("export", "declare", "local", "readonly"):
+                for tok in argv_line[1:]:
+                    if tok.startswith("-"):
+                        continue
+                    m = _ASSIGN.match(tok)
+                    if m:
+                        variables[m.group(1)] = m.group(2)
+                        script.var_lines[m.group(1)] = line
+                        script.exported.add(m.group(1))
+                    else:
+                        script.exported.add(tok)
+                continue
+            prefix: dict[str, str] = {}
+            while argv_line and _ASSIGN.match(argv_line[0]):
+                m = _ASSIGN.match(argv_line[0])
+                assert m
+                prefix[m.group(1)] = m.group(2)
+                argv_line = argv_line[1:]
+            if not argv_line:  # plain assignments
+                for k, v in prefix.items():
+                    variables[k] = v
+                    script.var_lines[k] = line
+                    if allexport:
+                        script.exported.add(k)
+                continue
+            script.commands.append((argv_line, prefix, line))
+            script.cwd[len(script.commands) - 1] = cwd
     script.variables = variables
     return script
 
@@ -293,17 +434,32 @@ def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: li
 
 
 def _strip_wrappers(argv: list[str], env: dict[str, str]) -> list[str]:
-    """Drop srun/nohup/env/... and their options; collect `env K=V` assignments."""
+    """Drop srun/mpirun/nohup/env/... and environment runners (`uv run`, `conda run -n x`, `singularity exec
+    img.sif`, `docker run ... image`) with their options; collect `env K=V` / `mpirun -x K=V` assignments. The
+    wrapped command starts at the first token that launches something (`python`, `torchrun`, `x.py`, `x.sh`)."""
     while argv:
         head = Path(argv[0]).name
-        if head not in _WRAPPERS:
+        runner = head in _RUNNERS and len(argv) > 1 and argv[1] in _RUNNERS[head]
+        if head not in _WRAPPERS and not runner:
             break
-        argv = argv[1:]
-        while argv and (argv[0].startswith("-") or (head == "env" and _ASSIGN.match(argv[0]))):
-            m = _ASSIGN.match(argv[0])
-            if head == "env" and m:
+        rest = argv[2:] if runner else argv[1:]
+        if head == "env":
+            while rest and (rest[0].startswith("-") or _ASSIGN.match(rest[0])):
+                m = _ASSIGN.match(rest[0])
+                if m:
+                    env[m.group(1)] = m.group(2)
+                rest = rest[2:] if rest[0] in ("-u", "--unset", "-C", "--chdir") else rest[1:]
+            argv = rest
+            continue
+        k = next((i for i in range(len(rest)) if _launch_kind(rest[i:]) is not None or (
+            rest[i].endswith(".py") and not rest[i].startswith("-"))), None)
+        if k is None:
+            return rest
+        for i, tok in enumerate(rest[:k]):  # mpirun -x NCCL_DEBUG=INFO
+            m = _ASSIGN.match(tok)
+            if m and i and rest[i - 1] in ("-x", "--env", "-e"):
                 env[m.group(1)] = m.group(2)
-            argv = argv[1:]
+        argv = rest[k:] if _launch_kind(rest[k:]) is not None else ["python", *rest[k:]]  # `uv run train.py`
     return argv
 
 
@@ -319,6 +475,8 @@ def _launch_kind(argv: list[str]) -> str | None:
         return head if not _PY.match(head) else "python"
     if head in ("bash", "sh", "zsh", "sbatch") and len(argv) > 1:
         return "script"
+    if head in ("make", "gmake"):
+        return "make"
     if _is_script(argv[0]) and (argv[0].startswith("./") or "/" in argv[0] or head.endswith(".sh")):
         return "script"
     return None
@@ -343,6 +501,13 @@ def _resolve_entry(repo: Path, entry: str, cwd: str = "") -> str | None:
                 return p.resolve().relative_to(repo.resolve()).as_posix()
             except ValueError:
                 return None
+    # an absolute or variable-prefixed path (/workspace/proj/tools/train.py, $ROOT/train.py): the longest tail
+    # of it that is a file of the repository
+    parts = [p for p in entry.split("/") if p and p not in (".", "..")]
+    for i in range(1, len(parts)):
+        tail = "/".join(parts[i:])
+        if (repo / tail).is_file() and not tail.startswith("$"):
+            return tail
     return entry.lstrip("./") or None
 
 
@@ -370,9 +535,22 @@ def parse_launch(command: str, repo: Path | str) -> Launch:
     repo = Path(repo)
     launch = Launch(command=command)
     launch.texts["<command>"] = command
-    script = read_shell(command, "<command>")
+    script = read_shell(command, "<command>", reader=lambda rel: _read_text(repo, rel))
     _follow(script, repo, launch, {}, "<command>", depth=0)
     return launch
+
+
+def _make_script(repo: Path, argv: list[str], env: dict[str, str]) -> tuple[str, str, dict[str, str]] | None:
+    """(Makefile path, the goal's recipe as a shell script, what the recipe's environment adds) of `make`."""
+    named, _, _, directory = parse_make_args(argv)
+    prefix = f"{directory}/" if directory else ""
+    for rel in ([named] if named else [f"{prefix}GNUmakefile", f"{prefix}makefile", f"{prefix}Makefile"]):
+        text = _read_text(repo, rel)
+        if text is not None:
+            goal = make_goal(text, rel, argv, env, reader=lambda r: _read_text(repo, f"{prefix}{r}"))
+            recipe = ([f"cd {directory}"] if directory else []) + goal.recipe  # `make -C dir`: recipes run there
+            return (rel, "\n".join(recipe), goal.environment) if goal.recipe else None
+    return None
 
 
 def _follow(script: ShellScript, repo: Path, launch: Launch, env: dict[str, str], source: str, depth: int) -> bool:
@@ -382,14 +560,36 @@ def _follow(script: ShellScript, repo: Path, launch: Launch, env: dict[str, str]
     for k in exported:
         launch.env_source.setdefault(k, source)
     env = {**env, **exported}
-    for argv, prefix, _line in reversed(script.commands):
+    for idx, (argv, prefix, _line) in reversed(list(enumerate(script.commands))):
+        cwd = script.cwd.get(idx, "")
         local_env = {**env, **prefix}
         argv = _strip_wrappers(list(argv), local_env)
+        if len(argv) > 2 and Path(argv[0]).name in ("bash", "sh", "zsh") and argv[1] in ("-c", "-lc"):
+            # `srun bash -c "torchrun ... train.py ..."`: the string is the command line
+            inner = read_shell(argv[2], source, env={**script.variables, **local_env},
+                               reader=lambda r: _read_text(repo, r))
+            if _follow(inner, repo, launch, local_env, source, depth + 1):
+                return True
+            continue
         kind = _launch_kind(argv)
         if kind is None:
             continue
         for k in prefix:
             launch.env_source[k] = source
+        if kind == "make":
+            made = _make_script(repo, argv, local_env) if depth < MAX_SCRIPT_DEPTH else None
+            if made is None:
+                continue
+            rel, text, make_env = made
+            launch.scripts.append(rel)
+            launch.texts[rel] = text
+            recipe_env = {**local_env, **make_env}
+            for k in make_env:
+                launch.env_source.setdefault(k, rel)
+            sub = read_shell(text, rel, env=recipe_env, reader=lambda r: _read_text(repo, r))
+            if _follow(sub, repo, launch, recipe_env, rel, depth + 1):
+                return True
+            continue
         if kind == "script":
             if Path(argv[0]).name in ("bash", "sh", "zsh", "sbatch"):  # `sbatch --nodes 2 job.sh a b`
                 named = [k for k in range(1, len(argv)) if _is_script(argv[k])]
@@ -398,17 +598,26 @@ def _follow(script: ShellScript, repo: Path, launch: Launch, env: dict[str, str]
             else:
                 j = 0
             target = argv[j].removeprefix("./")
+            if cwd and _read_text(repo, f"{cwd}/{target}") is not None:
+                target = f"{cwd}/{target}"  # `cd scripts && bash train.sh`
             script_args = argv[j + 1:]
             text = _read_text(repo, target) if depth < MAX_SCRIPT_DEPTH else None
             if text is None:
                 continue
             launch.scripts.append(target)
             launch.texts[target] = text
-            sub = read_shell(text, target, env=local_env, argv=script_args)
+            opts = sbatch_options(argv[1:j]) if Path(argv[0]).name == "sbatch" else {}
+            for item in opts.pop("export", "").split(","):  # sbatch --export=ALL,LR=1e-4
+                k, eq, v = item.partition("=")
+                if eq and _ASSIGN.match(item):
+                    local_env[k] = v
+                    launch.env_source[k] = source
+            sub = read_shell(text, target, env=local_env, argv=script_args, reader=lambda r: _read_text(repo, r),
+                             sbatch=opts)
             if _follow(sub, repo, launch, local_env, target, depth + 1):
                 return True
             continue
-        _set_entry(launch, repo, kind, argv, local_env, source)
+        _set_entry(launch, repo, kind, argv, local_env, source, cwd)
         return True
     # no python/launcher line: a project CLI (`tune run ...`, `litgpt finetune ...`)
     for argv, prefix, _line in reversed(script.commands):
@@ -426,7 +635,8 @@ def _is_project_cli(argv: list[str]) -> bool:
     return re.fullmatch(r"[a-z][a-z0-9_.-]*", head) is not None and len(argv) > 1
 
 
-def _set_entry(launch: Launch, repo: Path, kind: str, argv: list[str], env: dict[str, str], source: str) -> None:
+def _set_entry(launch: Launch, repo: Path, kind: str, argv: list[str], env: dict[str, str], source: str,
+               cwd: str = "") -> None:
     launch.env = env
     launch.args_source = source
     if kind == "yolo":
@@ -456,7 +666,7 @@ def _set_entry(launch: Launch, repo: Path, kind: str, argv: list[str], env: dict
     launch.launcher_args = opts
     launch.args = args
     if entry:
-        launch.entry = _resolve_entry(repo, entry)
+        launch.entry = _resolve_entry(repo, entry, cwd)
     elif module:
         launch.module = module
         launch.entry = _module_path(repo, module)

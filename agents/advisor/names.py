@@ -14,6 +14,9 @@ from schedmate.workload import normalize_dataset
 __all__ = ["dataset_name", "find_known_model", "generic_name", "known_dataset"]
 
 
+_SUBSET = re.compile(r"^\d+(?:\.\d+)?[kmb]$")
+
+
 def _windows(text: str, max_len: int = 4) -> list[str]:
     words = [w for w in re.split(r"[^A-Za-z0-9.]+", text) if w]
     out = []
@@ -47,10 +50,11 @@ def known_dataset(value: str) -> str | None:
         if canon:
             return canon
     for c in cands[1:]:
+        words = {w.lower() for w in re.split(r"[^A-Za-z0-9.]+", c) if w}
         for w in _windows(c, 3):
             canon = canonical_dataset(w)
-            if canon:
-                return canon
+            if canon and not any(_SUBSET.match(x) for x in words - set(w.lower().split("-"))):
+                return canon  # 'alpaca_2k_test' is a 2k-sample subset, not Alpaca: it keeps its own name
     return None
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["MISSING", "WORLD_SIZE", "CodeFact", "Returns", "code_facts", "constant_returns", "evaluate",
-           "load_py_config", "merge"]
+           "load_py_config", "merge", "module_values", "read_text"]
 
 
 class _Missing:
@@ -44,6 +44,15 @@ _FUNCS: dict[str, Callable[..., Any]] = {
     "math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt, "bool": bool,
 }
 _ENV_GET = ("os.environ.get", "os.getenv", "environ.get", "getenv")
+_CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Is: operator.is_, ast.IsNot: operator.is_not, ast.Eq: operator.eq, ast.NotEq: operator.ne,
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_STR_METHODS: dict[str, Callable[..., Any]] = {
+    "split": lambda s, sep=None: s.split(sep), "upper": str.upper, "lower": str.lower, "strip": str.strip,
+    "replace": str.replace, "startswith": str.startswith, "endswith": str.endswith,
+}
 MAX_BASES = 8
 WORLD_SIZE = "<world_size>"  # what `lookup` is asked for `dist.get_world_size()` / `torch.cuda.device_count()`
 _WORLD_CALLS = ("get_world_size", "device_count", "num_processes")
@@ -99,6 +108,9 @@ def evaluate(node: ast.AST | None, names: Mapping[str, Any], lookup: Lookup | No
     try:
         if isinstance(node, ast.Constant):
             return node.value
+        if isinstance(node, ast.Subscript) and dotted(node.value) in ("os.environ", "environ"):
+            key = ev(node.slice)  # os.environ["LR"]: only the launcher's environment states it
+            return env[key] if env is not None and isinstance(key, str) and key in env else MISSING
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
             key = dotted(node)
             if key and key in names:
@@ -159,13 +171,29 @@ def evaluate(node: ast.AST | None, names: Mapping[str, Any], lookup: Lookup | No
         if isinstance(node, ast.IfExp):
             test = ev(node.test)
             return MISSING if test is MISSING else ev(node.body if test else node.orelse)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq)):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
             a, b = ev(node.left), ev(node.comparators[0])
             if a is MISSING or b is MISSING:
                 return MISSING
-            return a is b if isinstance(node.ops[0], ast.Is) else a is not b if isinstance(node.ops[0], ast.IsNot) else a == b
+            return _CMPOPS[type(node.ops[0])](a, b)
+        if isinstance(node, ast.JoinedStr):  # f"ViT-{variant}"
+            parts = []
+            for v in node.values:
+                x = ev(v.value) if isinstance(v, ast.FormattedValue) else ev(v)
+                if x is MISSING or isinstance(x, (dict, list)):
+                    return MISSING
+                parts.append(str(x))
+            return "".join(parts)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
+            base = ev(node.func.value)  # 'b16,cifar10'.split(','), variant.upper()
+            args = [ev(a) for a in node.args]
+            if isinstance(base, str) and not node.keywords and all(isinstance(a, str) for a in args):
+                return _STR_METHODS[node.func.attr](base, *args)
         if isinstance(node, ast.Call):
             fn = dotted(node.func)
+            if fn.rsplit(".", 1)[-1] in ("ConfigDict", "FrozenConfigDict", "EasyDict", "edict", "Namespace",
+                                          "SimpleNamespace", "OmegaConf.create", "create"):
+                fn = "dict"  # ml_collections / easydict containers hold plain values
             if isinstance(names.get(fn), Returns):  # a helper whose every return states the same values
                 return dict(names[fn].value)
             if fn == "dict":
@@ -224,7 +252,8 @@ def _jsonish(v: Any) -> bool:
     return False
 
 
-def _read(repo: Path, rel: str) -> str | None:
+def read_text(repo: Path, rel: str) -> str | None:
+    """A repository file's text (None when missing, outside the repository or over 1 MB)."""
     try:
         real = (repo / rel).resolve(strict=True)
         if not real.is_relative_to(repo.resolve()) or not real.is_file() or real.stat().st_size > 1_000_000:
@@ -266,7 +295,7 @@ def _imported_dataclasses(repo: Path, rel: str, tree: ast.Module) -> dict[str, d
             base = base.parent
         mod = st.module.replace(".", "/") + ".py"
         for cand in ([(base / mod).as_posix()] if st.level else [mod, (Path(rel).parent / mod).as_posix()]):
-            text = _read(repo, cand)
+            text = read_text(repo, cand)
             if text is None:
                 continue
             try:
@@ -294,7 +323,7 @@ def _instance(node: ast.AST, classes: Mapping[str, dict[str, Any]], names: Mappi
     return out
 
 
-def _module_values(tree: ast.Module, names: dict[str, Any], env: Mapping[str, str] | None,
+def module_values(tree: ast.Module, names: dict[str, Any], env: Mapping[str, str] | None,
                    classes: Mapping[str, dict[str, Any]] | None = None) -> dict[str, tuple[Any, int]]:
     """Top-level `NAME = expr` values that fold to plain data, in order (name -> (value, line)); an
     instance of a dataclass the module defines or imports is its field values."""
@@ -321,7 +350,7 @@ def _module_values(tree: ast.Module, names: dict[str, Any], env: Mapping[str, st
 def load_py_config(repo: Path, rel: str, *, env: Mapping[str, str] | None = None, _depth: int = 0
                    ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """(nested values, top-level name -> file that set it last, files used base first) of a Python config."""
-    text = _read(repo, rel)
+    text = read_text(repo, rel)
     if text is None or _depth > MAX_BASES:
         return {}, {}, []
     try:
@@ -329,7 +358,7 @@ def load_py_config(repo: Path, rel: str, *, env: Mapping[str, str] | None = None
     except (SyntaxError, ValueError, RecursionError):
         return {}, {}, []
     classes = {**_imported_dataclasses(repo, rel, tree), **dataclass_defaults(tree)}
-    values = _module_values(tree, {}, env, classes)
+    values = module_values(tree, {}, env, classes)
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
     files: list[str] = []
@@ -401,6 +430,14 @@ _RUNTIME_CALLS = re.compile(
     r"CosineAnnealingLR|train)$")
 
 
+# a model's configuration built in code (`GPTConfig(n_layer=24, n_embd=1024)`): its dimensions replace the class
+# defaults (only dimensions: a `LoraConfig(task_type=...)` states no training setting)
+_MODEL_CONFIG_CALL = re.compile(r"(?:^|\.)[A-Z]\w*Config$")
+_DIM_KEYS = frozenset({"n_layer", "num_layers", "num_hidden_layers", "n_layers", "n_embd", "n_embed", "hidden_size",
+                       "d_model", "dim", "emb_dim", "embed_dim", "hidden_dim", "vocab_size", "padded_vocab_size",
+                       "n_vocab"})
+
+
 def _line(text_lines: list[str], lineno: int) -> str:
     return " ".join(text_lines[lineno - 1].split())[:200] if 0 < lineno <= len(text_lines) else ""
 
@@ -413,6 +450,19 @@ def _has_ref(node: ast.AST) -> bool:
         if isinstance(n, ast.Call):
             funcs.update(id(x) for x in ast.walk(n.func))
     return any(isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in funcs for n in ast.walk(node))
+
+
+def _env_read(node: ast.AST) -> str | None:
+    """The variable an expression reads from the environment (`int(os.getenv("BATCH", 16))`), if any."""
+    if isinstance(node, ast.Call) and dotted(node.func) in _FUNCS and len(node.args) == 1:
+        return _env_read(node.args[0])
+    if isinstance(node, ast.Call) and dotted(node.func) in _ENV_GET and node.args \
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    if isinstance(node, ast.Subscript) and dotted(node.value) in ("os.environ", "environ") \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    return None
 
 
 def _derived_expr(node: ast.AST) -> bool:
@@ -468,7 +518,12 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
             return
         local[key] = v
         leaf = key.rsplit(".", 1)[-1]
-        if isinstance(v, dict) and (_CONFIG_NAME.search(key) or any(is_field(k.rsplit(".", 1)[-1]) for k, _ in
+        var = _env_read(node)
+        if var is not None and is_field(leaf) and (_number(v) or isinstance(v, str)):
+            # `lr = float(os.environ.get("LR", "3e-4"))`: the launcher's value, else the default written here
+            kind = "env" if env is not None and var in env else "code"
+            out.append(CodeFact(key, v, lineno, _line(lines, lineno), kind))
+        elif isinstance(v, dict) and (_CONFIG_NAME.search(key) or any(is_field(k.rsplit(".", 1)[-1]) for k, _ in
                                                                       _flatten("", v))):
             for k, x in _flatten(key, v):
                 if is_field(k.rsplit(".", 1)[-1]) and _jsonish(x):
@@ -562,10 +617,11 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
                 if not isinstance(node, ast.Call):
                     continue
                 dataset_call(node)
-                if not _RUNTIME_CALLS.search(dotted(node.func) or "-"):
+                model_config = _MODEL_CONFIG_CALL.search(dotted(node.func) or "-") is not None
+                if not _RUNTIME_CALLS.search(dotted(node.func) or "-") and not model_config:
                     continue
                 for kw in node.keywords:
-                    if not kw.arg or not is_field(kw.arg):
+                    if not kw.arg or not is_field(kw.arg) or (model_config and kw.arg.lower() not in _DIM_KEYS):
                         continue
                     if isinstance(kw.value, (ast.Name, ast.Attribute)) and dotted(kw.value) not in local:
                         continue  # read straight from the configuration: nothing new
@@ -581,7 +637,7 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
         split = next((evaluate(kw.value, local, resolve, env) for kw in node.keywords if kw.arg == "split"), None)
         if isinstance(split, str) and re.search(r"val|test|eval", split):
             return
-        if leaf == "load_dataset" and node.args:
+        if (leaf == "load_dataset" or fn in ("tfds.load", "tfds.builder", "tensorflow_datasets.load")) and node.args:
             v = value_of(node.args[0])
             if isinstance(v, str) and v and v not in ("json", "csv", "text", "parquet", "imagefolder", "arrow"):
                 out.append(CodeFact("dataset", v, node.lineno, _line(lines, node.lineno), "code"))

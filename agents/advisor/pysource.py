@@ -51,6 +51,7 @@ class ArgSpec:
     type_name: str | None
     line: int
     snippet: str
+    env_var: str | None = None  # the default reads this variable, which the launcher sets
 
 
 def parse_file(path: Path, cache: dict[Path, tuple[ast.Module, str] | None] | None = None) -> tuple[ast.Module, str] | None:
@@ -242,8 +243,11 @@ def local_imports(repo: Path, rel: str, limit: int = MAX_IMPORTED_FILES,
 # ----------------------------------------------------------------------------------------- argparse
 
 
-def argparse_specs(tree: ast.Module, text: str, names: dict[str, Any] | None = None) -> tuple[list[ArgSpec], dict[str, Literal_]]:
-    specs: list[ArgSpec] = []
+def argparse_specs(tree: ast.Module, text: str, names: dict[str, Any] | None = None,
+                   env: dict[str, str] | None = None) -> tuple[list[ArgSpec], dict[str, Literal_]]:
+    """Options of `add_argument(...)` / absl `DEFINE_*` calls; a default read from the environment
+    (`default=int(os.environ.get("EPOCHS", 3))`) takes the launcher's value when it exports one."""
+    specs: list[ArgSpec] = _fire_specs(tree, text, names, env)
     set_defaults: dict[str, Literal_] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -255,28 +259,87 @@ def argparse_specs(tree: ast.Module, text: str, names: dict[str, Any] | None = N
                     if v is not _MISSING:
                         set_defaults[kw.arg] = Literal_(v, node.lineno, _segment(text, node))
             continue
-        if node.func.attr != "add_argument":
+        if node.func.attr.startswith("DEFINE_"):
+            spec = _absl_spec(node, text, names)
+            if spec is not None:
+                specs.append(spec)
+            continue
+        is_click = node.func.attr == "option" and _dotted(node.func) in ("click.option", "option")
+        if node.func.attr != "add_argument" and not is_click:
             continue
         options = tuple(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+        if is_click:  # @click.option("--lr", "-l", "learning_rate", ...): a bare name is the parameter
+            options = tuple(o.split("/")[0] for o in options if o.startswith("-")) or options
         if not options:
             continue
         kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
         action = literal(kws.get("action"))
         action = action if isinstance(action, str) else None
+        if is_click and literal(kws.get("is_flag")) is True:
+            action = "store_true"
         dest = literal(kws.get("dest"))
         if not isinstance(dest, str):
             longs = [o for o in options if o.startswith("--")]
             dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
         has_default = "default" in kws
-        default = literal(kws.get("default"), names) if has_default else None
+        default = literal(kws.get("default"), names, env) if has_default else None
+        var = env_var_of(kws.get("default"))
         if default is _MISSING:
             default, has_default = None, False
         if not has_default and action in ("store_true", "store_false"):
             default, has_default = action == "store_false", True
         type_node = kws.get("type")
         type_name = _dotted(type_node) if type_node is not None else None
-        specs.append(ArgSpec(options, dest, default, has_default, action, type_name, node.lineno, _segment(text, node)))
+        specs.append(ArgSpec(options, dest, default, has_default, action, type_name, node.lineno, _segment(text, node),
+                             env_var=var if var and env and var in env else None))
     return specs, set_defaults
+
+
+def _fire_specs(tree: ast.Module, text: str, names: dict[str, Any] | None, env: dict[str, str] | None) -> list[ArgSpec]:
+    """python-fire / typer: `fire.Fire(train)` or `typer.run(train)` turns the parameters of `train` into
+    `--name` options with their defaults (`typer.Option(3e-4)` unwrapped)."""
+    functions = {st.name: st for st in tree.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: list[ArgSpec] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _dotted(node.func) in ("fire.Fire", "Fire", "typer.run") and node.args
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in functions):
+            continue
+        fn = functions[node.args[0].id].args
+        params = fn.args + fn.kwonlyargs
+        defaults = [None] * (len(fn.args) - len(fn.defaults)) + list(fn.defaults) + list(fn.kw_defaults)
+        for p, d in zip(params, defaults, strict=False):
+            if isinstance(d, ast.Call) and _dotted(d.func) in ("typer.Option", "Option", "typer.Argument"):
+                d = d.args[0] if d.args else next((kw.value for kw in d.keywords if kw.arg == "default"), None)
+            value = literal(d, names, env) if d is not None else _MISSING
+            var = env_var_of(d)
+            ann = _dotted(p.annotation) if p.annotation is not None else None
+            out.append(ArgSpec((f"--{p.arg}", f"--{p.arg.replace('_', '-')}"), p.arg,
+                               None if value is _MISSING else value, value is not _MISSING, None, ann,
+                               p.lineno, _segment(text, p) if d is None else f"{p.arg}={_segment(text, d)}",
+                               env_var=var if var and env and var in env else None))
+    return out
+
+
+_ABSL_TYPES = {"integer": "int", "float": "float", "string": "str", "bool": "bool", "boolean": "bool",
+               "enum": "str"}
+
+
+def _absl_spec(node: ast.Call, text: str, names: dict[str, Any] | None) -> ArgSpec | None:
+    """absl `flags.DEFINE_integer("batch_size", 128, "help")` as an option `--batch_size` with its default
+    (ml_collections' `DEFINE_config_file("config", ...)` is an option without a default)."""
+    assert isinstance(node.func, ast.Attribute)
+    kind = node.func.attr.removeprefix("DEFINE_")
+    kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+    name_node = node.args[0] if node.args else kws.get("name")
+    name = literal(name_node)
+    if not isinstance(name, str) or not name:
+        return None
+    default_node = node.args[1] if len(node.args) > 1 else kws.get("default")
+    default = literal(default_node, names) if default_node is not None and not kind.startswith("config") else _MISSING
+    has_default = default is not _MISSING
+    type_name = _ABSL_TYPES.get(kind)
+    return ArgSpec((f"--{name}",), name, default if has_default else None, has_default,
+                   None, type_name, node.lineno, _segment(text, node))
 
 
 # ----------------------------------------------------------------------------------------- dataclasses
@@ -388,7 +451,7 @@ def hydra_main(tree: ast.Module) -> tuple[str | None, str | None] | None:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for dec in node.decorator_list:
-            if isinstance(dec, ast.Call) and _dotted(dec.func).endswith("hydra.main"):
+            if isinstance(dec, ast.Call) and _dotted(dec.func).endswith(("hydra.main", "hydra_runner")):  # NeMo's wrapper
                 kws = {kw.arg: literal(kw.value) for kw in dec.keywords if kw.arg}
                 path = kws.get("config_path")
                 name = kws.get("config_name")

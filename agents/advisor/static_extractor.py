@@ -5,14 +5,19 @@ the way the training program would at launch time, then maps configuration keys 
 `WorkloadMetadata` fields:
 
 1. the launch command is followed to the entry point (`launch.parse_launch`: shell scripts and
-   wrappers forwarding "$@", option loops, bash arrays, sbatch files, torchrun / deepspeed /
-   accelerate / python -m / yolo, project CLIs such as `tune run` or `litgpt`);
+   wrappers forwarding "$@", option loops, bash arrays, pipes and redirections, `cd`, sourced env files
+   and `set -a`, sbatch files with `sbatch` options and `$SLURM_*` variables, Makefile targets with make
+   variables, torchrun / deepspeed / accelerate / python -m / yolo, project CLIs such as `tune run`,
+   `litgpt`, `fairseq-train`); python-dotenv's `load_dotenv()` adds `.env`;
 2. the entry script and the repository modules it imports are parsed (`pysource`): argparse
    definitions, HfArgumentParser dataclasses (+ `transformers.TrainingArguments` library
    defaults), constants modules (with `os.environ` overrides the launcher exports), yacs-style
-   `_C.TRAIN.EPOCHS = 300` defaults, nanoGPT-style globals when the script `exec`s a configurator,
-   literal keyword arguments of calls that run, and `@hydra.main`;
-3. configuration files are composed (`configs`, `pyconfig`): YAML/JSON named on the command line
+   `_C.TRAIN.EPOCHS = 300` defaults, nanoGPT-style globals when the script `exec`s a configurator
+   (or trains at module level), absl `flags.DEFINE_*` (with `--flagfile`), python-fire signatures,
+   literal keyword arguments of calls that run, and `@hydra.main` / NeMo's `@hydra_runner`;
+3. configuration files are composed (`configs`, `pyconfig`, `getconfig`): YAML/JSON/TOML named on the command line
+   (or as `cfg=x.yaml` among key=value arguments; TOML tables give dotted keys that `--training.steps` overrides),
+   ml_collections `get_config(arg)` files (`--config=x.py:variant` with `--config.k=v` overrides),
    (found in the repository when a project CLI names it without its folder) with their base files
    (`base`, `_base_`, `_BASE_`) and overrides (`--opts a.b=c`, `--cfg-options a.b=c`, detectron2
    `KEY VALUE`, Lightning `--trainer.max_epochs 30`); Python configs (nanoGPT `config/x.py` +
@@ -24,6 +29,7 @@ the way the training program would at launch time, then maps configuration keys 
 5. every value becomes a `Fact` with a precedence (derived in code > command line > exported
    environment > config files / code dicts > constants / code literals > argparse/dataclass defaults
    > literal call arguments > library defaults > README prose) and the winning fact per key is kept;
+   library defaults: HF TrainingArguments (and TRL configs), Ultralytics, fairseq, Megatron, torchtune;
    framework rules derive what no key states: mmengine `--auto-scale-lr`, Megatron `--train-samples` over
    the global batch, per-epoch step caps times epochs, Composer time strings ('24800ba', '2ep'), library
    defaults (a DataLoader without workers: 0; Megatron: 2);
@@ -56,6 +62,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from schedmate.agents.advisor import codefacts
+from schedmate.agents.advisor import getconfig
+from schedmate.agents.advisor import runenv
 from schedmate.agents.advisor import configs as cfgs
 from schedmate.agents.advisor import pyconfig as pyc
 from schedmate.agents.advisor import pysource as pys
@@ -64,8 +72,8 @@ from schedmate.agents.advisor.facts import (
     RANK, Fact, as_int, as_lr, as_str, effective, parse_number,
 )
 from schedmate.agents.advisor.knowledge import (
-    DATASET_TRAIN_SIZES, FIELD_KEYS, LIBRARY_DEFAULTS, PER_DEVICE_BATCH, TASK_CUES, TOTAL_BATCH, WORD_VOCAB,
-    canonical_model, model_size_b, recurrent_lm_size, size_from_dims, size_from_name,
+    DATASET_TRAIN_SIZES, FIELD_KEYS, HF_TRAINING_ARGS, LIBRARY_DEFAULTS, PER_DEVICE_BATCH, TASK_ALIASES, TASK_CUES,
+    TOTAL_BATCH, WORD_VOCAB, canonical_model, family_vocab, model_size_b, recurrent_lm_size, size_from_dims, size_from_name,
 )
 from schedmate.agents.advisor.launch import Launch, parse_launch
 from schedmate.agents.advisor.names import dataset_name, find_known_model, generic_name, known_dataset
@@ -87,6 +95,11 @@ _OVERRIDE_OPTS = {"opts", "cfg_options", "override", "overrides", "set", "option
 _HYDRA_OPTS = {"config_name": "name", "cn": "name", "config_path": "path", "cp": "path", "config_dir": "dir",
                "cd": "dir"}
 _DS_OPTIMIZER_LR = re.compile(r"(?:^|\.)optimizer\.params\.lr$")
+_HF_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:transformers|trl)\b", re.M)
+# a mixture of datasets given as {name: weight} (alignment-handbook `dataset_mixer`)
+_MIXTURE = re.compile(r"^(?:.*\.)?(?:dataset_mixer|dataset_mixture|data_mixture|datasets_mixture)\.(.+)$", re.I)
+_ULTRALYTICS = re.compile(r"^\s*(?:from|import)\s+ultralytics\b", re.M)
+_FAIRSEQ = re.compile(r"^\s*(?:from|import)\s+fairseq\b", re.M)
 _MEGATRON_IMPORT = re.compile(r"^\s*(?:from|import)\s+megatron\b", re.M)
 _YACS_KEY = re.compile(r"^[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)+$")
 
@@ -259,6 +272,7 @@ def extract_static(repo: Path | str, command: str, *, gpus: int | None = None, n
 def _extract_static(repo: Path, command: str, *, world_size: int | None = None) -> StaticExtraction:
     repo = repo.resolve()
     launch = parse_launch(command, repo)
+    world_size = world_size or runenv.world_size(repo, launch)
     facts: list[Fact] = []
     errors: list[str] = []
     files: list[str] = []
@@ -272,6 +286,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         closure = pys.local_imports(repo, launch.entry, cache=ast_cache, python_path=launch.env.get("PYTHONPATH"))
     elif launch.entry:
         errors.append(f"entry {launch.entry} not found in the repository")
+    runenv.load_dotenv(repo, closure, launch, parse_text=lambda rel: pyc.read_text(repo, rel))
     specs: dict[str, pys.ArgSpec] = {}
     spec_src: dict[str, str] = {}
     hf_training = False
@@ -294,13 +309,15 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             return
         tree, text = res
         consts = {k: v.value for k, v in pys.module_constants(tree, text, launch.env).items()}
-        found, set_defaults = pys.argparse_specs(tree, text, consts)
+        found, set_defaults = pys.argparse_specs(tree, text, consts, launch.env)
         for sp in found:
             for opt in sp.options:
                 specs.setdefault(opt, sp)
             spec_src.setdefault(sp.dest, rel)
             if sp.has_default and sp.default is not None:
-                facts.append(Fact(sp.dest, sp.default, rel, sp.snippet, "argparse_default"))
+                kind = "env" if sp.env_var else "argparse_default"
+                facts.append(Fact(sp.dest, _typed(sp, sp.default) if sp.env_var else sp.default,
+                                  launch.env_source.get(sp.env_var, rel) if sp.env_var else rel, sp.snippet, kind))
         for k, lit in set_defaults.items():
             facts.append(Fact(k, lit.value, rel, lit.snippet, "argparse_default"))
 
@@ -323,7 +340,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             facts.append(Fact(key, lit[0], rel, lit[1], "dataclass_default"))
         configurator = rel == launch.entry and codefacts.CONFIGURATOR.search(text) is not None
         for name, lit in pys.module_constants(tree, text, launch.env).items():
-            if rel == launch.entry and not name.isupper() and not configurator:
+            if rel == launch.entry and not name.isupper() and not configurator and not _script_style(tree):
                 continue  # entry-script locals at module level are rarely configuration (nanoGPT's are)
             if lit.env_var:
                 src = launch.env_source.get(lit.env_var, src_cli)
@@ -356,12 +373,20 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         facts.append(Fact("num_workers", LIBRARY_DEFAULTS["torchtune"]["num_workers"],
                           "<library default: torchtune recipe>", "DataLoader(...) without num_workers",
                           "library_default"))
-    if hf_training or (uses_hf and any("TrainingArguments" in t for t in texts.values())):
+    if launch.cli == "yolo" or any(_ULTRALYTICS.search(t) for t in texts.values()):
+        for k, v in LIBRARY_DEFAULTS["ultralytics"].items():
+            facts.append(Fact(k, v, "<library default: ultralytics>", f"{k}: {v}", "library_default"))
+    if (launch.cli or "").startswith("fairseq") or any(_FAIRSEQ.search(t) for t in texts.values()):
+        for k, v in LIBRARY_DEFAULTS["fairseq"].items():  # fairseq's own argparse defaults
+            facts.append(Fact(k, v, "<library default: fairseq>", f"--{k.replace('_', '-')} {v}", "argparse_default"))
+    if hf_training or ((uses_hf or any(_HF_IMPORT.search(t) for t in texts.values()))
+                       and any(HF_TRAINING_ARGS.search(t) for t in texts.values())):
         for k, v in LIBRARY_DEFAULTS["transformers.TrainingArguments"].items():
             facts.append(Fact(k, v, "<library default: transformers.TrainingArguments>", f"{k}={v}", "library_default"))
 
     # -- command line -----------------------------------------------------------------------------
-    options, overrides, positionals = _parse_cli(launch.args, specs)
+    cli_args = runenv.expand_flagfiles(repo, launch.args)
+    options, overrides, positionals = _parse_cli(cli_args, specs)
     unknown = [d for d, _, snip in options if snip.split("=")[0].split(" ")[0] not in specs]
     if len(unknown) >= 2 and len(unknown) > len(options) / 2:
         # the parser lives in a module the entry does not import statically: find it by its flags
@@ -380,10 +405,11 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         for _, rel in sorted(scored, reverse=True)[:2]:
             files.append(rel)
             add_specs(rel)
-        options, overrides, positionals = _parse_cli(launch.args, specs)
+        options, overrides, positionals = _parse_cli(cli_args, specs)
 
     config_files: list[str] = list(code_configs)
     py_configs: list[str] = []
+    fn_configs: list[tuple[str, str, str | None]] = []  # (option, file, argument) of `get_config(arg)` files
     hydra_cli: dict[str, str] = {}
     for dest, raw, snippet in options:
         low = dest.lower().replace("-", "_")
@@ -393,7 +419,11 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         spec = specs.get(snippet.split("=")[0].split(" ")[0])
         value = _typed(spec, raw)
         if isinstance(raw, str) and (low in _CONFIG_OPTS or "config" in low):
-            found = codefacts.find_config_file(repo, raw)
+            path, colon, arg = raw.partition(":")  # ml_collections: `--config=configs/vit.py:b16,cifar10`
+            found = codefacts.find_config_file(repo, path if colon and path.endswith(".py") else raw)
+            if found is not None and found.endswith(".py") and _has_config_function(repo, found, parse):
+                fn_configs.append((dest, found, arg if colon else None))
+                continue
             if found is not None:
                 (py_configs if found.endswith(".py") else config_files).append(found)
                 continue
@@ -412,9 +442,39 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             py_configs.append(pos)  # nanoGPT `train.py config/x.py`, mmengine `tools/train.py configs/x.py`
         elif find_known_model(pos) and not pos.startswith("-"):
             facts.append(Fact("model", pos, src_cli, pos, "cli"))  # `litgpt finetune meta-llama/Llama-2-7b-hf`
-        elif "/" in pos and known_dataset(pos):
+        elif known_dataset(pos) and not _is_number(pos):
             facts.append(Fact("data", pos, src_cli, pos, "cli"))  # `fairseq-train data-bin/wikitext-103`
+        elif (launch.cli or "").startswith("fairseq") and pos == positionals[0] and "=" not in pos:
+            facts.append(Fact("data", pos, src_cli, pos, "cli"))  # fairseq's one positional is the data directory
         i += 1
+    if launch.cli == "yolo":  # `yolo segment train ...`: the task is a word of the command
+        word = next((p for p in positionals if p.lower() in TASK_ALIASES), None)
+        if word is None:  # no task word: Ultralytics takes it from the weights (yolo11n-seg.pt), else detect
+            model = next((ov.partition("=")[2] for ov in overrides if ov.startswith("model=")), "")
+            suffix = re.search(r"-(seg|cls|pose|obb)\b", model)
+            word = {"seg": "segment", "cls": "classify"}.get(suffix.group(1), suffix.group(1)) if suffix else (
+                "detect" if model else None)
+        if word is not None:
+            facts.append(Fact("task", word, src_cli, f"yolo {word}", "cli"))
+    kept: list[str] = []
+    for ov in overrides:  # `cfg=hyp.yaml` among key=value arguments names a configuration file
+        key, _, raw = ov.partition("=")
+        found = codefacts.find_config_file(repo, raw) if key.lower() in _CONFIG_OPTS and raw.endswith(
+            (*CONFIG_EXT, ".py")) else None
+        if found is None:
+            kept.append(ov)
+        else:
+            (py_configs if found.endswith(".py") else config_files).append(found)
+    overrides = kept
+    for dest, rel, arg in fn_configs:
+        values = getconfig.run_get_config(repo, rel, arg, env=launch.env)
+        if not values:
+            py_configs.append(rel)
+            continue
+        files.append(rel)
+        call = f"get_config({arg!r})" if arg is not None else "get_config()"
+        for key, value in codefacts.flat_items(values):
+            facts.append(Fact(f"{dest}.{key}", value, rel, f"{call}: {key} = {value!r}"[:200], "config"))
     for rel in py_configs:
         values, origin, used = pyc.load_py_config(repo, rel, env=launch.env)
         files += used
@@ -427,9 +487,9 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         base_dir = Path(launch.entry).parent if launch.entry else Path(".")
         cands = []
         if hydra_cli.get("dir"):
-            cands.append(os.path.normpath(hydra_cli["dir"]))
+            cands.append(_repo_dir(repo, os.path.normpath(hydra_cli["dir"])))
         if hydra_cli.get("path"):
-            cpath = hydra_cli["path"]
+            cpath = _repo_dir(repo, hydra_cli["path"])
         cands += [os.path.normpath(base_dir / (cpath or ".")), os.path.normpath(cpath or ".")]
         cdir = ""
         for cand in cands:
@@ -455,6 +515,8 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         key = key.lstrip("+~")
         if key and not key.startswith("$"):
             facts.append(Fact(key, cfgs.parse_override_value(raw), src_cli, ov, "cli"))
+
+    facts = runenv.interpolate(facts, launch.env)
 
     # -- README prose (lowest precedence) -----------------------------------------------------------
     readme = _readme(repo)
@@ -483,19 +545,45 @@ _PATH_KEYS: dict[str, tuple[tuple[re.Pattern[str], int], ...]] = {
                    (re.compile(r"(^|\.)model\.(name|name_or_path|path|id)$"), 8)),
     "dataset": ((re.compile(r"(^|\.)(dataset|data|datamodule|train_dataset|train)\.(_component_|class_path|type|_target_)$"), 6),
                 (re.compile(r"(^|\.)(dataset|data|datasets|train_data)\.(name|path|id|hf_name|hf_path)$"), 8),
-                (re.compile(r"(^|\.)datasets\.train$"), 7), (re.compile(r"^dataset_type$"), 4)),
+                (re.compile(r"(^|\.)datasets\.train$"), 7), (re.compile(r"^dataset_type$"), 4),
+                (re.compile(r"(^|\.)data\.(train|train_data|train_path|train_shards|train_files)$"), 7)),
     "valid_dataset": ((re.compile(r"(^|\.)datasets\.test$"), 6),),
+    "task_type": ((re.compile(r"(^|\.)task\.(_name|name|type)$"), 8),),  # fairseq-hydra `task._name: masked_lm`
+}
+
+
+# key names no table lists that still say which field they set (`--per-device-batch`, `instance_data_dir`,
+# `max_train_iters`), at the lowest specificity; what they must not be is excluded first
+_LEAF_PATTERNS: dict[str, tuple[re.Pattern[str], re.Pattern[str], int]] = {
+    "batch_size": (re.compile(r"^(?:(?:train|training|per_device|per_gpu|micro|local|device|mini|img|imgs|images)_)*"
+                              r"(?:batch|bsz|bs)(?:_?size)?(?:_per_(?:gpu|device|rank))?$"),
+                   re.compile(r"accum|global|total|effective"), 2),
+    "num_workers": (re.compile(r"(?:^|_)workers?$|^num_\w*workers$"),
+                    re.compile(r"preprocess|tokeni|map|proc|download|write|io_"), 2),
+    "learning_rate": (re.compile(r"(?:^|_)(?:lr|learning_rate)$|^(?:lr|learning_rate)_(?:base|init|start|peak|max)$"),
+                      re.compile(r"min|end|final|warmup|decay|scale|factor|mult|ratio|head|backbone|embed"), 2),
+    "steps": (re.compile(r"^(?:max|total|num|n)_(?:train(?:ing)?_)?(?:steps|iters|iterations|updates|batches_total)$"),
+              re.compile(r"warmup|eval|save|log|decay|accum"), 2),
+    "epochs": (re.compile(r"^(?:max|total|num|n)_(?:train(?:ing)?_)?epochs?$"), re.compile(r"warmup|eval|save|decay"), 2),
+    "dataset": (re.compile(r"(?:^|_)(?:data(?:set)?)(?:_(?:dir|path|root|name|id|file|files))?$"),
+                re.compile(r"output|cache|log|save|class_data|prior"), 2),
 }
 
 
 def _candidates(eff: dict[str, Fact], group: str) -> list[tuple[Fact, int]]:
     keys = FIELD_KEYS[group]
-    out = []
+    out: list[tuple[Fact, int]] = []
+    fallback: list[tuple[Fact, int]] = []  # keys only a name pattern recognises: used where no known key is stated
     for f in eff.values():
         spec = keys.get(f.leaf)
         if spec is None:
             low = f.key.lower()
             spec = next((w for rx, w in _PATH_KEYS.get(group, ()) if rx.search(low)), None)
+        by_pattern = False
+        if spec is None and group in _LEAF_PATTERNS:
+            ok, bad, weight = _LEAF_PATTERNS[group]
+            spec = weight if ok.search(f.leaf) and not bad.search(f.leaf) else None
+            by_pattern = spec is not None
         if spec is None:
             continue
         path = f.key.lower()
@@ -503,8 +591,8 @@ def _candidates(eff: dict[str, Fact], group: str) -> list[tuple[Fact, int]]:
             continue
         if group in ("steps", "epochs") and re.search(r"sched", path):
             continue  # a learning-rate schedule's length (DeepSpeed scheduler.params.total_num_steps) is not the run's
-        out.append((f, spec))
-    return out
+        (fallback if by_pattern else out).append((f, spec))
+    return out or fallback
 
 
 def _pick(cands: list[tuple[Fact, Any, int]], *, prefer_known: bool = False) -> tuple[Fact, Any] | None:
@@ -555,19 +643,6 @@ def _epochs_end_first(eff: dict[str, Fact], steps: tuple[Fact, Any], epochs: tup
     return math.ceil(size / gbs) * n_epochs < n_steps
 
 
-def _launcher_world(launch: Launch) -> int | None:
-    """Processes a torchrun-style launcher starts (`--nproc_per_node` x `--nnodes`), if stated."""
-    opts: dict[str, str] = {}
-    args = launch.launcher_args
-    for i, tok in enumerate(args):
-        key, eq, val = tok.partition("=")
-        if not eq and i + 1 < len(args):
-            val = args[i + 1]
-        opts[key.lstrip("-").replace("-", "_")] = val
-    per = as_int(opts.get("nproc_per_node"), 1)
-    return per * (as_int(opts.get("nnodes"), 1) or 1) if per else None
-
-
 def _auto_scale_lr(facts: list[Fact], launch: Launch, world_size: int | None) -> list[Fact]:
     """mmengine's `--auto-scale-lr` (or `auto_scale_lr.enable=True`): the optimizer's lr is scaled by
     (processes x per-GPU batch) / `auto_scale_lr.base_batch_size` (the linear scaling rule)."""
@@ -579,7 +654,7 @@ def _auto_scale_lr(facts: list[Fact], launch: Launch, world_size: int | None) ->
     base = as_int(eff["auto_scale_lr.base_batch_size"].value, 1) if "auto_scale_lr.base_batch_size" in eff else None
     batch = next((as_int(f.value, 1) for k, f in eff.items() if k == "train_dataloader.batch_size"), None)
     lrs = [f for k, f in eff.items() if re.search(r"(?:^|\.)optimizer\.lr$", k) and as_lr(f.value)]
-    n = world_size or _launcher_world(launch)
+    n = world_size or runenv.launcher_world(launch)
     if not (base and batch and lrs and n):
         return []
     lr = max(lrs, key=lambda f: f.rank)
@@ -665,6 +740,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             # a total over devices (global/effective batch) is not the batch once a per-device one is stated
             cands = [c for c in cands if c[0].leaf not in TOTAL_BATCH]
         best = _pick(cands)
+        if best is None and fld == "batch_size":  # fairseq/Megatron-style token budgets: the only batch stated
+            tokens = [(f, as_int(f.value, 1), 1) for f in eff.values() if f.leaf in _TOKEN_BATCH and as_int(f.value, 1)]
+            best = _pick(tokens)  # type: ignore[arg-type]
         if best:
             fields[fld] = best[1]
             evidence[fld] = _evidence(best[0], best[1], [(c[0], c[1]) for c in cands] + overridden(group))
@@ -706,6 +784,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         if "." in s and f.leaf in ("_component_", "class_path", "type", "_target_") and "/" not in s:
             s = s.rsplit(".", 1)[-1]  # torchtune.models.llama3.lora_llama3_8b -> lora_llama3_8b
         s = re.sub(r"^(?:q?lora|full|peft)[_-]", "", s)
+        flavor = _flavor(eff, f)
+        if flavor and size_from_name(s) is None:
+            s = f"{s}-{flavor}"  # torchtitan `[model] name = "llama3"`, `flavor = "8B"`
         known = find_known_model(s)
         if not known and generic_name(s):
             continue
@@ -756,7 +837,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
     for fld, group in (("dataset", "dataset"), ("valid_dataset", "valid_dataset")):
         ds_cands: list[tuple[Fact, Any, int, int]] = []
         for f, spec in _candidates(eff, group):
-            value = f.value[0] if isinstance(f.value, (list, tuple)) and f.value else f.value
+            value = f.value
+            if isinstance(value, (list, tuple)):  # Megatron/NeMo `data_prefix: [1.0, /data/pile_text_document]`
+                value = next((x for x in value if isinstance(x, (str, dict))), None)
             if isinstance(value, dict):  # axolotl-style `datasets: [{path: ..., type: ...}]`
                 value = value.get("path") or value.get("name") or value.get("data_files")
             s = as_str(value)
@@ -766,10 +849,31 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                 continue
             known = known_dataset(s)
             ds_cands.append((f, known or dataset_name(s), spec, 1 if known else 0))
+        if fld == "dataset":
+            for f in eff.values():
+                m = _MIXTURE.match(f.key)
+                if m and parse_number(f.value) and not generic_name(m.group(1)):
+                    known = known_dataset(m.group(1))
+                    ds_cands.append((f, known or dataset_name(m.group(1)), 6, 1 if known else 0))
         if ds_cands:
             best_d = max(ds_cands, key=lambda c: (c[3], c[0].rank, c[2]))
             fields[fld] = best_d[1]
             evidence[fld] = _evidence(best_d[0], best_d[1], [(c[0], c[1]) for c in ds_cands])
+    if fields["dataset"] is None:  # `--task sst2`: a task setting that names a public dataset (GLUE tasks)
+        for f, _ in sorted(_candidates(eff, "task_type"), key=lambda c: -c[0].rank):
+            known = known_dataset(str(f.value)) if as_str(f.value) else None
+            if known:
+                fields["dataset"] = known
+                evidence["dataset"] = _evidence(f, known, [])
+                break
+    if fields["dataset"] is None and launch.entry in texts:  # named in the entry's docstring
+        m = re.match(r'\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', texts[launch.entry], re.S)
+        doc = m.group(1) if m else ""
+        known = next((k for w in re.findall(r"[A-Za-z][\w.-]*\w", doc) if (k := known_dataset(w))), None)
+        if known:
+            fields["dataset"] = known
+            evidence["dataset"] = FieldEvidence(value=known, raw=doc[:200], source=launch.entry, kind="mention",
+                                                snippet=doc[:200])
     if fields["dataset"] is None:
         for src, text in list(launch.texts.items()) + list(texts.items()):
             for tok in re.findall(r"[A-Za-z0-9_./-]{3,}", text):
@@ -783,10 +887,10 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
 
     # task type: an explicit setting naming a known task, else cues in code and docs
     explicit = [(f, s) for f, s in _candidates(eff, "task_type") if as_str(f.value) and f.rank >= RANK["argparse_default"]]
-    known_tasks = [(f, s) for f, s in explicit if normalize_task_type(str(f.value)) in TASK_CUES]
+    known_tasks = [(f, s) for f, s in explicit if _task_name(str(f.value)) in TASK_CUES]
     if known_tasks:
         f, _ = max(known_tasks, key=lambda c: (c[0].rank, c[1]))
-        fields["task_type"] = normalize_task_type(str(f.value))
+        fields["task_type"] = _task_name(str(f.value))
         evidence["task_type"] = _evidence(f, fields["task_type"], [])
     else:
         hints = " ".join(str(f.value) for f, _ in explicit)
@@ -812,7 +916,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         canon = fields["model_name"]
         raw = str(evidence["model_name"].raw) if "model_name" in evidence else canon
         named = model_size_b(canon, raw)
-    dims = _dims(eff)
+    dims = _dims(eff, fields["model_name"])
     hinted = "model_name" in evidence and evidence["model_name"].kind.startswith("name:")
     if hinted and dims is not None and " + " in dims[1] and named is not None:
         named = None  # a size in a run or file name (mpt-1b) is rounded; dimensions with the vocabulary are exact
@@ -836,7 +940,49 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                             facts=facts, errors=errors)
 
 
-def _dims(eff: dict[str, Fact]) -> tuple[float, str, str] | None:
+_TOKEN_BATCH = frozenset({"max_tokens", "max_tokens_per_batch", "batch_size_tokens", "tokens_per_batch"})
+
+
+def _repo_dir(repo: Path, path: str) -> str:
+    """A folder given as an absolute or variable-prefixed path (`--config-path=/workspace/repo/conf`): the
+    longest tail of it that is a folder of the repository (else the path as given)."""
+    if not path.startswith(("/", "$")):
+        return path
+    parts = [p for p in path.split("/") if p and p not in (".", "..")]
+    return next(("/".join(parts[i:]) for i in range(1, len(parts)) if (repo / "/".join(parts[i:])).is_dir()), path)
+
+
+def _script_style(tree: ast.Module) -> bool:
+    """A script that trains at module level (a top-level `for step in range(max_steps)` loop): its
+    module-level assignments are its configuration, as in a configurator script."""
+    return any(isinstance(st, (ast.For, ast.While)) for st in tree.body)
+
+
+def _task_name(value: str) -> str:
+    """A task setting in the core's form: framework task identifiers ('language_modeling', yolo 'segment')
+    mapped to the task they train."""
+    norm = normalize_task_type(value)
+    return TASK_ALIASES.get(norm, norm)
+
+
+def _flavor(eff: dict[str, Fact], f: Fact) -> str | None:
+    """A size variant stated beside a model name in the same section (`flavor`, `variant`, `size`)."""
+    if f.leaf not in ("name", "model_name", "model", "arch", "architecture"):
+        return None
+    parent = f.key.rpartition(".")[0]
+    for sib in ("flavor", "variant", "size", "model_size"):
+        sf = eff.get(f"{parent}.{sib}" if parent else sib)
+        if sf is not None and isinstance(sf.value, str) and re.fullmatch(r"[A-Za-z0-9.][A-Za-z0-9./_-]*", sf.value):
+            return sf.value
+    return None
+
+
+def _has_config_function(repo: Path, rel: str, parse: Any) -> bool:
+    res = parse(rel)
+    return res is not None and getconfig.defines_config_function(res[0]) is not None
+
+
+def _dims(eff: dict[str, Fact], model_name: str | None = None) -> tuple[float, str, str] | None:
     """(size in billions, formula, source) from stated layers x hidden size (+ vocabulary)."""
     found: dict[str, tuple[int, Fact]] = {}
     for group in ("n_layer", "d_model", "vocab"):
@@ -857,6 +1003,8 @@ def _dims(eff: dict[str, Fact]) -> tuple[float, str, str] | None:
     vocab, fv = found.get("vocab", (None, None))
     if fv is not None and fv.rank < RANK["constant"]:
         vocab = None  # a class default (nanoGPT's 50304) is often replaced at run time (a char-level vocab)
+    if fv is None and model_name:
+        vocab = family_vocab(model_name)  # no vocabulary stated: the named family's tokenizer
     size = size_from_dims(L, h, vocab)
     why = f"12*{L}*{h}^2" + (f" + {vocab}*{h}" if vocab else "") + f" = {size:.3g}B"
     return size, why, fh.source
