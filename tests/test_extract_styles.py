@@ -1483,3 +1483,18 @@ def test_cifar_script_that_derives_its_step_count_and_lr(tmp_path: Path) -> None
            {"model_name": "resnet-18", "task_type": "image-classification", "dataset": "cifar-10", "iterations": 40,
             "iteration_type": "epochs", "batch_size": 256, "learning_rate": 0.1 * 256 / 128, "num_workers": 4,
             "model_size_b": 0.0117})
+
+
+def test_the_sequence_length_is_read_for_the_rate_estimator(tmp_path: Path) -> None:
+    """Not a scored field: tokens per sample, which the rate estimator scales a step's work by."""
+    (tmp_path / "train.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--model_name_or_path', default='meta-llama/Llama-2-7b-hf')\n"
+        "p.add_argument('--max_seq_length', type=int, default=1024)\n"
+        "p.add_argument('--max_steps', type=int, default=100)\n"
+        "args = p.parse_args()\n")
+    from schedmate.agents.advisor.static_extractor import extract_static
+
+    assert extract_static(tmp_path, "python train.py --max_seq_length 4096").fields.get("seq_len") == 4096
+    assert extract_static(tmp_path, "python train.py").fields.get("seq_len") == 1024

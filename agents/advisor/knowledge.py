@@ -84,6 +84,10 @@ FIELD_KEYS: dict[str, dict[str, int]] = {
         "val_path": 6, "valid_path": 6, "val_data_path": 7, "validation_data": 8,
     },
     "task_type": {"task_type": 9, "task": 8, "task_name": 6, "stage": 3},
+    # tokens per training sample (the rate estimator scales a step's work by it); not a scored field
+    "seq_len": {"max_seq_length": 9, "max_seq_len": 9, "seq_len": 9, "seq_length": 9, "sequence_length": 9,
+                "encoder_seq_length": 9, "model_max_length": 8, "cutoff_len": 8, "context_length": 8,
+                "block_size": 7, "max_length": 6, "max_source_length": 5, "max_len": 5},
     "model_size": {"model_size": 9, "num_params": 8, "n_params": 8, "params": 4, "model_size_b": 9},
     # architecture dimensions (model size from ~12*L*h^2 + vocab*h)
     "n_layer": {"n_layer": 9, "num_layers": 9, "num_hidden_layers": 9, "n_layers": 9, "layers": 4, "depth": 3},

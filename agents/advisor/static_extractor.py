@@ -729,7 +729,8 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
 
     for fld, group, conv in (("batch_size", "batch_size", lambda v: as_int(v, 1)),
                              ("learning_rate", "learning_rate", as_lr),
-                             ("num_workers", "num_workers", lambda v: as_int(v, 0))):
+                             ("num_workers", "num_workers", lambda v: as_int(v, 0)),
+                             ("seq_len", "seq_len", lambda v: as_int(v, 1))):
         cands = numeric(group, conv)
         ds_lr = [c for c in cands if fld == "learning_rate" and _DS_OPTIMIZER_LR.search(c[0].key)
                  and c[0].rank >= RANK["config"]]
