@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import math
 import sys
@@ -487,7 +488,9 @@ def eval_advisor(
         (Path(out) / "devset_advisor.json").write_text(json.dumps(real, indent=2, default=str))
         console.print(f"real dev set ({real['items']} launch commands over {real['repos']} hand-written repositories): "
                       f"fields right {real['fields_right']:.1%}, all fields right on {real['jobs_all_right']:.1%} of jobs "
-                      f"(generated corpus above); per field {real['field_accuracy']} -> {out}/devset_advisor.json")
+                      f"(generated corpus above); per field {real['field_accuracy']}; per batch "
+                      + ", ".join(f"{k} {v['fields_right']:.1%} of fields ({v['items']} commands)" for k, v in real.get("by_split", {}).items())
+                      + f" -> {out}/devset_advisor.json")
 
 
 experiment_app = typer.Typer(
@@ -617,6 +620,49 @@ def experiment_standalone(
                                            detection_rates=floats(detection_rates), progress=_say())
         console.print(f"agents: {_agent_counts(make.stats())}")
     console.print(str(result))
+
+
+RefQuick = Annotated[bool, typer.Option("--quick", help="The short version of the check (under 3 minutes on 2 cores).")]
+
+
+def _criteria_line(doc: dict[str, Any]) -> str:
+    crit = doc.get("criteria") or {}
+    passed = sum(1 for c in crit.values() if isinstance(c, dict) and c.get("pass"))
+    failed = [k for k, c in crit.items() if isinstance(c, dict) and not c.get("pass")]
+    return f"spec criteria passed {passed}/{len(crit)}" + (f"; not met: {', '.join(failed)}" if failed else "")
+
+
+@experiment_app.command("ares")
+def experiment_ares(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+    """Ares (elastic fair queuing) against the spec's baselines: JCT, finish-time fairness, criteria."""
+    from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
+
+    out = out or Path("results/experiment-ares")
+    cfg = AresExperimentConfig.quick() if quick else AresExperimentConfig()
+    cfg = replace(cfg, seeds=tuple(range(first_seed, first_seed + seeds)))
+    result = run_ares_experiment(out, cfg, progress=lambda m: console.log(m))
+    console.print(str(result))
+    console.print(f"{_criteria_line(json.loads((out / 'ares.json').read_text()))}; wrote {out}/ares.json")
+
+
+@experiment_app.command("arnold")
+def experiment_arnold(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+    """Arnold (topology-aware placement for LLM pre-training) against the spec's placers and policies."""
+    from schedmate.schedulers.arnold.experiment import run_arnold_experiment
+
+    out = out or Path("results/experiment-arnold")
+    doc = run_arnold_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
+    console.print(f"{_criteria_line(doc)}; wrote {out}/arnold.json")
+
+
+@experiment_app.command("arena")
+def experiment_arena(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+    """Arena (co-designed scheduling and adaptive parallelism) against FCFS, Gavel, EF-LS and Sia."""
+    from schedmate.schedulers.arena.experiment import run_arena_experiment
+
+    out = out or Path("results/experiment-arena")
+    doc = run_arena_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
+    console.print(f"{_criteria_line(doc)}; wrote {out}/arena.json")
 
 
 def _agent_counts(stats: dict[str, Any]) -> str:

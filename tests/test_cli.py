@@ -76,3 +76,18 @@ def test_experiment_standalone_runs_the_real_agents_and_replays_them(tmp_path):
     replayed = json.loads((out / "standalone.json").read_text())["aggregate"]
     keys = ("arm", "mean_jct_mean", "p99_jct_mean", "makespan_mean", "completed_mean", "gpu_hours_lost_mean")
     assert [{k: r[k] for k in keys} for r in replayed] == [{k: r[k] for k in keys} for r in doc["aggregate"]]
+
+
+def test_every_reference_policy_has_its_reproduction_command():
+    out = runner.invoke(app, ["experiment", "--help"]).output
+    for name in ("lucid", "sia", "ares", "arnold", "arena", "suika"):
+        assert name in out
+
+
+def test_experiment_ares_writes_the_shared_shape_with_criteria(tmp_path):
+    res = runner.invoke(app, ["experiment", "ares", "--seeds", "1", "--quick", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "ares.json").read_text())
+    assert doc["aggregate"] and all("mean_jct_mean" in row for row in doc["aggregate"])
+    assert doc["criteria"] and all({"pass"} <= set(c) for c in doc["criteria"].values())
+    assert "spec criteria passed" in res.output

@@ -42,3 +42,9 @@ def test_the_real_set_scores_every_launch_command(tmp_path: Path) -> None:
     assert report["items"] == 1 and "model_size_b" not in report["field_accuracy"]  # null truth: not scored
     marks = report["per_job"][0]["fields"]
     assert marks["iterations"]["ok"] and marks["batch_size"]["ok"] and marks["learning_rate"]["ok"]
+    # a later batch in its own file is scored with the rest and reported apart
+    (tmp_path / "jobs-c.jsonl").write_text(json.dumps({"id": "t2", "repo": "tiny", "command": "python train.py --epochs 5",
+                                                       "gpus": 1, "truth": {**truth, "iterations": 6}}) + "\n")
+    report = score_devset_repos(tmp_path)
+    assert [j.split for j in load_repo_jobs(tmp_path)] == ["jobs", "jobs-c"]
+    assert report["by_split"]["jobs-c"]["items"] == 1 and report["by_split"]["jobs-c"]["jobs_all_right"] == 0.0

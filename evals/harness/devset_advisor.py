@@ -61,21 +61,27 @@ class RepoJob:
     command: str
     gpus: int | None
     truth: dict[str, Any]
+    split: str = "jobs"  # the label file it came from: `jobs` (first batches), `jobs-c` (a later blind batch)
 
 
 def load_repo_jobs(folder: Path | str = DEFAULT_REPOS) -> list[RepoJob]:
-    """Launch commands with their true metadata (`jobs.jsonl`); a bad line names file and line."""
+    """Launch commands with their true metadata (`jobs*.jsonl`, one file per collection batch);
+    a bad line names file and line."""
     folder = Path(folder)
-    path = folder / "jobs.jsonl"
     jobs = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-            jobs.append(RepoJob(d["id"], folder / d["repo"], d["command"], d.get("gpus"), dict(d["truth"])))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}:{n}: {exc}") from None
+    paths = sorted(folder.glob("jobs*.jsonl"))
+    if not paths:
+        raise ValueError(f"{folder}: no jobs*.jsonl")
+    for path in paths:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                jobs.append(RepoJob(d["id"], folder / d["repo"], d["command"], d.get("gpus"), dict(d["truth"]),
+                                    path.stem))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{n}: {exc}") from None
     return jobs
 
 
@@ -139,10 +145,17 @@ def score_devset_repos(folder: Path | str = DEFAULT_REPOS) -> dict[str, Any]:
             scored[f] += 1
             right[f] += ok
             marks[f] = {"ok": ok, "got": fields.get(f), "truth": truth}
-        per_job.append({"id": job.id, "all_right": all(m["ok"] for m in marks.values()), "fields": marks,
-                        "error": error})
+        per_job.append({"id": job.id, "split": job.split, "all_right": all(m["ok"] for m in marks.values()),
+                        "fields": marks, "error": error})
     total_scored = sum(scored.values())
+    by_split = {}
+    for split in sorted({j["split"] for j in per_job}):
+        marks_s = [m["ok"] for j in per_job if j["split"] == split for m in j["fields"].values()]
+        jobs_s = [j for j in per_job if j["split"] == split]
+        by_split[split] = {"items": len(jobs_s), "fields_right": round(sum(marks_s) / len(marks_s), 4) if marks_s else None,
+                           "jobs_all_right": round(sum(j["all_right"] for j in jobs_s) / len(jobs_s), 4)}
     return {
+        "by_split": by_split,
         "items": len(jobs), "repos": len({j.repo.name for j in jobs}),
         "field_accuracy": {f: round(right[f] / scored[f], 4) for f in FIELDS if scored[f]},
         "fields_right": round(sum(right.values()) / total_scored, 4) if total_scored else None,
