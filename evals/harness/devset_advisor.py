@@ -69,7 +69,7 @@ def load_repo_jobs(folder: Path | str = DEFAULT_REPOS) -> list[RepoJob]:
     a bad line names file and line."""
     folder = Path(folder)
     jobs = []
-    paths = sorted(folder.glob("jobs*.jsonl"))
+    paths = sorted(folder.glob("jobs*.jsonl"), key=lambda p: p.stem)  # jobs, jobs-b, jobs-c, ...
     if not paths:
         raise ValueError(f"{folder}: no jobs*.jsonl")
     for path in paths:
