@@ -1,0 +1,67 @@
+"""Decision time of one SCHEDULE call (issue 12: `bench/` reports it at 64 and 1,024 GPUs).
+
+A snapshot is built on the engine: jobs drawn from the §5.2 mix (with XL models at 1,024 GPUs,
+§6 #16) arrive at t = 0 until their basic demand fills `fill` of the cluster; the non-elastic arm
+starts them at their default plans; at t = 60 s (warm-up over) a fresh Suika gets those jobs'
+state and its SCHEDULE is timed: admission, tau, reclaim and the whole expand-and-balance grant
+loop over the idle GPUs. Each round starts from the same snapshot with cold caches.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+from ..cluster import ClusterSpec
+from ..engine import SimConfig, Simulator
+from ..topology import Topology
+from .config import NON_ELASTIC, SUIKA, ElasticConfig
+from .policy import ElasticPolicy
+from .workload import TraceConfig, generate_trace
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionTime:
+    num_gpus: int
+    running_jobs: int
+    idle_gpus: int
+    rounds: int
+    median_s: float
+    max_s: float
+
+
+def cluster_for(num_gpus: int, nodes_per_rack: int = 16) -> ClusterSpec:
+    """H100 nodes of 8, `nodes_per_rack` per rack (Cluster-A: one rack; Cluster-B: 16 per rack)."""
+    topo = Topology(nodes_per_switch=nodes_per_rack, switches_per_pod=1, bw_node=300.0, bw_switch=40.0, bw_pod=20.0)
+    return ClusterSpec.homogeneous(num_gpus // 8, 8, "H100", topology=topo)
+
+
+def decision_time(num_gpus: int, *, rounds: int = 3, fill: float = 0.75, seed: int = 0, config: ElasticConfig = SUIKA) -> DecisionTime:
+    """Median wall time of one SCHEDULE call on a `fill`-loaded cluster of `num_gpus` GPUs."""
+    mix = (("S", 6.0), ("M", 2.0), ("L", 2.0)) + ((("XL", 1.0),) if num_gpus >= 256 else ())
+    pool = generate_trace(TraceConfig(num_gpus=num_gpus, num_jobs=max(40, num_gpus), mix=mix), seed)
+    jobs, demand = [], 0
+    for spec in pool:
+        if demand + spec.num_gpus > fill * num_gpus:
+            continue
+        jobs.append(replace(spec, submit_time=0.0, duration=1e6))
+        demand += spec.num_gpus
+    cluster = cluster_for(num_gpus)
+    base = ElasticPolicy(NON_ELASTIC)
+    sim = Simulator(jobs, cluster, base, SimConfig(seed=seed, restart_cost=0.0, restart_cost_large=0.0, max_time=60.0))
+    sim.run()
+    times = []
+    for _ in range(rounds):
+        policy = ElasticPolicy(config)
+        policy.jobs = copy.deepcopy(base.jobs)
+        started = time.perf_counter()
+        policy.schedule(sim.view)
+        times.append(time.perf_counter() - started)
+    return DecisionTime(num_gpus, len(sim.running), sim.free_total, rounds, statistics.median(times), max(times))
+
+
+if __name__ == "__main__":
+    for n in (64, 1024):
+        print(decision_time(n))
