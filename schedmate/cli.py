@@ -665,6 +665,16 @@ def experiment_arena(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 
     console.print(f"{_criteria_line(doc)}; wrote {out}/arena.json")
 
 
+@experiment_app.command("suika")
+def experiment_suika(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+    """Suika (incremental rescheduling of 3D-parallel jobs) against Suika-DP, Sia, Rubick and non-elastic FIFO."""
+    from schedmate.schedulers.suika.experiment import run_suika_experiment
+
+    out = out or Path("results/experiment-suika")
+    doc = run_suika_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
+    console.print(f"{_criteria_line(doc)}; wrote {out}/suika.json")
+
+
 def _agent_counts(stats: dict[str, Any]) -> str:
     keys = ("jobs", "distinct_artefacts", "agent_runs", "cache_hits", "advise_matched", "advise_unmatched",
             "track_runs", "diagnose_runs", "llm_calls")
