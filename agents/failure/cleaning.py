@@ -48,6 +48,10 @@ _PREFIX_PARTS: tuple[str, ...] = (
     r"(?P<glog>[IWEF])\d{4} " + _CLOCK + r"(?: +\d+)?(?: [\w./-]+:\d+\])?",
     r"\[(?P<c10>[IWEF])(?: [\w./-]+:\d+| \d+ [\w./-]+:\d+)?\]",
     r"\[(?P<c10b>[IWEF])\d{3,4} " + _CLOCK + r"(?: +\d+)? [\w./-]+:\d+\]",
+    # TensorFlow / absl after their own timestamp: `W tensorflow/core/kernels/data/iterator_ops.cc:512]`
+    r"(?P<absl>[IWEF]) [\w./-]+\.\w+:\d+\]",
+    # stream tags a runner puts on a child's output: `[stderr]`, `[stdout]:`, `<stderr>:`
+    r"\[(?:stdout|stderr)\]:?|<(?:stdout|stderr)>:",
     # level words: `[WARNING]`, `WARNING:`, `INFO:root:`, `ERROR:torch.distributed...:`, `| INFO |`, `INFO  `
     r"\[(?P<lvlb>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)\]:?",
     r"(?P<lvlc>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE):(?:[\w.<>-]+:(?=\S))?",
@@ -74,6 +78,8 @@ _MIDLINE_RE = re.compile(
     r"(?<=[^\s:\]>])(?=\[(?:rank|default)\d+\]:|\[\d+,\d+\]<std(?:out|err)>:|Traceback \(most recent call last\):)"
 )
 _MIDLINE_BYTES_RE = re.compile(_MIDLINE_RE.pattern.encode())
+_LEAD_TAG_RE = re.compile(r"^(?:\[(?:rank|default)\d+\]:|\[\d+,\d+\]<std(?:out|err)>:)")
+_LEAD_TAG_BYTES_RE = re.compile(_LEAD_TAG_RE.pattern.encode())
 
 # Text addressed to a model, not written by a program (prompt injection in untrusted log text).
 _INSTRUCTION_RE = re.compile(
@@ -116,7 +122,7 @@ def strip_record_prefix(text: str) -> SeenLine:
         m = _PREFIX_RE.match(rest)
         if m is None or m.end() == 0:
             break
-        named = next((g for g in ("glog", "c10", "c10b", "lvlb", "lvlc", "lvlw", "lvll") if m.group(g)), None)
+        named = next((g for g in ("glog", "c10", "c10b", "absl", "lvlb", "lvlc", "lvlw", "lvll") if m.group(g)), None)
         rest = rest[m.end() :]
         if named is not None:
             level = _LEVELS.get(m.group(named).upper(), level)
@@ -138,11 +144,27 @@ def see_through(text: str) -> SeenLine:
 
 def split_interleaved(raw: str | bytes) -> list[str | bytes]:
     """Split one physical line where another rank's tagged output (or a traceback header) was
-    glued onto it. Most lines have no such point and come back as `[raw]`."""
+    glued onto it. Most lines have no such point and come back as `[raw]`.
+
+    A tag equal to the one the line starts with is not another rank: the launcher re-tagged one
+    rank's output at a write boundary (`[1,3]<stderr>:RuntimeError[1,3]<stderr>:: NCCL ...`), so
+    the tag is dropped and the text joined."""
     pattern = _MIDLINE_BYTES_RE if isinstance(raw, bytes) else _MIDLINE_RE
     cuts = [m.start() for m in pattern.finditer(raw)]  # type: ignore[arg-type]
     if not cuts:
         return [raw]
+    lead = (_LEAD_TAG_BYTES_RE if isinstance(raw, bytes) else _LEAD_TAG_RE).match(raw)  # type: ignore[arg-type]
+    if lead is not None:
+        tag = lead.group(0)
+        same = [c for c in cuts if raw[c : c + len(tag)] == tag]
+        if same:
+            kept, prev = [], 0
+            for c in same:
+                kept.append(raw[prev:c])
+                prev = c + len(tag)
+            kept.append(raw[prev:])
+            joined = raw[:0].join(kept)  # type: ignore[arg-type]
+            return split_interleaved(joined) if has_interleaving(joined) and joined != raw else [joined]
     bounds = [0, *cuts, len(raw)]
     return [raw[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if raw[a:b].strip()]
 

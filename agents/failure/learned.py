@@ -12,7 +12,10 @@ signature, all normalised (`embedding_text`: launcher/record prefixes, ANSI and 
 removed; numbers, hex, ids and paths masked, but a frame keeps its `package/module.py` and
 function, which say whose code raised). The root-cause line and the context are embedded
 separately with MiniLM (`schedmate.embeddings.embedder`), concatenated (context down-weighted),
-and a multinomial logistic regression (scikit-learn) over the 29 Acme reasons is fitted on the
+with one signed column for whose code raised the exception (`frame_origin`: the user's or an
+installed package's), and a multinomial logistic regression (scikit-learn) over the 29 Acme
+reasons (a reason whose category the context moved, `by_context` in the bank, is a class of its
+own: `ModelLoadingError@script` for a mistyped local path) is fitted on the
 example bank (`data/examples.jsonl`, hand-written from public knowledge of real failures). The
 category probability is the sum of its reasons'; probabilities are calibrated by one temperature
 fitted on out-of-fold logits (grouped cross-validation over the bank).
@@ -29,11 +32,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from schedmate.agents.failure.cleaning import looks_like_instruction
-from schedmate.agents.failure.rules import CleanLine, RulesClassifier, clean_line, traceback_exceptions
+from schedmate.agents.failure.locator import is_cascade
+from schedmate.agents.failure.rules import CleanLine, RulesClassifier, clean_line, is_traceback_header, traceback_exceptions
 from schedmate.embeddings.embedder import Embedder
 from schedmate.embeddings.templates import mask_variables
 from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
@@ -57,25 +62,45 @@ class Example:
     line: str
     before: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
+    context_category: FailureCategory | None = None  # whose fault, when the context overrides the taxonomy
 
     @property
     def category(self) -> FailureCategory:
-        return category_of(self.reason)
+        return self.context_category or category_of(self.reason)
 
 
 def load_examples(path: str | Path = DEFAULT_BANK) -> list[Example]:
-    """The bank: one JSON object per line with `reason`, `line`, `before`, `after` (and a
-    `category` that must agree with the taxonomy: a typo in the bank is an error, not a label)."""
+    """The bank: one JSON object per line with `reason`, `line`, `before`, `after` and a
+    `category`. The category must agree with the taxonomy (a typo in the bank is an error, not a
+    label) unless the example says `"by_context": true`: the context decides whose fault it is
+    (an `AttributeError` raised in the user's own dataset class is the script's, not the
+    framework's; a state_dict that does not fit the user's own model is the user's checkpoint)."""
     out: list[Example] = []
     for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not raw.strip():
             continue
         item = json.loads(raw)
         reason = FailureReason(item["reason"])
-        if "category" in item and FailureCategory(item["category"]) is not category_of(reason):
-            raise ValueError(f"{path}:{n}: category {item['category']} does not hold reason {reason.value}")
-        out.append(Example(reason, item["line"], tuple(item.get("before", ())), tuple(item.get("after", ()))))
+        category = FailureCategory(item["category"]) if "category" in item else category_of(reason)
+        override: FailureCategory | None = None
+        if category is not category_of(reason):
+            if item.get("by_context") is not True:
+                raise ValueError(f"{path}:{n}: category {category.value} does not hold reason {reason.value}"
+                                 " (set by_context when the context decides)")  # fmt: skip
+            override = category
+        before, after = tuple(item.get("before", ())), tuple(item.get("after", ()))
+        out.append(Example(reason, item["line"], before, after, override))
     return out
+
+
+def _label(reason: FailureReason, category: FailureCategory) -> str:
+    """One class of the model: a reason, with its category when the context moved it."""
+    return reason.value if category is category_of(reason) else f"{reason.value}@{category.value}"
+
+
+def _unlabel(label: str) -> tuple[FailureReason, FailureCategory]:
+    reason, _, category = label.partition("@")
+    return FailureReason(reason), FailureCategory(category) if category else category_of(reason)
 
 
 # --- windows ------------------------------------------------------------------------------------
@@ -103,6 +128,38 @@ class RootCauseWindow:
     focus: str
     context: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
+    origin: Origin = ""  # whose code raised it: the innermost traceback frame before the focus
+
+
+Origin = Literal["user", "library", ""]
+_ORIGIN_SIGN: dict[str, float] = {"user": 1.0, "library": -1.0, "": 0.0}
+# `  File "/x/site-packages/torch/nn/modules/module.py", line 2041, in load_state_dict` and IPython's
+# `/usr/local/lib/python3.7/dist-packages/mmcv/runner/base.py in run(self, ...)`
+_ANY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+|^(?P<ipath>\S+\.py) in [\w<>]+')
+# Installed or standard-library code: a package directory, the interpreter's lib, a frozen module.
+_LIBRARY_PATH = re.compile(r"(?:site|dist)-packages|[/\\]lib[/\\]python\d|^<frozen |[/\\]lib[/\\]python$", re.IGNORECASE)
+
+
+_CODE_MARK = re.compile(r"^\s*(?:-+>|[\^~]+\s*$|\d+ )")
+
+
+def frame_origin(lines: Sequence[CleanLine]) -> Origin:
+    """Where the innermost frame in `lines` (a traceback read top to bottom) points: installed
+    or standard-library code (`library`), anything else (`user`), or no frame (`""`). Whose code
+    raised an exception says more about whose fault it is than the exception's class. Only the
+    traceback directly above the last line counts."""
+    for k in range(len(lines) - 1, -1, -1):
+        text = lines[k].text
+        m = _ANY_FRAME.match(text)
+        if m is not None:
+            path = m.group("path") or m.group("ipath") or ""
+            return "library" if _LIBRARY_PATH.search(path) else "user"
+        if not text.strip() or text[:1].isspace() or _CODE_MARK.match(text):
+            continue  # code, carets, IPython's `---> 12` markers, blank lines under a frame
+        if k > 0 and _ANY_FRAME.match(lines[k - 1].text):
+            continue  # the code line under a frame, its indentation lost to a launcher prefix
+        return ""  # something that is not this traceback: no frame of its own
+    return ""
 
 
 # Lines every traceback has: they say nothing about which failure it is.
@@ -117,13 +174,16 @@ def _split(lines: Sequence[CleanLine], rules: RulesClassifier) -> RootCauseWindo
     for line in lines:
         if line.binary or not line.text.strip() or looks_like_instruction(line.text) or _UNINFORMATIVE.match(line.text.strip()):
             continue
+        if is_cascade(line.text, rules):
+            continue  # the launcher reporting that something failed says nothing about what
         (evidence if rules.match(line.text) is not None else context).append(embedding_text(line))
     return RootCauseWindow("", tuple(dict.fromkeys(t for t in context if t)), tuple(dict.fromkeys(t for t in evidence if t)))
 
 
 def window_of(example: Example, rules: RulesClassifier | None = None) -> RootCauseWindow:
     split = _split([clean_line(x) for x in (*example.before, *example.after)], rules or _RULES)
-    return RootCauseWindow(embedding_text(example.line), split.context, split.evidence)
+    origin = frame_origin([clean_line(x) for x in example.before])
+    return RootCauseWindow(embedding_text(example.line), split.context, split.evidence, origin)
 
 
 def root_cause_window(
@@ -155,6 +215,8 @@ def root_cause_window(
         for i in rng:
             if len(seen) >= n:
                 break
+            if rng.step == 1 and is_traceback_header(cleaned[i].text):
+                break  # another traceback (the launcher's, the next rank's) starts: not this failure's context
             if usable(i) and cleaned[i].source == source:
                 key = embedding_text(cleaned[i])
                 if key not in seen:
@@ -165,7 +227,8 @@ def root_cause_window(
         key=lambda i: abs(i - focus),
     )[:salient]
     split = _split([cleaned[i] for i in sorted({*picked, *near})], rules)
-    return RootCauseWindow(embedding_text(cleaned[focus]), split.context, split.evidence)
+    frames = [c for c in cleaned[max(0, focus - 40) : focus] if c.source == source]
+    return RootCauseWindow(embedding_text(cleaned[focus]), split.context, split.evidence, frame_origin(frames))
 
 
 def exception_focus(lines: Sequence[str | bytes], focus: int) -> int:
@@ -215,6 +278,7 @@ class LearnedFailureClassifier:
         *,
         context_weight: float = 0.5,
         evidence_weight: float = 0.8,
+        origin_weight: float = 0.5,
         c: float = 8.0,
         min_confidence: float = 0.6,
         min_reason: float = 0.3,
@@ -225,6 +289,7 @@ class LearnedFailureClassifier:
         self.examples = list(examples) if examples is not None else load_examples()
         self.context_weight = context_weight
         self.evidence_weight = evidence_weight
+        self.origin_weight = origin_weight
         self.c = c
         self.min_confidence = min_confidence
         self.min_reason = min_reason
@@ -232,13 +297,13 @@ class LearnedFailureClassifier:
         self.seed = seed
         self.temperature = 1.0
         self._model: object | None = None
-        self._classes: list[FailureReason] = []
+        self._classes: list[tuple[FailureReason, FailureCategory]] = []
 
     # -- features ----------------------------------------------------------------------------------
 
     def features(self, windows: Sequence[RootCauseWindow]) -> np.ndarray:
-        """[embed(focus), wc * embed(context), we * embed(evidence)] per window, each part's
-        lines joined into one text (zeros for an empty part)."""
+        """[embed(focus), wc * embed(context), we * embed(evidence), wo * sign(origin)] per
+        window, each part's lines joined into one text (zeros for an empty part)."""
         focus = self.embedder.embed([w.focus for w in windows])
         parts = [focus]
         for weight, texts in ((self.context_weight, [" | ".join(w.context) for w in windows]),
@@ -248,22 +313,25 @@ class LearnedFailureClassifier:
             if todo:
                 block[todo] = self.embedder.embed([texts[i] for i in todo])
             parts.append(weight * block)
+        # one signed column: +1 user code, -1 installed code, 0 unknown (no frame says nothing either way)
+        origin = np.array([[_ORIGIN_SIGN[w.origin]] for w in windows], dtype=np.float64).reshape(len(windows), 1)
+        parts.append(self.origin_weight * origin)
         return np.hstack(parts).astype(np.float64)
 
-    def _training_rows(self) -> tuple[list[RootCauseWindow], list[FailureReason], list[int]]:
+    def _training_rows(self) -> tuple[list[RootCauseWindow], list[str], list[int]]:
         """Each example as written, and as its line with only the lines before it (a log may end
         there, or its launcher lines may be missing); `groups` keeps both in one CV fold."""
         windows: list[RootCauseWindow] = []
-        labels: list[FailureReason] = []
+        labels: list[str] = []  # `_label`: a reason, with the category the context gave it
         groups: list[int] = []
         for g, ex in enumerate(self.examples):
             full = window_of(ex)
             variants = [full]
             if ex.after:
-                variants.append(window_of(Example(ex.reason, ex.line, ex.before)))
+                variants.append(window_of(Example(ex.reason, ex.line, ex.before, (), ex.context_category)))
             for w in dict.fromkeys(variants):
                 windows.append(w)
-                labels.append(ex.reason)
+                labels.append(_label(ex.reason, ex.category))
                 groups.append(g)
         return windows, labels, groups
 
@@ -277,13 +345,13 @@ class LearnedFailureClassifier:
     def fit(self) -> LearnedFailureClassifier:
         windows, labels, groups = self._training_rows()
         x = self.features(windows)
-        y = np.array([r.value for r in labels])
+        y = np.array(labels)
         logits, _ = self._out_of_fold(x, y, np.array(groups))
         self.temperature = _fit_temperature(logits, y, self._oof_classes)
         model = self._new_model()
         model.fit(x, y)  # type: ignore[attr-defined]
         self._model = model
-        self._classes = [FailureReason(c) for c in model.classes_]  # type: ignore[attr-defined]
+        self._classes = [_unlabel(c) for c in model.classes_]  # type: ignore[attr-defined]
         return self
 
     def ensure_fitted(self) -> LearnedFailureClassifier:
@@ -312,17 +380,18 @@ class LearnedFailureClassifier:
         category accuracy, and the expected calibration error of the category probability."""
         windows, labels, groups = self._training_rows()
         x = self.features(windows)
-        y = np.array([r.value for r in labels])
+        y = np.array(labels)
         logits, _ = self._out_of_fold(x, y, np.array(groups))
         t = _fit_temperature(logits, y, self._oof_classes)
         probs = _softmax(logits / t)
-        classes = [FailureReason(c) for c in self._oof_classes]
+        classes = [_unlabel(c) for c in self._oof_classes]
         cat_names = list(FailureCategory)
-        cat_p = np.stack([probs[:, [i for i, r in enumerate(classes) if category_of(r) is c]].sum(1) for c in cat_names], 1)
-        true_cat = np.array([cat_names.index(category_of(FailureReason(v))) for v in y])
+        cat_p = np.stack([probs[:, [i for i, (_, k) in enumerate(classes) if k is c]].sum(1) for c in cat_names], 1)
+        true_cat = np.array([cat_names.index(_unlabel(v)[1]) for v in y])
         pred_cat = cat_p.argmax(1)
         conf = cat_p.max(1)
-        pred_reason = np.array([classes[i].value for i in probs.argmax(1)])
+        pred_reason = np.array([classes[i][0].value for i in probs.argmax(1)])
+        y = np.array([_unlabel(v)[0].value for v in y])
         return {
             "rows": float(len(y)),
             "reason_accuracy": float((pred_reason == y).mean()),
@@ -360,10 +429,10 @@ class LearnedFailureClassifier:
         return [self._verdict(p, w) for p, w in zip(probs, windows, strict=True)]
 
     def _verdict(self, p: np.ndarray, window: RootCauseWindow) -> LearnedVerdict:
-        by_cat = {c: float(sum(p[i] for i, r in enumerate(self._classes) if category_of(r) is c)) for c in FailureCategory}
+        by_cat = {c: float(sum(p[i] for i, (_, k) in enumerate(self._classes) if k is c)) for c in FailureCategory}
         category = max(by_cat, key=by_cat.__getitem__)
         order = np.argsort(-p)
-        candidates = tuple(Candidate(self._classes[i], category_of(self._classes[i]), float(p[i])) for i in order[:5])
+        candidates = tuple(Candidate(*self._classes[i], float(p[i])) for i in order[:5])
         best = next(c for c in candidates if c.category is category) if any(c.category is category for c in candidates) else None
         reason = best.reason if best is not None and best.probability >= self.min_reason else None
         if reason is not None:

@@ -73,11 +73,13 @@ from schedmate.agents.failure.rules import (
     RulesClassifier,
     clean_line,
     is_exception_line,
+    is_reraised,
     is_traceback_header,
     traceback_exceptions,
 )
 from schedmate.embeddings.classifier import Category, LineClassifier, LineLabel
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
+from schedmate.embeddings.templates import mask_variables
 from schedmate.tracing import get_tracer
 
 Method = Literal["binary", "linear", "tail"]
@@ -182,7 +184,45 @@ def root_cause_lines(
                 if not is_cascade(cleaned[r].text, rules):
                     block, root = b, r
                     break
+    echo = first_echo(index, first + owner[root], cleaned[root], rules)
+    if echo is not None:
+        return echo, echo
     return first + owner[block], first + owner[root]
+
+
+_ECHO_LOOKBACK = 30  # lines before the root cause searched for an earlier print of its message
+_ECHO_MIN_CHARS = 20  # shorter messages (`KeyError: 0`) are too common to call a repeat an echo
+
+
+def _message(text: str) -> str:
+    """What a failure line says, without its exception class (`ValueError: bad x` → `bad x`)."""
+    text = text.strip()
+    if is_exception_line(text) and ": " in text:
+        text = text.split(": ", 1)[1]
+    return mask_variables(text).strip()
+
+
+def first_echo(index: LogIndex, root: int, line: CleanLine, rules: RulesClassifier | None = None) -> int | None:
+    """The earliest of the `_ECHO_LOOKBACK` lines before `root` printing the same message, or None.
+
+    Programs often report a failure before raising it (`logger.error(exc)`, a warning that
+    repeats until a retry budget runs out, then the error record): the first print is where the
+    failure showed, and the exception that ends the run only repeats it. Echoes are log records
+    or bare prints of the message (same text once numbers, addresses and ids are masked), never
+    another exception line (a handled traceback's) or a launcher's report."""
+    message = _message(line.text)
+    if len(message) < _ECHO_MIN_CHARS or root == 0:
+        return None
+    rules = rules or _RULES
+    a = max(0, root - _ECHO_LOOKBACK)
+    earlier = [clean_line(raw) for raw in index.lines(a, root)]
+    for j, c in enumerate(earlier):
+        text = c.text.strip()
+        if c.binary or is_exception_line(text) or is_traceback_header(text) or is_cascade(text, rules):
+            continue
+        if mask_variables(text).strip() == message or _message(text) == message:
+            return a + j
+    return None
 
 
 def _failure_at(cleaned: list[CleanLine], i: int, limit: int, rules: RulesClassifier) -> tuple[int, int]:
@@ -191,7 +231,7 @@ def _failure_at(cleaned: list[CleanLine], i: int, limit: int, rules: RulesClassi
     if not _names_failure(cleaned[i], rules):
         i = next((j for j in range(i + 1, min(len(cleaned), i + 3)) if _names_failure(cleaned[j], rules)), i)
     text = cleaned[i].text
-    if is_traceback_header(text) or _TB_FRAME_RE.match(text):
+    if is_traceback_header(text) or _TB_FRAME_RE.match(text) or is_reraised(text):
         found = traceback_exceptions(cleaned, i, limit)
         return i, (found[0] if found else i)
     return i, i
@@ -365,7 +405,7 @@ _RAW_KEYWORDS: tuple[bytes, ...] = (
     b"unable", b"cannot", b"corrupt", b"invalid", b"unexpected", b"critical", b"cuda-capable", b"nvlink",
     b"stale file", b"unreachable", b"no route", b"link is down", b"link down", b"flapping", b"already in use",
     b"connection closed", b"can't load", b"does not appear to have", b"not a valid", b"couldn't find", b"non-zero exit",
-    b"quota", b"nvrm", b"network is down",
+    b"quota", b"nvrm", b"network is down", b"watchdog",
 )  # fmt: skip
 # Not `node`, `memory`, `cuda`, `ecc` or `File "` alone: configs (`pin_memory: true`, `{'node-6': [0, 1]}`,
 # `(cuda)`, hex ids) and traceback frames (the header before them is the failure line) hold them.

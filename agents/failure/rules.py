@@ -69,7 +69,7 @@ def _rule(name: str, reason: FailureReason, pattern: str, *, specific: bool = Tr
 HIGH_PRECISION: frozenset[str] = frozenset({
     "xid-ecc", "ecc", "xid-nvlink", "nvlink", "xid-off-bus", "cuda-device-assert", "cuda-oom", "nccl-unhandled-cuda",
     "cuda-error", "nccl-watchdog", "nccl-timeout", "nccl-remote", "nccl-system", "ib-error", "node-failure", "storage",
-    "dataloader-killed", "host-oom", "xid-other", "nvrm-gpu", "gpu-lost",
+    "dataloader-killed", "host-oom", "xid-other", "nvrm-gpu", "gpu-lost", "nccl-invalid-usage",
 })  # fmt: skip
 
 
@@ -86,12 +86,13 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
     _rule(
         "nvlink",
         R.NVLINK_ERROR,
-        r"\buncorrectable NVLink error\b|\bcudaErrorNvlinkUncorrectable\b|\bNVLink (?:error|fatal error|failure)\b",
+        r"\buncorrectable NVLink error\b|\bcudaErrorNvlinkUncorrectable\b|\bNVLink (?:error|fatal error|failure)\b"
+        r"|\bSXid\b\s*(?:\([^)]*\))?\s*:\s*\d+",  # NVSwitch fabric errors (`nvidia-nvswitch1: SXid (PCI:...): 12028`)
     ),
     _rule("xid-off-bus", R.CUDA_ERROR, _XID + r"79\b|\bGPU has fallen off the bus\b"),
     # a device-side assert is the application's bug (an index out of range), not the GPU's
     _rule("cuda-device-assert", R.RUNTIME_ERROR, r"\bdevice-side assert(?:ion)? triggered\b"),
-    _rule("cuda-oom", R.OUT_OF_MEMORY_ERROR, r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b"),
+    _rule("cuda-oom", R.OUT_OF_MEMORY_ERROR, r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b|\bCuda failure '?out of memory\b"),
     _rule("nccl-unhandled-cuda", R.CUDA_ERROR, r"\bncclUnhandledCudaError\b|\bunhandled cuda error\b"),
     _rule(
         "cuda-error",
@@ -111,9 +112,20 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         r"|\bUnable to determine the device handle for GPU\b|\bcudaErrorLaunchFailure\b|\bCUDA driver error: unknown error\b",
     ),
     # --- infrastructure: collectives and network ------------------------------------------------
-    _rule("nccl-watchdog", R.NCCL_TIMEOUT_ERROR, r"\bWatchdog caught collective operation timeout\b"),
+    _rule(
+        "nccl-watchdog",
+        R.NCCL_TIMEOUT_ERROR,
+        # the heartbeat monitor's report of a hung watchdog (a collective or CUDA call that never returned)
+        r"\bWatchdog caught collective operation timeout\b|\bwatchdog got stuck for \d+ seconds\b",
+    ),
     _rule("nccl-timeout", R.NCCL_TIMEOUT_ERROR, r"\bNCCL operations have failed or timed out\b|\bNCCL\b.*\btimed out\b"),
-    _rule("nccl-remote", R.NCCL_REMOTE_ERROR, r"\bncclRemoteError\b|\bremote process exited or there was a network error\b"),
+    _rule(
+        "nccl-remote",
+        R.NCCL_REMOTE_ERROR,
+        # NCCL's socket layer losing its peer (`NCCL WARN Net : Call to recv from 10.0.0.2<4431> failed : Broken pipe`)
+        r"\bncclRemoteError\b|\bremote process exited or there was a network error\b"
+        r"|\bNCCL WARN (?:Net|NET/Socket) ?: (?:Call to \w+ (?:from|to) \S+ failed|Connection closed by remote peer)\b",
+    ),
     _rule(
         "nccl-system",
         R.NETWORK_ERROR,
@@ -127,14 +139,18 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         r"\bConnection(?:Refused|Reset|Aborted)Error\b|\bConnection refused\b|\bConnection reset by peer\b"
         r"|" + _EXC + r"ConnectionError\b|\bDistStoreError\b|\bDistNetworkError\b|\bRendezvous\w*Error\b"
         r"|\bserver socket has failed to listen\b|\bAddress already in use\b|\bconnection timed out\b"
-        r"|\bConnection closed by peer\b|\bclient socket has timed out\b",
+        r"|\bConnection closed by peer\b|\bclient socket has timed out\b"
+        # urllib3 / requests giving up on a host, and name resolution failing (`socket.gaierror`)
+        r"|\b(?:MaxRetryError|NewConnectionError|ConnectTimeoutError)\b|\bMax retries exceeded with url\b"
+        r"|\bgaierror\b|\bName or service not known\b|\bTemporary failure in name resolution\b",
     ),
     _rule(
         "ib-error",
         R.NETWORK_ERROR,
         r"\bNET/IB\b.*\b(?:error|failed)\b|\bnet_ib\.cc\b.*\b(?:error|vendor err)\b|\bvendor err \d+"
         r"|\bIBV_WC_\w+|\bibv_\w+ (?:failed|error)\b|\bNetwork is unreachable\b|\bNo route to host\b"
-        r"|\blink (?:is )?(?:down|flapping)\b|\bNET/IB : Got async event : port error\b|\bNetwork is down\b",
+        r"|\blink (?:is )?(?:down|flapping)\b|\bNET/IB : Got async event : port error\b|\bNetwork is down\b"
+        r"|\bgot completion with error\b",  # the Mellanox (mlx5) driver's failed work completion
     ),
     # --- infrastructure: node and storage -------------------------------------------------------
     _rule(
@@ -148,7 +164,7 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         R.S3_STORAGE_ERROR,
         r"\bbotocore\.exceptions\.\w+|\bS3(?:Upload|Download)?(?:Error|Exception)\b"
         r"|\bAn error occurred \((?:SlowDown|InternalError|ServiceUnavailable|RequestTimeout|503)\)"
-        r"|\[Errno 5\] Input/output error\b|\bNo space left on device\b|\bStale file handle\b"
+        r"|\[Errno 5\] Input/output error\b|\bInput/output error\b|\bNo space left on device\b|\bStale file handle\b"
         r"|\[Errno 121\] Remote I/O error\b|\bDisk quota exceeded\b",
     ),
     # --- framework --------------------------------------------------------------------------------
@@ -174,7 +190,8 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         r"|\b(?:Failed to|Unable to|Error) load(?:ing)? dataset\b|\bpyarrow\.lib\.Arrow\w+|\bArrowInvalid\b",
     ),
     _rule("nan-loss", R.RUNTIME_ERROR, r"\bloss (?:is|became) nan\b|\bNaN (?:or Inf )?(?:found in|detected in) (?:the )?loss\b"),
-    _rule("nccl-invalid-usage", R.RUNTIME_ERROR, r"\bncclInvalidUsage\b|\bncclInvalidArgument\b"),
+    # NCCL refusing how it was called (two ranks on one GPU): the launch or the program, never the hardware
+    _rule("nccl-invalid-usage", R.RUNTIME_ERROR, r"\bncclInvalidUsage\b|\bncclInvalidArgument\b|\bDuplicate GPU detected\b"),
     # --- exception classes that *are* Acme reasons ------------------------------------------------
     _rule("attribute-error", R.ATTRIBUTE_ERROR, _EXC + r"AttributeError\b", flags=0),
     _rule("assertion-error", R.ASSERTION_ERROR, _EXC + r"AssertionError\b", flags=0),
@@ -209,6 +226,7 @@ _PREFILTER_WORDS: tuple[str, ...] = (
     "s3", "errno", "space left", "stale", "dataloader", "bus error", "shm", "memory", "oom", "load", "dataset", "nan",
     "error", "exception", "segmentation", "core dumped", "sigsegv", "exit status", "timed out", "timeout",
     "does not appear", "not a valid", "notready", "not responding", "nvrm", "device handle", "quota",
+    "watchdog", "duplicate gpu", "retries", "service not known", "name resolution",
 )  # fmt: skip
 
 
@@ -415,7 +433,17 @@ def clean_line(raw: str | bytes) -> CleanLine:
 _NCCL_WRAPPERS = frozenset({"nccl-remote", "nccl-system", "nccl-unhandled-cuda", "nccl-watchdog", "nccl-timeout"})
 _HARDWARE_DETAIL = frozenset({"ib-error", "xid-ecc", "ecc", "xid-nvlink", "nvlink", "xid-off-bus", "cuda-error"})
 _LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
-_TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):")
+# `Original Traceback (most recent call last):` is how torch re-raises a DataLoader worker's traceback
+_TB_HEADER = re.compile(r"^\s*(?:Original )?Traceback \(most recent call last\):")
+# IPython / Jupyter: `KeyError                                  Traceback (most recent call last)`; its
+# frames are source excerpts (`----> 12 ...`), and it ends with the exception line `KeyError: 'x'`
+_IPY_HEADER = re.compile(r"^\s*(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\s{2,}Traceback \(most recent call last\)\s*$")
+# An exception whose message is another traceback: a worker's failure re-raised in the main
+# process (`OSError: Traceback (most recent call last):`, `KeyError: Caught KeyError in DataLoader
+# worker process 0.`, DataParallel's `... in replica 1 on device 1.`). The root is the inner one.
+_TB_RERAISE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*: (?:Traceback \(most recent call last\):|Caught \w+ in (?:DataLoader worker process|replica) \d+)"
+)
 _TB_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _TB_CHAIN = re.compile(r"^\s*(?:During handling of the above exception|The above exception was the direct cause)")
 _TB_CARET = re.compile(r"^\s*[\^~]+\s*$")
@@ -423,14 +451,24 @@ _TB_CARET = re.compile(r"^\s*[\^~]+\s*$")
 # `KeyboardInterrupt`: a (dotted) name whose last part is capitalised, then ': ' or the end.
 _TB_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?\s*$)")
 # An exception line proper (`KeyError: 'x'`, `torch.OutOfMemoryError: ...`), not any `Word: value`.
-_TB_EXCEPTION_STRICT = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure)\b:?")
+_TB_EXCEPTION_STRICT = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure)\b:?"
+    # lower-case classes exist only module-qualified: `socket.gaierror: ...`, `socket.timeout: timed out`
+    r"|^(?:[A-Za-z_]\w*\.)+(?:[a-z]\w*)?(?:error|timeout)(?::\s(?!\s*[-+]?\d[\d.eE+-]*\s*$)|:?\s*$)"
+)
 
 
 TB_FRAME, TB_CARET, TB_EXCEPTION = _TB_FRAME, _TB_CARET, _TB_EXCEPTION
 
 
 def is_traceback_header(text: str) -> bool:
-    return _TB_HEADER.match(text) is not None
+    """A Python traceback's first line (plain, torch's `Original Traceback`, or IPython's)."""
+    return _TB_HEADER.match(text) is not None or _IPY_HEADER.match(text) is not None
+
+
+def is_reraised(text: str) -> bool:
+    """An exception line whose message is another traceback (see `_TB_RERAISE`)."""
+    return _TB_RERAISE.match(text) is not None
 
 
 def is_exception_line(text: str) -> bool:
@@ -460,16 +498,25 @@ def traceback_exceptions(lines: Sequence[CleanLine], focus: int, limit: int = 12
     traceback indented as a whole (markdown code block: indentation counts from the header's),
     and Slurm's `--label` prefix eating the indentation of frames and code (so a code line is
     recognised as the line right after a frame, not by its indentation).
+
+    A re-raised worker failure (`is_reraised`) is followed into the traceback it carries: the
+    inner exception is the root (the wrapper itself when the inner one was cut off). An IPython
+    traceback ends with the exception its header names.
     """
     start = next(
         (i for i in range(focus, min(len(lines), focus + 3))
-         if _TB_HEADER.match(lines[i].text) or _TB_FRAME.match(lines[i].text)),
+         if _TB_HEADER.match(lines[i].text) or _TB_FRAME.match(lines[i].text)
+         or _IPY_HEADER.match(lines[i].text) or _TB_RERAISE.match(lines[i].text)),
         None,
     )  # fmt: skip
     if start is None:
         return []
     found: list[int] = []
     head = lines[start]
+    ipy = _IPY_HEADER.match(head.text)
+    if ipy is not None:
+        return _ipython_exception(lines, start, ipy.group("exc"), limit)
+    reraised = start if _TB_RERAISE.match(head.text) else None
     source, level = head.source, head.level
     base = len(head.text) - len(head.text.lstrip()) if _TB_HEADER.match(head.text) else 0
     after_frame = _TB_FRAME.match(head.text) is not None
@@ -500,12 +547,30 @@ def traceback_exceptions(lines: Sequence[CleanLine], focus: int, limit: int = 12
         after_frame = False
         if text[:1].isspace():
             continue  # more code or a caret marker under a frame
+        if exception and chained and _TB_RERAISE.match(text):
+            reraised = i  # the traceback it carries follows: its exception is the root
+            continue
         if exception and chained:
             found.append(i)
             chained = False
         elif found:
             break  # the traceback is over
+    if not found and reraised is not None:
+        return [reraised]
     return found
+
+
+def _ipython_exception(lines: Sequence[CleanLine], start: int, exc: str, limit: int) -> list[int]:
+    """The line `exc: ...` (unindented, same stream) closing an IPython traceback opened at `start`."""
+    name = exc.rsplit(".", 1)[-1]
+    source = lines[start].source
+    for i in range(start + 1, min(len(lines), start + limit)):
+        text = lines[i].text
+        if lines[i].source != source or text[:1].isspace() or not is_exception_line(text):
+            continue
+        if re.split(r"[:\s]", text, maxsplit=1)[0].rsplit(".", 1)[-1] == name:
+            return [i]
+    return []
 
 
 def traceback_exception(lines: Sequence[CleanLine], focus: int, limit: int = 120) -> int | None:
