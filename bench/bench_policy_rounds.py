@@ -1,0 +1,113 @@
+"""Decision time per scheduling round of the four topology/elasticity-aware reference policies
+(Ares, Arnold, Arena, Suika) at 64 and 1,024 simulated GPUs, with Tiresias' scheduling pass on the same
+machine as the baseline (its LAS pass over a trace scaled the same way).
+
+Each policy is timed by its own module's measurement (what one round means differs: an Ares
+allocation pass, an Arnold placement round, an Arena 5-minute Δ round, one Suika SCHEDULE call),
+on a workload scaled with the cluster as its spec describes. Wall and CPU seconds are both kept:
+on a shared 2-core machine wall time mostly measures the neighbours.
+
+    python bench/bench_policy_rounds.py [--gpus 64,1024] [--policies ares,arnold,arena,suika,tiresias]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _ares(gpus: int) -> dict[str, Any]:
+    from schedmate.schedulers.ares.bench import bench_decisions
+
+    r = bench_decisions(gpus)
+    return {"round_s_median": None, "round_s_mean": r["mean_decision_ms"] / 1e3, "round_s_max": r["max_decision_ms"] / 1e3,
+            "what": "allocation pass", "jobs": r["jobs"], "max_active_jobs": r["max_active_jobs"]}
+
+
+def _arnold(gpus: int) -> dict[str, Any]:
+    from schedmate.schedulers.arnold.timing import decision_time
+
+    d = decision_time(gpus)
+    return {"round_s_median": d.median_s, "round_s_max": d.max_s, "what": "placement round",
+            "planning_round_s": d.planning_round_s, "rounds": d.rounds, "max_waiting_jobs": d.waiting_jobs_max}
+
+
+def _arena(gpus: int) -> dict[str, Any]:
+    from schedmate.schedulers.arena.experiment import decision_time
+
+    d = decision_time(gpus)
+    return {"round_s_median": d["median_round_s"], "round_s_max": d["max_round_s"], "what": "5-minute round",
+            "jobs": d["jobs"], "rounds": d["rounds_timed"]}
+
+
+def _suika(gpus: int) -> dict[str, Any]:
+    from schedmate.schedulers.suika.timing import decision_time
+
+    d = decision_time(gpus)
+    return {"round_s_median": d.median_s, "round_s_max": d.max_s, "what": "SCHEDULE call",
+            "running_jobs": d.running_jobs, "idle_gpus": d.idle_gpus, "rounds": d.rounds}
+
+
+def _tiresias(gpus: int) -> dict[str, Any]:
+    """Baseline: Tiresias on a loaded cluster of the same size (2.5 jobs per GPU)."""
+    from schedmate.schedulers.cluster import ClusterSpec
+    from schedmate.schedulers.engine import SimConfig, Simulator
+    from schedmate.schedulers.policies.tiresias import Tiresias
+    from schedmate.schedulers.traces import generate_trace
+
+    jobs = generate_trace(int(2.5 * gpus), 0, cluster_gpus=gpus, max_gpus=min(64, gpus)).jobs
+    policy = Tiresias()
+    times: list[float] = []
+    inner = policy.schedule
+
+    def timed(view):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        out = inner(view)
+        times.append(time.perf_counter() - t0)
+        return out
+
+    policy.schedule = timed  # type: ignore[method-assign]
+    Simulator(jobs, ClusterSpec.homogeneous(gpus // 8, 8), policy, SimConfig(seed=0, max_time=6 * 3600.0)).run()
+    arr = np.array(times or [float("nan")])
+    return {"round_s_median": float(np.median(arr)), "round_s_max": float(arr.max()), "what": "LAS scheduling pass",
+            "rounds": len(times), "jobs": len(jobs)}
+
+
+POLICIES: dict[str, Callable[[int], dict[str, Any]]] = {
+    "tiresias": _tiresias, "ares": _ares, "arnold": _arnold, "arena": _arena, "suika": _suika}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpus", default="64,1024")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--out", type=Path, default=Path("bench/results/policy_rounds.json"))
+    args = ap.parse_args()
+    sizes = [int(g) for g in args.gpus.split(",") if g.strip()]
+    rows = []
+    for name in [p.strip() for p in args.policies.split(",") if p.strip()]:
+        for g in sizes:
+            w0, c0 = time.perf_counter(), time.process_time()
+            row = {"policy": name, "gpus": g, **POLICIES[name](g)}
+            row["bench_wall_s"], row["bench_cpu_s"] = time.perf_counter() - w0, time.process_time() - c0
+            rows.append(row)
+            print(json.dumps(row, default=float))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"machine": platform.node(), "rows": rows}, indent=2, default=float))
+
+    def fmt(r: dict[str, Any]) -> str:
+        v = r.get("round_s_median") if r.get("round_s_median") is not None else r.get("round_s_mean")
+        return f"{r['policy']}@{r['gpus']} {1e3 * v:.3g} ms"
+
+    print("policy rounds (median or mean per round): " + ", ".join(fmt(r) for r in rows) + f" -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
