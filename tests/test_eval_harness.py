@@ -166,6 +166,7 @@ def test_real_dev_set_scores_lines_one_based_and_flags_normal_runs(tmp_path: Pat
     assert last["line_exact"] == 0.5 and last["line_within2"] == 1.0 and last["category_accuracy"] is None
     major = s["systems"]["majority"]
     assert major["category_accuracy"] == 0.5 and major["line_exact"] is None and major["normal_flagged"] == 1.0
+    assert set(s["by_batch"]) == {"r"} and s["by_batch"]["r"]["keyword-regex"]["category_accuracy"] == 1.0
 
 
 def test_an_empty_or_missing_dev_set_is_reported_not_fatal(tmp_path: Path) -> None:

@@ -56,6 +56,10 @@ _KEYWORD_RES = [(re.compile(p, re.IGNORECASE if p != "Error:" else 0), c) for p,
 _ERROR_RE = re.compile(r"Error")
 
 
+def _batch(item_id: str) -> str:
+    return item_id.split("-", 1)[0]
+
+
 def _read_lines(path: Path) -> list[str]:
     return path.read_bytes().decode("utf-8", "replace").split("\n")
 
@@ -188,6 +192,10 @@ def run_devset_failures(folder: str | Path, sy: _Systems | None, *, with_llm: bo
         "majority_category": majority,
         "systems": {s: _score(rows, s) for s in names},
         "high_confidence": {s: _score([r for r in rows if r["confidence"] == "high"], s) for s in names},
+        # per collection batch (the id's prefix: a, b, c, ...): a batch is blind for the code that
+        # predates it, so its first score is the honest one
+        "by_batch": {b: {s: _score([r for r in rows if _batch(r["id"]) == b], s) for s in names}
+                     for b in sorted({_batch(r["id"]) for r in rows})},
         "keywords": [k for k, _ in KEYWORDS],
         "wall_s": round(time.perf_counter() - t0, 2),
     })  # fmt: skip

@@ -312,6 +312,9 @@ def run_devset_metrics(
         "tolerance": TOLERANCE,
         "systems": {s: {"all": _score(rows, s), "high_medium": _score(sure, s)} for s in systems},
         "by_framework": {f: _score([r for r in rows if r["framework"] == f], main) for f in frameworks},
+        # per collection batch (the id's prefix: p, pc, ...): blind for the code that predates it
+        "by_batch": {b: {s: _score([r for r in rows if r["id"].split("-", 1)[0] == b], s) for s in systems}
+                     for b in sorted({r["id"].split("-", 1)[0] for r in rows})},
         "by_framework_system": main,
         "wins_step_time": _wins(rows, systems),
         "wall_s": round(time.perf_counter() - t_start, 2),
