@@ -1,0 +1,945 @@
+"""Job-level commands: `schedmate advise | track | diagnose | history`.
+
+What a user asks about ONE job on a live cluster (issue 13, item 1), as opposed to the simulator
+commands in `cli.py`. Rich output by default, `--json` for scripts; bad input (missing file, a
+directory given as a log, an unreadable file, a malformed history row) is one line and exit 2.
+
+The job history is the Redis `JobStore` (`embeddings.store`): job fingerprints under the store's
+default prefix, failure root-cause lines under `agents.failure.similar.FAILURE_PREFIX`. It lives
+in a real `redis-server` for a data directory (`--history-dir`, default the one `schedmate redis
+start` uses), started for the command when none runs there and stopped (with a save) after it;
+`--redis-url` uses a server you run. Models load only when a command needs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["history_app", "register_job_commands"]
+
+console = Console(width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+history_app = typer.Typer(help="The job history (Redis job store) that `advise` and `diagnose` search.",
+                          no_args_is_help=True)
+
+Z90 = 1.2816  # standard normal quantile of 0.9: a log-normal 10-90 % interval is median * exp(-/+ Z90 * sigma)
+JOB_STATES = {"COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled", "TIMEOUT": "failed",
+              "OUT_OF_MEMORY": "failed", "NODE_FAIL": "failed", "PREEMPTED": "cancelled", "BOOT_FAIL": "failed",
+              "DEADLINE": "failed"}  # sacct states of a finished job -> FinalStatus; others (RUNNING, ...) are skipped
+
+HistoryDirOpt = Annotated[Path | None, typer.Option(
+    "--history-dir", help="Data directory of the history's redis-server (default: `schedmate redis start`'s).")]
+RedisUrlOpt = Annotated[str | None, typer.Option("--redis-url", help="Use this Redis instead (redis://host:port/db).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (scripts).")]
+
+
+class UserError(Exception):
+    """Bad input the user can fix: printed as one line, exit 2."""
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
+    return typer.Exit(code=2)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    from schedmate.embeddings.redis_server import RedisServerError
+    from schedmate.embeddings.store import StoreError
+
+    import redis
+
+    try:
+        yield
+    except (UserError, RedisServerError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise _fail(f"cannot reach Redis ({exc}); is it running? (`schedmate redis start`)") from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise _fail(str(exc)) from None
+
+
+def _readable_file(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise UserError(f"{what} not found: {path}")
+    if path.is_dir():
+        raise UserError(f"{what} is a directory, not a file: {path}")
+    try:
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _cells(*values: Any) -> list[str]:
+    """Table cells from user data: `[...]` in a snippet or a job id is text, not Rich markup."""
+    return [escape(str(v)) for v in values]
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.3g} s"
+
+
+# ============================================================================== models and store
+
+
+def load_embedder() -> Any:
+    """MiniLM from local weights (seconds to load; tests replace this function to share one)."""
+    from schedmate.embeddings.embedder import make_embedder
+
+    return make_embedder()
+
+
+class _LazyClassifier:
+    """A `LineClassifier` built on first use: a log whose lines the regexes read never loads MiniLM."""
+
+    def __init__(self, make_embedder: Callable[[], Any]) -> None:
+        self._make = make_embedder
+        self._inner: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._inner is None:
+            from schedmate.embeddings.classifier import LineClassifier
+
+            self._inner = LineClassifier(self._make())
+        return getattr(self._inner, name)
+
+
+@dataclass(frozen=True)
+class HistoryLocation:
+    """Where the history lives: an explicit URL, or a data directory served by our redis-server."""
+
+    redis_url: str | None = None
+    data_dir: Path | None = None
+
+    def describe(self) -> str:
+        return self.redis_url or f"redis-server for {self.data_dir}"
+
+
+def _location(history_dir: Path | None, redis_url: str | None, *, create: bool) -> HistoryLocation | None:
+    """None when no history was ever built here (and `create` is false)."""
+    from schedmate.embeddings import redis_server
+
+    if redis_url:
+        if history_dir is not None:
+            raise UserError("give --history-dir or --redis-url, not both")
+        if not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise UserError(f"--redis-url must be redis://host:port/db (or rediss://, unix://), not {redis_url!r}")
+        return HistoryLocation(redis_url=redis_url)
+    folder = history_dir or redis_server.default_data_dir()
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"history dir is not a directory: {folder}")
+    built = folder.is_dir() and any((folder / n).exists() for n in ("appendonlydir", "dump.rdb", "server.json"))
+    if not built and not create:
+        return None
+    return HistoryLocation(data_dir=folder)
+
+
+@contextmanager
+def _served(loc: HistoryLocation) -> Iterator[str]:
+    """The URL of `loc`; a data directory's server is started for this command unless one runs."""
+    from schedmate.embeddings import redis_server
+
+    if loc.redis_url is not None:
+        yield loc.redis_url
+        return
+    assert loc.data_dir is not None
+    current = redis_server.status(loc.data_dir)
+    if current.running and current.url:
+        yield current.url
+        return
+    with redis_server.running_server(loc.data_dir) as info:
+        yield info.url
+
+
+def _record_ids(url: str, prefix: str) -> list[str]:
+    """Every job id stored under `prefix` (the store's id set; `JobStore` has no listing call)."""
+    import redis
+
+    from schedmate.embeddings.store_search import StoreKeys
+
+    client = redis.Redis.from_url(url, protocol=2, socket_timeout=5.0, socket_connect_timeout=5.0)
+    try:
+        return sorted(x.decode() for x in client.smembers(StoreKeys(prefix).ids))  # type: ignore[union-attr]
+    finally:
+        client.close()
+
+
+def _stored_dim(url: str, prefix: str) -> int | None:
+    """The vector size a store was built with (None if empty): lets `history list` open it without a model."""
+    import redis
+
+    from schedmate.embeddings.store_search import StoreKeys
+
+    client = redis.Redis.from_url(url, protocol=2, socket_timeout=5.0, socket_connect_timeout=5.0)
+    try:
+        raw = client.hget(StoreKeys(prefix).meta, "dim")
+        return int(raw) if raw else None  # type: ignore[arg-type]
+    finally:
+        client.close()
+
+
+# ============================================================================== advise
+
+
+@dataclass
+class AdviceReport:
+    """What `advise` shows: JSON-ready."""
+
+    repo: str
+    command: str
+    gpus: int | None
+    metadata: dict[str, Any]
+    evidence: dict[str, str]
+    extractor: str
+    history: dict[str, Any] = field(default_factory=dict)
+    similar: list[dict[str, Any]] = field(default_factory=list)
+    estimate: dict[str, Any] | None = None
+    why: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _quantiles(values: list[float]) -> tuple[float, float] | None:
+    import numpy as np
+
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return None
+    return float(np.percentile(vals, 10)), float(np.percentile(vals, 90))
+
+
+def _open_llm(stack: ExitStack, notes: list[str], **config: Any) -> Any:
+    """The local chat model, or None with a note saying why (the command then runs without it)."""
+    from schedmate.llm import LLMConfig, open_chat_model
+
+    try:
+        return stack.enter_context(open_chat_model(LLMConfig(**config)))
+    except Exception as exc:  # noqa: BLE001 -- no LLM is a degraded answer, not a failed command
+        notes.append(f"LLM unavailable ({type(exc).__name__}: {str(exc)[:160]}): answered without it")
+        return None
+
+
+def _extract(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: bool) -> tuple[dict[str, Any], dict[str, str], str, list[str]]:
+    from schedmate.agents.advisor.static_extractor import extract_static
+
+    static = extract_static(repo, command, gpus=gpus, nodes=nodes)
+    evidence = {k: f"{e.source} ({e.kind}): {e.snippet.strip()[:120]}" for k, e in static.evidence.items()}
+    notes = list(static.errors)
+    if not llm:
+        return dict(static.fields), evidence, "static", notes
+    from schedmate.agents.advisor.agent import MetadataExtractor
+
+    with ExitStack() as stack:
+        chat = _open_llm(stack, notes)
+        if chat is None:
+            return dict(static.fields), evidence, "static", notes
+        res = MetadataExtractor(chat).extract(repo, command, gpus=gpus, nodes=nodes, static=static)
+    sources = res.sources()
+    for k, v in res.fields.items():
+        if v != static.fields.get(k):
+            evidence[k] = f"LLM agent ({sources.get(k, 'llm')})"
+    return dict(res.fields), evidence, f"static + LLM agent ({res.llm_status})", notes
+
+
+def _advise(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: bool, loc: HistoryLocation | None,
+            threshold: float, top_k: int) -> AdviceReport:
+    from schedmate.agents.advisor.static_extractor import MANDATORY
+
+    fields, evidence, extractor, notes = _extract(repo, command, gpus, nodes, llm)
+    report = AdviceReport(str(repo), command, gpus, fields, evidence, extractor, notes=notes)
+    missing = [f for f in MANDATORY if fields.get(f) is None]
+    if missing:
+        report.notes.append(f"not found in the code: {', '.join(missing)}")
+    if loc is None:
+        report.notes.append("no job history yet (build it with `schedmate history ingest`): metadata only")
+        return report
+    if len(missing) == len(MANDATORY):
+        report.notes.append("no fingerprint could be extracted: nothing to match against the history")
+        return report
+    with _served(loc) as url:
+        _match_history(report, url, fields, gpus, nodes, threshold, top_k)
+    return report
+
+
+def _match_history(report: AdviceReport, url: str, fields: dict[str, Any], gpus: int | None, nodes: int | None,
+                   threshold: float, top_k: int) -> None:
+    from schedmate.agents.advisor.estimator import JobQuery, estimate_from_matches
+    from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan
+    from schedmate.agents.advisor.retriever import SimilarJobRetriever
+    from schedmate.embeddings.store import DEFAULT_PREFIX, JobStore
+
+    dim = _stored_dim(url, DEFAULT_PREFIX)
+    total = len(_record_ids(url, DEFAULT_PREFIX)) if dim else 0
+    report.history = {"location": url, "jobs": total}
+    if not total:
+        report.notes.append(f"the job history at {url} is empty: metadata only")
+        return
+    embedder = load_embedder()
+    with JobStore.connect(url, embedder.dim) as store:
+        retriever = SimilarJobRetriever(store, embedder, threshold=threshold, top_k=top_k)
+        known = {k: v for k, v in fields.items() if v is not None}
+        matches = retriever.query(known, gpus=gpus, nodes=nodes).matches
+        # rate x plan reads a wider pool: its tiers match on fields, so no similarity threshold
+        pool = retriever.query(known, gpus=gpus, nodes=nodes, threshold=-1.0, top_k=max(12, 4 * top_k)).matches
+    for m in matches:
+        rec = m.record
+        if rec is None:
+            continue
+        report.similar.append({"job_id": m.job_id, "similarity": round(m.score, 4),
+                               "duration_s": rec.outcome.duration, "sm_util": rec.outcome.sm_util,
+                               "final_status": rec.outcome.final_status.value if rec.outcome.final_status else None,
+                               "model_name": rec.workload.get("model_name"), "dataset": rec.workload.get("dataset"),
+                               "gpus": rec.submitted.get("gpus"), "user": rec.submitted.get("user")})
+    if matches:
+        listed = ", ".join(f"{s['job_id']} ({s['similarity']:.3f}, {_dur(s['duration_s'])})" for s in report.similar)
+        report.why.append(f"{len(matches)} past job(s) with fingerprint cosine >= {threshold}: {listed}")
+    else:
+        report.why.append(f"no past job with fingerprint cosine >= {threshold} among {total}")
+
+    rate = estimate_rate_plan(Plan.from_fields(fields, gpus), [RateSample.from_record(m.record) for m in pool
+                                                                 if m.record is not None])
+    if rate is not None:
+        lo = rate.startup_s + rate.train_s * math.exp(-Z90 * rate.spread)
+        hi = rate.startup_s + rate.train_s * math.exp(Z90 * rate.spread)
+        utils = [m.record.outcome.sm_util for m in pool if m.record is not None and m.job_id in rate.sample_ids
+                 and m.record.outcome.sm_util is not None]
+        report.estimate = {"method": "rate x plan", "duration_s": rate.duration_s, "interval_s": [lo, hi],
+                           "interval": "10-90 % (log-normal over the matched jobs' spread)",
+                           "sm_util": rate.sm_util, "sm_util_interval": _quantiles(utils), "based_on": rate.sample_ids}
+        report.why.append(
+            f"rate x plan ({rate.tier}): {fields.get('iterations')} {fields.get('iteration_type')} at the step time "
+            f"measured on {', '.join(rate.sample_ids)}; startup {_dur(rate.startup_s)}, log-spread {rate.spread:.2f}"
+            + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
+        return
+    est = estimate_from_matches(JobQuery(job_id="new", gpus=gpus, nodes=nodes), matches)
+    if est.source == "history":
+        durs = [m.record.outcome.duration for m in matches if m.record and m.record.outcome.duration is not None]
+        utils = [m.record.outcome.sm_util for m in matches if m.record and m.record.outcome.sm_util is not None]
+        report.estimate = {"method": "mean of similar jobs", "duration_s": est.duration_s,
+                           "interval_s": _quantiles(durs), "interval": "10-90 % of the similar jobs' durations",
+                           "sm_util": est.sm_util, "sm_util_interval": _quantiles(utils), "based_on": est.match_ids}
+        report.why.append(f"no measured step time to scale by the plan: {est.note}")
+        return
+    report.notes.append("no estimate: no similar past job; the scheduler keeps its default")
+
+
+def _render_advice(r: AdviceReport) -> None:
+    table = Table("field", "value", "evidence", title=f"job metadata ({r.extractor})")
+    for k, v in r.metadata.items():
+        table.add_row(*_cells(k, "-" if v is None else v, r.evidence.get(k, "")))
+    console.print(table)
+    if r.similar:
+        sim = Table("job", "similarity", "duration", "SM util", "status", "model", "dataset", "GPUs",
+                    title=f"similar past jobs ({r.history.get('jobs')} in the history)")
+        for s in r.similar:
+            util = "-" if s["sm_util"] is None else f"{s['sm_util']:.0f} %"
+            sim.add_row(*_cells(s["job_id"], f"{s['similarity']:.3f}", _dur(s["duration_s"]), util, s["final_status"],
+                                s["model_name"], s["dataset"], s["gpus"]))
+        console.print(sim)
+    if r.estimate:
+        e = r.estimate
+        iv = e.get("interval_s")
+        line = f"[bold]estimate[/] ({e['method']}): duration {_dur(e['duration_s'])}"
+        if iv:
+            line += f" [{_dur(iv[0])} .. {_dur(iv[1])}, {e['interval']}]"
+        if e.get("sm_util") is not None:
+            ui = e.get("sm_util_interval")
+            line += f"; SM utilisation {e['sm_util']:.0f} %" + (f" [{ui[0]:.0f} .. {ui[1]:.0f} %]" if ui else "")
+        console.print(line)
+    for w in r.why:
+        console.print(f"  why: {escape(w)}", highlight=False)
+    for n in r.notes:
+        console.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
+
+
+def advise(
+    repo: Annotated[Path, typer.Argument(help="The job's repository (its code and configs).")],
+    cmd: Annotated[str, typer.Option("--cmd", help='Launch command, e.g. "torchrun --nproc_per_node 8 train.py ..."')],
+    gpus: Annotated[int | None, typer.Option(help="GPUs requested.", min=1)] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes requested.", min=1)] = None,
+    llm: Annotated[bool, typer.Option("--llm", help="Also run the LLM extraction agent (local model).")] = False,
+    threshold: Annotated[float, typer.Option(help="Fingerprint cosine a past job needs to count as similar.")] = 0.85,
+    top_k: Annotated[int, typer.Option(help="Similar jobs to use at most.", min=1)] = 3,
+    history_dir: HistoryDirOpt = None,
+    redis_url: RedisUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Metadata of a job before it runs, similar past jobs, and a duration / utilisation estimate with why."""
+    with _user_errors():
+        if not repo.exists():
+            raise UserError(f"repository not found: {repo}")
+        if not repo.is_dir():
+            raise UserError(f"repository must be a directory: {repo}")
+        if not cmd.strip():
+            raise UserError("--cmd is empty")
+        if not -1.0 <= threshold <= 1.0:
+            raise UserError(f"--threshold is a cosine in [-1, 1], not {threshold}")
+        loc = _location(history_dir, redis_url, create=False)
+        report = _advise(repo, cmd, gpus, nodes, llm, loc, threshold, top_k)
+    if as_json:
+        _print_json(report.__dict__)
+    else:
+        _render_advice(report)
+
+
+# ============================================================================== track
+
+
+def _track_summary(result: Any) -> dict[str, Any]:
+    """Step time (newest, steady), loss, throughput and the slowdown against the earlier regime."""
+    if not result:
+        return {"signal": False, "reason": getattr(result, "reason", "no progress lines")}
+    st, loss, tp = result.step_time, result.loss, result.throughput
+    out: dict[str, Any] = {"signal": True, "method": result.method, "confidence": round(result.confidence, 3),
+                           "step_time_s": st.value if st else None, "last_step_time_s": st.last if st else None,
+                           "loss": loss.value if loss else None,
+                           "throughput": tp.value if tp else (result.steps_per_s if st else None),
+                           "throughput_unit": tp.unit if tp else ("steps/s" if st else None),
+                           "newest_line": None, "slowdown": None, "earlier_step_time_s": None, "regime_since_line": None}
+    newest = [s.lineno for e in (st, loss, tp) if e for s in e.lines if s.lineno is not None]
+    out["newest_line"] = max(newest) if newest else None
+    if st is not None and st.superseded and not st.derived:
+        values = {id(g.line): g.extraction.step_time_s for g in result.lines}
+        earlier = sorted(v for s in st.superseded if (v := values.get(id(s))) is not None)
+        if earlier:
+            before = earlier[len(earlier) // 2]
+            out["earlier_step_time_s"] = before
+            out["slowdown"] = round(st.value / before, 3) if before > 0 else None
+            linenos = [s.lineno for s in (*st.lines, *st.dropped) if s.lineno is not None]
+            out["regime_since_line"] = min(linenos) if linenos else None
+    return out
+
+
+def _render_track(path: Path, s: dict[str, Any], *, stamp: str = "") -> None:
+    if not s["signal"]:
+        console.print(f"{stamp}{path}: no progress signal ({s['reason']})", markup=False, highlight=False)
+        return
+    parts = [f"step time {_num(s['last_step_time_s'])} s (newest), {_num(s['step_time_s'])} s (steady)"
+             if s["step_time_s"] is not None else "step time -"]
+    parts.append(f"loss {_num(s['loss'])}")
+    if s["throughput"] is not None:
+        parts.append(f"throughput {_num(s['throughput'])} {s['throughput_unit']}")
+    line = f"{escape(stamp)}[bold]{escape(path.name)}[/] line {s['newest_line']}: " + "; ".join(parts)
+    ratio = s.get("slowdown")
+    if ratio is not None:
+        kind = "[red]slowdown[/]" if ratio > 1 else "[green]faster[/]"
+        line += (f"; {kind} x{ratio:.2f} vs the earlier regime ({_num(s['earlier_step_time_s'])} s/step, "
+                 f"new regime since line {s['regime_since_line']})")
+    console.print(line, highlight=False)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _make_tracker(llm_model: Any) -> Any:
+    from schedmate.agents.tracker.tracker import MetricTracker
+
+    return MetricTracker(_LazyClassifier(load_embedder), llm_model)  # type: ignore[arg-type]
+
+
+def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as_json: bool) -> None:
+    """Poll the log; print a line whenever the reading changes. Ctrl-C (or `timeout`) ends cleanly."""
+    from schedmate.agents.tracker.registry import JobLogRegistry
+
+    reg = JobLogRegistry(tracker, attach_bytes=None)
+    reg.register("job", path, start="begin")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last: dict[str, Any] | None = None
+    updates = 0
+    try:
+        while True:
+            polled = reg.poll("job")
+            if polled.missing:
+                err.print(f"{path} is gone; waiting for it to reappear", markup=False)
+            if last is None or polled.new_progress_lines:
+                summary = _track_summary(reg.report("job", poll=False))
+                if summary != last:
+                    updates += 1
+                    summary["update"] = updates
+                    _print_json(summary) if as_json else _render_track(path, summary, stamp=f"[{time.strftime('%H:%M:%S')}] ")
+                    last = {k: v for k, v in summary.items() if k != "update"}
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        reg.close()
+    if not as_json:
+        err.print(f"stopped following {path} after {updates} update(s)", markup=False)
+
+
+def track(
+    log: Annotated[Path, typer.Argument(help="The job's training log.")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep reading as the log grows (Ctrl-C stops).")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --follow.", min=0.05)] = 2.0,
+    timeout: Annotated[float | None, typer.Option(help="Stop following after this many seconds.", min=0)] = None,
+    llm: Annotated[bool, typer.Option("--llm", help="Let the local LLM read lines no regex reads.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object (one per update with --follow).")] = False,
+) -> None:
+    """Step time (newest line and steady estimate), loss, throughput, and any slowdown, from a training log.
+
+    The slowdown compares the steady step time with the earlier regime's median when the log's
+    step times shifted level (a step time that rose is a slowdown, one that fell usually warm-up)."""
+    with _user_errors(), ExitStack() as stack:
+        _readable_file(log, "log")
+        notes: list[str] = []
+        chat = _open_llm(stack, notes) if llm else None
+        for n in notes:
+            err.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
+        tracker = _make_tracker(chat)
+        if follow:
+            _follow(log, tracker, interval, timeout, as_json)
+            return
+        summary = _track_summary(tracker.observe(log))
+    _print_json(summary) if as_json else _render_track(log, summary)
+
+
+# ============================================================================== diagnose
+
+
+def _diagnosis_dict(d: Any) -> dict[str, Any]:
+    located = d.located
+    plan = d.plan.model_dump(mode="json") if d.plan is not None else None
+    return {
+        "job_id": d.job_id, "log": d.log_path, "status": d.status, "message": d.message,
+        # 1-based, as an editor numbers lines (the handler's `located.line_no` is 0-based)
+        "line": located.line_no + 1 if located is not None else None,
+        "line_text": located.text.rstrip("\n") if located is not None else None,
+        "root_cause": d.root_cause,
+        "category": d.category.value if d.category else None, "reason": d.reason.value if d.reason else None,
+        "component": d.component.value if d.component else None,
+        "confidence": getattr(d.verdict, "confidence", None), "method": d.method, "llm_status": d.llm_status,
+        "similar": [dataclasses.asdict(s) for s in d.similar],
+        "similar_status": d.similar_status, "plan": plan, "dry_run": True, "fallbacks": list(d.fallbacks),
+        "total_lines": d.total_lines, "seconds": d.timings_s.get("total"),
+    }
+
+
+def _render_diagnosis(r: dict[str, Any]) -> None:
+    if r["status"] != "failure_found":
+        console.print(f"{r['log']}: no failure found ({r['message']})", markup=False, highlight=False)
+        return
+    console.print(f"[bold]root cause[/] (line {r['line']} of {r['total_lines']}):", highlight=False)
+    console.print(f"  {r['line_text']}", markup=False, highlight=False)
+    console.print(f"[bold]category[/] {r['category']}  [bold]reason[/] {r['reason']}  [bold]component[/] "
+                  f"{r['component']}  (confidence {r['confidence']}, {r['method']}, LLM {r['llm_status']})",
+                  highlight=False)
+    if r["similar"]:
+        t = Table("past job", "similarity", "category", "reason", "status", title="similar past failures")
+        for s in r["similar"]:
+            t.add_row(*_cells(s["job_id"], f"{s['score']:.3f}", s["category"], s["reason"], s["final_status"]))
+        console.print(t)
+    elif r["similar_status"] == "disabled":
+        console.print("similar past failures: no history store (see `schedmate history ingest`)", highlight=False)
+    elif r["similar_status"] != "ok":
+        console.print(f"similar past failures: {r['similar_status']}", highlight=False)
+    else:
+        console.print("similar past failures: none above the threshold", highlight=False)
+    plan = r["plan"] or {}
+    console.print("[bold]recovery plan[/] (dry run: nothing executed):")
+    for a in plan.get("actions", []):
+        detail = ", ".join(f"{k}={v}" for k, v in a.items() if k != "kind" and v is not None)
+        console.print(f"  - {a['kind']}: {detail}", markup=False, highlight=False)
+    for n in plan.get("notes", []):
+        console.print(f"  note: {n}", markup=False, highlight=False)
+    for f in r["fallbacks"]:
+        console.print(f"[yellow]fallback:[/] {escape(f)}", highlight=False)
+
+
+def diagnose(
+    log: Annotated[Path, typer.Argument(help="The failed job's log.")],
+    job_id: Annotated[str | None, typer.Option(help="Job id (default: the log's file name).")] = None,
+    node: Annotated[list[str] | None, typer.Option("--node", help="A node the job ran on (repeat); the plan diagnoses them.")] = None,
+    checkpoint: Annotated[str | None, typer.Option(help="Latest checkpoint, for the resubmission step.")] = None,
+    method: Annotated[str, typer.Option(help="learned (default; fits its classifier in each run: 1-3 min on a "
+                                             "busy 2-core CPU) | rules (signature rules only: seconds) | llm")] = "learned",
+    llm: Annotated[bool, typer.Option("--llm", help="Local LLM breaks ties (method llm: cross-checks).")] = False,
+    record: Annotated[bool, typer.Option("--record", help="Store this failure in the history for later searches.")] = False,
+    history_dir: HistoryDirOpt = None,
+    redis_url: RedisUrlOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON: `category`, `line` (1-based root-cause line), ...")] = False,
+) -> None:
+    """Root-cause line (quoted, with its number), category / reason / component, similar past failures
+    and the dry-run recovery plan of a failed job's log."""
+    from pydantic import ValidationError
+
+    with _user_errors(), ExitStack() as stack:
+        _readable_file(log, "log")
+        if method not in ("learned", "rules", "llm"):
+            raise UserError(f"--method must be learned, rules or llm, not {method!r}")
+        if method == "llm" and not llm:
+            raise UserError("--method llm needs --llm")
+        from schedmate.agents.failure.handler import FailureHandler, FailureHandlerConfig
+        from schedmate.agents.failure.recovery import JobMeta
+
+        try:
+            meta = JobMeta(job_id=job_id or _job_id_of(log), nodes=tuple(node or ()), checkpoint=checkpoint)
+        except ValidationError as exc:
+            raise UserError(f"bad job metadata: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+        loc = _location(history_dir, redis_url, create=record)
+        url = stack.enter_context(_served(loc)) if loc is not None else None
+        notes: list[str] = []
+        # a busy CPU needs more than the default 30 s for a 3k-character window (as in `schedmate demo`)
+        chat = _open_llm(stack, notes, timeout_s=240.0, max_retries=0) if llm else None
+        if method == "llm" and chat is None:
+            raise UserError(f"--method llm needs the LLM: {notes[0]}")
+        from schedmate.embeddings.classifier import LineClassifier
+
+        handler = FailureHandler(LineClassifier(load_embedder()), chat_model=chat, store_url=url,
+                                 config=FailureHandlerConfig(method=method, record_history=record))  # type: ignore[arg-type]
+        d = handler.diagnose(log, meta)
+        if d.status == "unreadable":
+            raise UserError(f"{log}: {d.message}")
+        result = _diagnosis_dict(d)
+        result["fallbacks"] = notes + result["fallbacks"]
+    _print_json(result) if as_json else _render_diagnosis(result)
+
+
+def _job_id_of(path: Path) -> str:
+    import re
+
+    name = re.sub(r"[^A-Za-z0-9._:-]", "-", path.stem).lstrip("._:-")
+    return name[:128] or "job"
+
+
+# ============================================================================== history
+
+
+@dataclass
+class PastJob:
+    """One row of an export, before extraction."""
+
+    job_id: str
+    repo: Path | None
+    command: str | None
+    gpus: int | None
+    nodes: int | None
+    outcome: dict[str, Any]
+    submitted: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+    root_cause: str | None = None
+    where: str = ""
+
+
+HISTORY_FORMATS = """\
+Formats (detected from the content):
+
+JSONL, one past job per line, e.g.
+  {"job_id": "j1", "repo": "repos/gpt", "command": "torchrun train.py",
+   "gpus": 8, "nodes": 1, "user": "alice",
+   "outcome": {"duration": 5400, "sm_util": 61, "final_status": "completed",
+               "step_time_s": 0.42, "startup_s": 90},
+   "root_cause": null}
+  repo: relative to the file's folder; its fingerprint is read from the
+  code as `advise` reads it. Instead of repo + command, `metadata` may give
+  the fingerprint fields. outcome: the job store's JobOutcome fields
+  (duration, sm_util, gpu_util, final_status, failure_category,
+  failure_reason, step_time_s, startup_s, steps_total, ...). root_cause: a
+  failed job's failing log line; it also files the job in the failure
+  history that `diagnose` searches.
+
+sacct export, '|'-separated with its header:
+  sacct -a -X --parsable2 --format \\
+    JobID,JobName,User,AllocTRES,Elapsed,State,ExitCode,WorkDir,SubmitLine
+  Job steps (123.batch) and unfinished jobs are skipped. GPUs come from
+  AllocTRES gres/gpu=N, nodes from node=N; the command is SubmitLine, else
+  `sbatch JobName` when that script is in WorkDir. A job whose WorkDir
+  cannot be read here has no fingerprint and is skipped (and listed).
+"""
+
+
+def _parse_elapsed(text: str) -> float | None:
+    """sacct's [D-]HH:MM:SS, MM:SS or MM:SS.mmm."""
+    text = text.strip()
+    if not text:
+        return None
+    days = 0
+    if "-" in text:
+        d, text = text.split("-", 1)
+        days = int(d)
+    parts = [float(p) for p in text.split(":")]
+    secs = 0.0
+    for p in parts:
+        secs = secs * 60 + p
+    return days * 86400 + secs
+
+
+def _tres(text: str, key: str) -> int | None:
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        if name == key or (key == "gres/gpu" and name.startswith("gres/gpu:")):
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _read_sacct(path: Path, lines: list[str]) -> tuple[list[PastJob], list[str]]:
+    header = lines[0].strip().split("|")
+    need = {"JobID", "State", "Elapsed"}
+    if not need <= set(header):
+        raise UserError(f"{path}:1: a sacct export needs the columns {', '.join(sorted(need))}; got {lines[0].strip()!r}")
+    jobs: list[PastJob] = []
+    skipped: list[str] = []
+    for no, raw in enumerate(lines[1:], start=2):
+        if not raw.strip():
+            continue
+        cells = raw.rstrip("\n").split("|")
+        if len(cells) != len(header):
+            raise UserError(f"{path}:{no}: {len(cells)} fields, the header has {len(header)}")
+        row = dict(zip(header, cells, strict=True))
+        job_id = row["JobID"].strip()
+        if "." in job_id:
+            continue  # a job step; the job's own row carries the allocation and the outcome
+        state = row["State"].split()[0] if row["State"].strip() else ""
+        status = JOB_STATES.get(state)
+        if status is None:
+            skipped.append(f"slurm-{job_id}: state {state or '?'} (not finished)")
+            continue
+        try:
+            elapsed = _parse_elapsed(row["Elapsed"])
+        except ValueError:
+            raise UserError(f"{path}:{no}: cannot read Elapsed {row['Elapsed']!r}") from None
+        workdir = Path(row["WorkDir"]) if row.get("WorkDir") else None
+        command = (row.get("SubmitLine") or "").strip() or None
+        name = row.get("JobName", "").strip()
+        if command is None and workdir is not None and name and (workdir / name).is_file():
+            command = f"sbatch {name}"
+        tres = row.get("AllocTRES", "")
+        outcome: dict[str, Any] = {"duration": elapsed, "final_status": status}
+        if state != "COMPLETED":
+            outcome["failure_reason"] = state.lower() if state != "FAILED" else f"exit {row.get('ExitCode', '?')}"
+        jobs.append(PastJob(job_id=f"slurm-{job_id}", repo=workdir, command=command, gpus=_tres(tres, "gres/gpu"),
+                            nodes=_tres(tres, "node"), outcome=outcome, where=f"{path}:{no}",
+                            submitted={"user": row.get("User") or None, "name": name or None, "source": "sacct"}))
+    return jobs, skipped
+
+
+def _read_jsonl(path: Path, lines: list[str]) -> list[PastJob]:
+    jobs: list[PastJob] = []
+    for no, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{no}"
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{where}: expected a JSON object per line")
+        job_id = row.get("job_id")
+        if not isinstance(job_id, str) or not job_id:
+            raise UserError(f"{where}: `job_id` (a non-empty string) is required")
+        repo = row.get("repo")
+        if row.get("metadata") is None and (not repo or not row.get("command")):
+            raise UserError(f"{where}: give `repo` and `command`, or `metadata`")
+        if row.get("metadata") is not None and not isinstance(row["metadata"], dict):
+            raise UserError(f"{where}: `metadata` must be an object of fingerprint fields")
+        if not isinstance(row.get("outcome") or {}, dict):
+            raise UserError(f"{where}: `outcome` must be an object")
+        for key in ("gpus", "nodes"):
+            if row.get(key) is not None and (not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 1):
+                raise UserError(f"{where}: `{key}` must be a positive integer, not {row[key]!r}")
+        repo_path = None if not repo else (Path(repo) if Path(repo).is_absolute() else path.parent / repo)
+        known = {"job_id", "repo", "command", "gpus", "nodes", "outcome", "metadata", "root_cause"}
+        jobs.append(PastJob(job_id=job_id, repo=repo_path, command=row.get("command"), gpus=row.get("gpus"),
+                            nodes=row.get("nodes"), outcome=dict(row.get("outcome") or {}),
+                            submitted={k: v for k, v in row.items() if k not in known} | {"source": str(path.name)},
+                            metadata=row.get("metadata"), root_cause=row.get("root_cause"), where=where))
+    return jobs
+
+
+def read_history_file(path: Path) -> tuple[list[PastJob], list[str]]:
+    """Past jobs from a JSONL or a sacct export (format detected from the first line)."""
+    text = _readable_file(path, "history file").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    if not first:
+        return [], [f"{path}: empty"]
+    if first.lstrip().startswith("{"):
+        return _read_jsonl(path, lines), []
+    if "|" in first and "JobID" in first:
+        return _read_sacct(path, lines)
+    raise UserError(f"{path}:1: neither JSONL nor a sacct --parsable2 export (see `schedmate history ingest --help`)")
+
+
+def _ingest(jobs: list[PastJob], url: str) -> dict[str, Any]:
+    from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever
+    from schedmate.agents.advisor.static_extractor import MANDATORY, extract_static
+    from schedmate.agents.failure.similar import SimilarFailureFinder
+    from pydantic import ValidationError
+
+    from schedmate.embeddings.store import DEFAULT_PREFIX, JobOutcome, JobStore
+    from schedmate.schedulers.job import FinalStatus
+
+    hist: list[HistoricalJob] = []
+    failures: list[tuple[PastJob, JobOutcome]] = []
+    skipped: list[str] = []
+    for job in jobs:
+        try:
+            outcome = JobOutcome.model_validate(job.outcome)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise UserError(f"{job.where}: outcome.{'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        if job.metadata is not None:
+            fields = dict(job.metadata)
+        elif job.repo is None or job.command is None or not job.repo.is_dir():
+            skipped.append(f"{job.job_id}: no readable repository and command")
+            continue
+        else:
+            fields = extract_static(job.repo, job.command, gpus=job.gpus, nodes=job.nodes).fields
+            job.submitted.update(repo=str(job.repo), command=job.command)
+        meta = {k: v for k, v in fields.items() if v is not None}
+        if not any(meta.get(f) is not None for f in MANDATORY):
+            skipped.append(f"{job.job_id}: no fingerprint in its code")
+            continue
+        hist.append(HistoricalJob(job_id=job.job_id, metadata=meta, outcome=outcome, gpus=job.gpus, nodes=job.nodes,
+                                  submitted=job.submitted))
+        if job.root_cause:
+            failures.append((job, outcome))
+    if not hist:
+        return {"ingested": 0, "failures": 0, "skipped": skipped}
+    embedder = load_embedder()
+    with JobStore.connect(url, embedder.dim) as store:
+        n = SimilarJobRetriever(store, embedder).ingest(hist)
+    if failures:
+        finder = SimilarFailureFinder.connect(url, embedder)
+        try:
+            for job, outcome in failures:
+                finder.record(job.job_id, job.root_cause or "", category=outcome.failure_category,
+                              reason=outcome.failure_reason, duration=outcome.duration,
+                              final_status=outcome.final_status or FinalStatus.FAILED)
+        finally:
+            finder.store.close()
+    return {"ingested": n, "failures": len(failures), "skipped": skipped}
+
+
+@history_app.command("ingest", help="Add past jobs from a file, or every *.jsonl / *.txt / *.sacct / *.psv file in a folder.\n\n"
+                     + HISTORY_FORMATS)
+def history_ingest(
+    source: Annotated[Path, typer.Argument(help="A JSONL or sacct export, or a folder of them.")],
+    history_dir: HistoryDirOpt = None,
+    redis_url: RedisUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    from schedmate.embeddings.store import DEFAULT_PREFIX
+
+    with _user_errors():
+        if not source.exists():
+            raise UserError(f"history source not found: {source}")
+        files = sorted(p for p in source.iterdir() if p.is_file() and p.suffix in (".jsonl", ".txt", ".sacct", ".psv")) \
+            if source.is_dir() else [source]
+        if not files:
+            raise UserError(f"no *.jsonl, *.txt, *.sacct or *.psv file in {source}")
+        jobs: list[PastJob] = []
+        skipped: list[str] = []
+        for f in files:
+            got, skip = read_history_file(f)
+            jobs.extend(got)
+            skipped.extend(skip)
+        loc = _location(history_dir, redis_url, create=True)
+        assert loc is not None
+        with _served(loc) as url:
+            result = _ingest(jobs, url)
+            total = len(_record_ids(url, DEFAULT_PREFIX))
+    result["skipped"] = skipped + result["skipped"]
+    result |= {"files": [str(f) for f in files], "rows": len(jobs), "history_jobs": total, "location": loc.describe()}
+    if as_json:
+        _print_json(result)
+        return
+    console.print(f"ingested {result['ingested']} of {len(jobs)} job(s) from {len(files)} file(s) "
+                  f"({result['failures']} with a root-cause line); the history now holds {total} job(s) "
+                  f"at {loc.describe()}", highlight=False)
+    for s in result["skipped"]:
+        console.print(f"[yellow]skipped[/] {escape(s)}", highlight=False)
+
+
+@history_app.command("list")
+def history_list(
+    limit: Annotated[int, typer.Option(help="Show at most N jobs.", min=1)] = 50,
+    history_dir: HistoryDirOpt = None,
+    redis_url: RedisUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The past jobs in the history: fingerprint, launch and outcome."""
+    from schedmate.agents.failure.similar import FAILURE_PREFIX
+    from schedmate.embeddings.store import DEFAULT_PREFIX, JobStore
+
+    with _user_errors():
+        loc = _location(history_dir, redis_url, create=False)
+        rows: list[dict[str, Any]] = []
+        total = failures = 0
+        if loc is not None:
+            with _served(loc) as url:
+                ids = _record_ids(url, DEFAULT_PREFIX)
+                failures = len(_record_ids(url, FAILURE_PREFIX))
+                total = len(ids)
+                dim = _stored_dim(url, DEFAULT_PREFIX)
+                if dim:
+                    with JobStore.connect(url, dim) as store:
+                        records = store.get_many(ids[:limit])
+                    for rec in records:
+                        if rec is None:
+                            continue
+                        o = rec.outcome
+                        rows.append({"job_id": rec.job_id, "user": rec.submitted.get("user"),
+                                     "gpus": rec.submitted.get("gpus"), "model_name": rec.workload.get("model_name"),
+                                     "dataset": rec.workload.get("dataset"), "iterations": rec.workload.get("iterations"),
+                                     "iteration_type": rec.workload.get("iteration_type"), "duration_s": o.duration,
+                                     "sm_util": o.sm_util, "step_time_s": o.step_time_s,
+                                     "final_status": o.final_status.value if o.final_status else None})
+    out = {"location": loc.describe() if loc else None, "jobs": total, "failures": failures, "shown": rows}
+    if as_json:
+        _print_json(out)
+        return
+    if loc is None:
+        console.print("no job history yet: build it with `schedmate history ingest FILE`")
+        return
+    table = Table("job", "user", "GPUs", "model", "dataset", "plan", "duration", "SM util", "status",
+                  title=f"{total} past job(s), {failures} failure line(s) at {out['location']}")
+    for r in rows:
+        plan = f"{r['iterations']} {r['iteration_type']}" if r["iterations"] else "-"
+        util = "-" if r["sm_util"] is None else f"{r['sm_util']:.0f} %"
+        table.add_row(*_cells(r["job_id"], r["user"] or "-", r["gpus"] or "-", r["model_name"], r["dataset"], plan,
+                              _dur(r["duration_s"]), util, r["final_status"]))
+    console.print(table)
+
+
+def register_job_commands(app: typer.Typer) -> None:
+    """Add `advise`, `track`, `diagnose` and `history` to the `schedmate` app."""
+    app.command("advise")(advise)
+    app.command("track")(track)
+    app.command("diagnose")(diagnose)
+    app.add_typer(history_app, name="history")
