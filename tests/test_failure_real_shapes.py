@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from schedmate.agents.failure.cleaning import split_interleaved, strip_record_prefix
@@ -244,3 +245,31 @@ def test_the_same_exception_class_gets_the_category_its_context_gives(classifier
                            "    g = self.gate(x)", text], 2)  # fmt: skip
     assert mine.category is FailureCategory.SCRIPT and theirs.category is FailureCategory.FRAMEWORK
     assert mine.reason is R.ATTRIBUTE_ERROR and theirs.reason is R.ATTRIBUTE_ERROR
+
+
+def test_the_banks_features_are_kept_between_processes_and_a_changed_bank_is_embedded_again(
+        classifier: LineClassifier, tmp_path: Path) -> None:
+    rows = [{"reason": "KeyError", "category": "script", "line": f"KeyError: 'k{i}'"} for i in range(4)]
+    rows += [{"reason": "NCCLTimeoutError", "category": "infrastructure",
+              "line": f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE)"} for i in range(4)]
+    rows += [{"reason": "OutOfMemoryError", "category": "framework",
+              "line": f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {i + 1}.00 GiB"} for i in range(4)]
+    bank = load_examples(_bank(tmp_path, rows))
+    cache = tmp_path / "cache"
+    first = LearnedFailureClassifier(classifier.embedder, bank, feature_cache=cache, folds=2).fit()
+    files = sorted(cache.glob("learned-bank-*.npy"))
+    assert len(files) == 1
+
+    class NoEmbedder:  # a second process: the cache answers, the embedder is never asked
+        model_name, dim = classifier.embedder.model_name, classifier.embedder.dim
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            raise AssertionError("re-embedded a cached bank")
+
+    second = LearnedFailureClassifier(NoEmbedder(), bank, feature_cache=cache, folds=2)  # type: ignore[arg-type]
+    windows, _, _ = second._training_rows()
+    assert np.array_equal(second._bank_features(windows), np.load(files[0]))
+    assert first.temperature > 0
+    changed = LearnedFailureClassifier(classifier.embedder, bank[:-1], feature_cache=cache, folds=2)
+    changed._bank_features(changed._training_rows()[0])
+    assert len(list(cache.glob("learned-bank-*.npy"))) == 2

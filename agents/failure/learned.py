@@ -27,7 +27,9 @@ window, and the output is only ever a taxonomy enum with a probability.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -284,8 +286,13 @@ class LearnedFailureClassifier:
         min_reason: float = 0.3,
         folds: int = 4,
         seed: int = 0,
+        feature_cache: Path | None = None,
     ) -> None:
         self.embedder = embedder
+        # where the bank's embedded features are kept between processes (embedding ~500 windows
+        # costs minutes on a busy CPU; `schedmate diagnose` would pay it on every call); keyed by a
+        # hash of the texts, the weights and the embedder, so a changed bank is re-embedded
+        self.feature_cache = feature_cache
         self.examples = list(examples) if examples is not None else load_examples()
         self.context_weight = context_weight
         self.evidence_weight = evidence_weight
@@ -342,9 +349,36 @@ class LearnedFailureClassifier:
 
         return LogisticRegression(C=self.c, max_iter=2000, random_state=self.seed)
 
+    def _bank_features(self, windows: Sequence[RootCauseWindow]) -> np.ndarray:
+        """`features(windows)`, read from `feature_cache` when it holds this exact bank."""
+        if self.feature_cache is None:
+            return self.features(windows)
+        key = hashlib.sha256(json.dumps({
+            "embedder": [getattr(self.embedder, "model_name", type(self.embedder).__name__), self.embedder.dim],
+            "weights": [self.context_weight, self.evidence_weight, self.origin_weight],
+            "windows": [[w.focus, list(w.context), list(w.evidence), w.origin] for w in windows],
+        }, sort_keys=True).encode()).hexdigest()[:32]
+        path = Path(self.feature_cache) / f"learned-bank-{key}.npy"
+        try:
+            x = np.load(path, allow_pickle=False)
+            if x.shape[0] == len(windows):
+                return x
+        except (OSError, ValueError):
+            pass  # absent or unreadable: embed again
+        x = self.features(windows)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                np.save(fh, x, allow_pickle=False)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache folder costs time, not correctness
+        return x
+
     def fit(self) -> LearnedFailureClassifier:
         windows, labels, groups = self._training_rows()
-        x = self.features(windows)
+        x = self._bank_features(windows)
         y = np.array(labels)
         logits, _ = self._out_of_fold(x, y, np.array(groups))
         self.temperature = _fit_temperature(logits, y, self._oof_classes)
@@ -379,7 +413,7 @@ class LearnedFailureClassifier:
         """Grouped k-fold scores on the bank itself (what `fit` calibrates on): reason and
         category accuracy, and the expected calibration error of the category probability."""
         windows, labels, groups = self._training_rows()
-        x = self.features(windows)
+        x = self._bank_features(windows)
         y = np.array(labels)
         logits, _ = self._out_of_fold(x, y, np.array(groups))
         t = _fit_temperature(logits, y, self._oof_classes)
@@ -484,12 +518,22 @@ def _ece(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
 _SHARED: dict[tuple[int, str], LearnedFailureClassifier] = {}
 
 
+def _default_feature_cache() -> Path | None:
+    """`<SchedMate data dir>/cache`, or None when it cannot be created (then nothing is kept)."""
+    from schedmate.config import data_dir
+
+    try:
+        return data_dir() / "cache"
+    except OSError:
+        return None
+
+
 def shared_classifier(embedder: Embedder, bank: str | Path = DEFAULT_BANK) -> LearnedFailureClassifier:
     """One fitted classifier (default settings) per (embedder, bank) in this process: every
     handler built on the same embedder shares it, so the bank is embedded and fitted once."""
     key = (id(embedder), str(Path(bank).resolve()))
     clf = _SHARED.get(key)
     if clf is None or clf.embedder is not embedder:
-        clf = LearnedFailureClassifier(embedder, load_examples(bank))
+        clf = LearnedFailureClassifier(embedder, load_examples(bank), feature_cache=_default_feature_cache())
         _SHARED[key] = clf
     return clf
