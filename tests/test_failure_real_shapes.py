@@ -257,7 +257,7 @@ def test_the_banks_features_are_kept_between_processes_and_a_changed_bank_is_emb
     bank = load_examples(_bank(tmp_path, rows))
     cache = tmp_path / "cache"
     first = LearnedFailureClassifier(classifier.embedder, bank, feature_cache=cache, folds=2).fit()
-    files = sorted(cache.glob("learned-bank-*.npy"))
+    files = sorted(cache.glob("learned-bank-*.npz"))
     assert len(files) == 1
 
     class NoEmbedder:  # a second process: the cache answers, the embedder is never asked
@@ -268,8 +268,17 @@ def test_the_banks_features_are_kept_between_processes_and_a_changed_bank_is_emb
 
     second = LearnedFailureClassifier(NoEmbedder(), bank, feature_cache=cache, folds=2)  # type: ignore[arg-type]
     windows, _, _ = second._training_rows()
-    assert np.array_equal(second._bank_features(windows), np.load(files[0]))
+    assert np.array_equal(second._bank_features(windows), np.load(files[0])["x"])
     assert first.temperature > 0
+    # the fitted weights come back too: a second fit neither embeds the bank nor refits, and answers alike
+    again = LearnedFailureClassifier(classifier.embedder, bank, feature_cache=cache, folds=2)
+    again.embedder = NoEmbedder()  # type: ignore[assignment]
+    again.fit()
+    again.embedder = classifier.embedder
+    lines = ["Traceback (most recent call last):", "KeyError: 'label_ids'"]
+    a, b = first.classify(lines, 1), again.classify(lines, 1)
+    assert (a.category, a.reason) == (b.category, b.reason) and again.temperature == pytest.approx(first.temperature)
+    assert len(list(cache.glob("learned-model-*.npz"))) == 1
     changed = LearnedFailureClassifier(classifier.embedder, bank[:-1], feature_cache=cache, folds=2)
     changed._bank_features(changed._training_rows()[0])
-    assert len(list(cache.glob("learned-bank-*.npy"))) == 2
+    assert len(list(cache.glob("learned-bank-*.npz"))) == 2

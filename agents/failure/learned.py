@@ -349,35 +349,52 @@ class LearnedFailureClassifier:
 
         return LogisticRegression(C=self.c, max_iter=2000, random_state=self.seed)
 
-    def _bank_features(self, windows: Sequence[RootCauseWindow]) -> np.ndarray:
-        """`features(windows)`, read from `feature_cache` when it holds this exact bank."""
-        if self.feature_cache is None:
-            return self.features(windows)
-        key = hashlib.sha256(json.dumps({
+    def _bank_key(self, windows: Sequence[RootCauseWindow], *extra: object) -> str:
+        return hashlib.sha256(json.dumps({
             "embedder": [getattr(self.embedder, "model_name", type(self.embedder).__name__), self.embedder.dim],
             "weights": [self.context_weight, self.evidence_weight, self.origin_weight],
             "windows": [[w.focus, list(w.context), list(w.evidence), w.origin] for w in windows],
+            "extra": [repr(e) for e in extra],
         }, sort_keys=True).encode()).hexdigest()[:32]
-        path = Path(self.feature_cache) / f"learned-bank-{key}.npy"
-        try:
-            x = np.load(path, allow_pickle=False)
-            if x.shape[0] == len(windows):
-                return x
-        except (OSError, ValueError):
-            pass  # absent or unreadable: embed again
-        x = self.features(windows)
+
+    def _cache_save(self, path: Path, **arrays: np.ndarray) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             with open(tmp, "wb") as fh:
-                np.save(fh, x, allow_pickle=False)
+                np.savez(fh, **arrays)
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only cache folder costs time, not correctness
+
+    def _bank_features(self, windows: Sequence[RootCauseWindow]) -> np.ndarray:
+        """`features(windows)`, read from `feature_cache` when it holds this exact bank."""
+        if self.feature_cache is None:
+            return self.features(windows)
+        path = Path(self.feature_cache) / f"learned-bank-{self._bank_key(windows)}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                x = z["x"]
+            if x.shape[0] == len(windows):
+                return x
+        except (OSError, ValueError, KeyError):
+            pass  # absent or unreadable: embed again
+        x = self.features(windows)
+        self._cache_save(path, x=x)
         return x
 
     def fit(self) -> LearnedFailureClassifier:
+        """Fit on the bank; the fitted weights are kept in `feature_cache` too (plain arrays, no
+        pickles), keyed by the bank, the settings and scikit-learn's version."""
+        import sklearn
+
         windows, labels, groups = self._training_rows()
+        path = None
+        if self.feature_cache is not None:
+            key = self._bank_key(windows, labels, groups, self.c, self.folds, self.seed, sklearn.__version__)
+            path = Path(self.feature_cache) / f"learned-model-{key}.npz"
+            if self._load_fitted(path):
+                return self
         x = self._bank_features(windows)
         y = np.array(labels)
         logits, _ = self._out_of_fold(x, y, np.array(groups))
@@ -386,7 +403,27 @@ class LearnedFailureClassifier:
         model.fit(x, y)  # type: ignore[attr-defined]
         self._model = model
         self._classes = [_unlabel(c) for c in model.classes_]  # type: ignore[attr-defined]
+        if path is not None:
+            self._cache_save(path, coef=model.coef_, intercept=model.intercept_,  # type: ignore[attr-defined]
+                             classes=np.array(model.classes_, dtype=str), temperature=np.array(self.temperature),  # type: ignore[attr-defined]
+                             oof_classes=np.array(self._oof_classes, dtype=str))
         return self
+
+    def _load_fitted(self, path: Path) -> bool:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                coef, intercept, classes = z["coef"], z["intercept"], z["classes"]
+                temperature, oof = float(z["temperature"]), [str(c) for c in z["oof_classes"]]
+        except (OSError, ValueError, KeyError):
+            return False
+        model = self._new_model()
+        model.coef_, model.intercept_ = coef, intercept  # type: ignore[attr-defined]
+        model.classes_ = classes.astype(object)  # type: ignore[attr-defined]
+        model.n_features_in_ = coef.shape[1]  # type: ignore[attr-defined]
+        model.n_iter_ = np.zeros(1, dtype=np.int32)  # type: ignore[attr-defined]
+        self._model, self.temperature, self._oof_classes = model, temperature, oof
+        self._classes = [_unlabel(str(c)) for c in classes]
+        return True
 
     def ensure_fitted(self) -> LearnedFailureClassifier:
         """`fit` unless already fitted."""
