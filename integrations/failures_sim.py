@@ -417,7 +417,6 @@ class FailureSimulator(Simulator):
                 w.counts["ops_cordons"] += 1
                 self._start_repair(node, by="ops")
         job.failed_node = node
-        job.info["failed_node"] = node  # legacy mirror of the typed field (older readers)
         self._fail(job, cause)
 
     def _fail(self, job: JobState, cause: Cause) -> None:

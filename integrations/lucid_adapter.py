@@ -180,6 +180,7 @@ class LucidSchedMate(Lucid):
         self._estimated: set[str] = set()
         self._checks: list[_Check] = []
         self._log_ratios: deque[float] = deque(maxlen=200)  # log(advisor / EBM) of recent matched jobs
+        self.evicted: set[str] = set()  # jobs this adapter evicted (Lucid then never packs them again)
 
     # ================================================================ enhancements 1 and 2
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
@@ -226,8 +227,9 @@ class LucidSchedMate(Lucid):
         if job.job_id not in self._estimated:
             self._estimated.add(job.job_id)
             self.sm.advisor_estimated += 1
-            if self.flags.calibrate_fallback and "lucid_features" in job.info:
-                (ebm,) = self.estimator.predict_many([job.info["lucid_features"]])
+            features = self.job_state(job.job_id).features
+            if self.flags.calibrate_fallback and features is not None:
+                (ebm,) = self.estimator.predict_many([features])
                 self._log_ratios.append(math.log(max(1.0, float(advice.duration_s)) / max(1.0, ebm)))
         return max(1.0, float(advice.duration_s))
 
@@ -237,7 +239,8 @@ class LucidSchedMate(Lucid):
         factor = math.exp(float(np.median(self._log_ratios)))
         self.sm.fallback_scale = factor
         for job in estimated:
-            job.info["lucid_estimate"] *= factor
+            state = self.job_state(job.job_id)
+            state.estimate = state.estimate * factor  # type: ignore[operator]
 
     # ================================================================ enhancement 3
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
@@ -298,8 +301,8 @@ class LucidSchedMate(Lucid):
         return self._evict(job, view)
 
     def _evict(self, job: JobState, view: ClusterView) -> Decision:
-        job.info["lucid_no_pack"] = True  # Lucid's own flag: never packed again
-        job.info["sm_evicted"] = True
+        self.job_state(job.job_id).no_pack = True  # Lucid's own flag: never packed again
+        self.evicted.add(job.job_id)
         self.sm.evictions += 1
         if not self.cancellation.discard_progress:
             return Evict(job.job_id)

@@ -34,6 +34,9 @@ the diagnosis's measured `latency_s` + `recovery_s` (300 s), and cordons the fai
 host whose task died, `job.failed_node`); the world repairs and returns the node. A job
 that fails again with no progress since its last resume (a restarted application error) is not
 resumed a second time. Everything else takes the world's no-handler path (`failures_sim`).
+
+Per-job state is the policy's own (`SchedMateJob`, `job_state(job_id)`), never `job.info`; it
+stays after a job ends, so reports can read where each estimate came from.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -60,6 +63,7 @@ __all__ = [
     "FailureCounters",
     "FailureTruth",
     "GittinsFallback",
+    "SchedMateJob",
     "SchedMateSRPT",
     "StandaloneConfig",
     "StandaloneSchedMate",
@@ -67,9 +71,21 @@ __all__ = [
     "make_standalone",
 ]
 
-_EST, _KEY, _FEATS, _SOURCE = "sm_estimate", "sm_key", "sm_features", "sm_estimate_source"
-_READY, _SEQ = "sm_ready_at", "sm_seq"
 _EPS = 1e-6
+SJFKey = tuple[float, float, str]  # (estimate, queued at, job id)
+
+
+@dataclass(slots=True)
+class SchedMateJob:
+    """SchedMate's state of one job, from its first arrival on."""
+
+    estimate: float | None = None  # predicted duration (s); SRPT leaves an unmatched job's None
+    source: Literal["advisor", "history"] = "history"  # where `estimate` came from
+    features: list[float] = field(default_factory=list)  # the history model's features at arrival
+    key: SJFKey | None = None  # SJF: queue key (original priority, kept across a handled failure)
+    seq: int | None = None  # SJF: the live heap entry; older entries are stale
+    ready_at: float | None = None  # resumed after a handled failure: held until then
+    gittins: tuple[float, float, int, float] | None = None  # SRPT: frozen fallback (index, until, fit size, class)
 
 
 @runtime_checkable
@@ -123,22 +139,34 @@ class _SchedMate(Policy):
         self._seq = 0
         self._cordon_now: list[int] = []
         self._resumed_at: dict[str, float] = {}  # job id -> progress when it was resumed
+        self._jobs: dict[str, SchedMateJob] = {}
+
+    # -------------------------------------------------------------- state
+    def job_state(self, job_id: str) -> SchedMateJob:
+        """The state of a job that has arrived (KeyError otherwise)."""
+        return self._jobs[job_id]
+
+    def estimate_source(self, job_id: str) -> str | None:
+        """"advisor" or "history" for a job that arrived; None for one that never did."""
+        state = self._jobs.get(job_id)
+        return state.source if state is not None else None
 
     # -------------------------------------------------------------- advice
     def _ask(self, job: JobState) -> float:
         """Ask the advisor; sets the estimate and its source; returns the advisor's latency."""
+        state = self._jobs.setdefault(job.job_id, SchedMateJob())
         insight = self.source.advise(job)
         if insight is not None and insight.matched and insight.duration_top3_s is not None:
-            job.info[_EST], job.info[_SOURCE] = float(insight.duration_top3_s), "advisor"
+            state.estimate, state.source = float(insight.duration_top3_s), "advisor"
         else:
-            job.info[_EST], job.info[_SOURCE] = None, "history"
+            state.estimate, state.source = None, "history"
         return insight.latency_s if insight is not None else 0.0
 
     def _first_arrival(self, job: JobState, view: ClusterView) -> float:
         """Advice and history record at the first submission; the time the job becomes ready."""
         latency = self._ask(job)
         self.source.record(job, finished=False)
-        job.info[_FEATS] = self.model.features(job.spec)
+        self._jobs[job.job_id].features = self.model.features(job.spec)
         return view.now + latency
 
     def _hold(self, job: JobState, ready: float, view: ClusterView) -> bool:
@@ -161,11 +189,12 @@ class _SchedMate(Policy):
 
     def _finished(self, job: JobState) -> bool:
         """Bookkeeping at a job's end; False for a failed attempt the user will resubmit."""
-        if job.end_time is None or _FEATS not in job.info:
+        state = self._jobs.get(job.job_id)
+        if job.end_time is None or state is None:
             return False
         self.source.record(job, finished=True)
         if job.phase is Phase.COMPLETED:
-            self.model.observe(job.spec, job.spec.total_work, job.info.get(_FEATS))
+            self.model.observe(job.spec, job.spec.total_work, state.features)
         return True
 
     # -------------------------------------------------------------- failure handler
@@ -199,13 +228,19 @@ class _SchedMate(Policy):
             self._cordon_now.append(int(node))
             c.cordons += 1
         ready = view.now + insight.latency_s + cfg.recovery_s
-        job.info[_READY] = ready
+        self._jobs[job.job_id].ready_at = ready
         view.wake_at(ready)
         return True
 
-    def _note_resume(self, job: JobState) -> None:
-        if _READY in job.info:
-            self._resumed_at[job.job_id] = job.progress  # after the rollback to the checkpoint
+    def _resume_at(self, job: JobState, view: ClusterView) -> float:
+        """When a job back in the queue may run: after its recovery if the handler resumed it
+        (noting its progress after the rollback to the checkpoint), else now."""
+        state = self._jobs[job.job_id]
+        if state.ready_at is None:
+            return view.now
+        self._resumed_at[job.job_id] = job.progress
+        ready, state.ready_at = state.ready_at, None
+        return ready
 
     def _apply_cordons(self, plan: Plan) -> None:
         for node in dict.fromkeys(self._cordon_now):
@@ -226,26 +261,28 @@ class StandaloneSchedMate(_SchedMate):
         self._heap: list[tuple[tuple[float, float, str], int, str]] = []
 
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
-        if _FEATS not in job.info:
+        if job.job_id not in self._jobs:
             ready = self._first_arrival(job, view)
-            if job.info[_EST] is None:
-                job.info[_EST] = self.model.predict(job.spec, job.info[_FEATS])
+            state = self._jobs[job.job_id]
+            if state.estimate is None:
+                state.estimate = self.model.predict(job.spec, state.features)
         else:  # the user resubmitted it after a failure: a new arrival with the same estimate
             ready = view.now
-        job.info[_KEY] = (job.info[_EST], view.now, job.job_id)
+            state = self._jobs[job.job_id]
+        state.key = (state.estimate, view.now, job.job_id)  # type: ignore[assignment]
         if not self._hold(job, ready, view):
             self._enqueue(job)
 
     def on_requeue(self, job: JobState, view: ClusterView) -> None:
         """Back from a handled failure: original priority, held until the recovery is over."""
-        self._note_resume(job)
-        if not self._hold(job, job.info.pop(_READY, view.now), view):
+        if not self._hold(job, self._resume_at(job, view), view):
             self._enqueue(job)
 
     def _enqueue(self, job: JobState) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (job.info[_KEY], self._seq, job.job_id))
-        job.info[_SEQ] = self._seq  # marks the live entry; older ones are dropped as stale
+        state = self._jobs[job.job_id]
+        heapq.heappush(self._heap, (state.key, self._seq, job.job_id))  # type: ignore[arg-type]
+        state.seq = self._seq  # marks the live entry; older ones are dropped as stale
 
     def _refresh_fallbacks(self, view: ClusterView) -> None:
         """After a refit, re-estimate queued jobs that had no advisor match (as QSSF does)."""
@@ -253,16 +290,16 @@ class StandaloneSchedMate(_SchedMate):
             return
         self._fits_seen = self.model.fits
         live = [(seq, view.job(job_id)) for _, seq, job_id in self._heap if self._live(seq, view.job(job_id))]
-        fallback = [j for _, j in live if j.info.get(_SOURCE) == "history"]
+        fallback = [j for _, j in live if self._jobs[j.job_id].source == "history"]
         for job, est in zip(fallback, self.model.predict_many([j.spec for j in fallback]), strict=True):
-            job.info[_EST] = est
-            job.info[_KEY] = (est, *job.info[_KEY][1:])
-        self._heap = [(j.info[_KEY], seq, j.job_id) for seq, j in live]
+            state = self._jobs[job.job_id]
+            state.estimate = est
+            state.key = (est, *state.key[1:])  # type: ignore[index]
+        self._heap = [(self._jobs[j.job_id].key, seq, j.job_id) for seq, j in live]  # type: ignore[misc]
         heapq.heapify(self._heap)
 
-    @staticmethod
-    def _live(seq: int, job: JobState) -> bool:
-        return job.phase.is_waiting and job.info.get(_SEQ) == seq
+    def _live(self, seq: int, job: JobState) -> bool:
+        return job.phase.is_waiting and self._jobs[job.job_id].seq == seq
 
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         for job in self._released(view):
@@ -279,7 +316,7 @@ class StandaloneSchedMate(_SchedMate):
                 continue
             if plan.try_start(job):
                 heapq.heappop(heap)
-                job.info.pop(_SEQ, None)
+                self._jobs[job.job_id].seq = None
                 continue
             if not self.config.backfill or len(skipped) >= self.config.window:
                 break
@@ -289,7 +326,9 @@ class StandaloneSchedMate(_SchedMate):
         return plan.decisions
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
-        job.info.pop(_SEQ, None)
+        state = self._jobs.get(job.job_id)
+        if state is not None:
+            state.seq = None
         self._finished(job)
 
 
@@ -371,7 +410,7 @@ class SchedMateSRPT(_SchedMate):
 
     # -------------------------------------------------------------- events
     def on_arrival(self, job: JobState, view: ClusterView) -> None:
-        if _FEATS not in job.info:
+        if job.job_id not in self._jobs:
             ready = self._first_arrival(job, view)
             predicted = self.predicted_gpu_s(job)
             if predicted is not None:
@@ -383,9 +422,8 @@ class SchedMateSRPT(_SchedMate):
             self._ready[job.job_id] = job
 
     def on_requeue(self, job: JobState, view: ClusterView) -> None:
-        self._note_resume(job)
         self._changed = True
-        if not self._hold(job, job.info.pop(_READY, view.now), view):
+        if not self._hold(job, self._resume_at(job, view), view):
             self._ready[job.job_id] = job
 
     def on_start(self, job: JobState, view: ClusterView) -> None:
@@ -399,9 +437,8 @@ class SchedMateSRPT(_SchedMate):
             self._served.append(job.attained_gpu_time)
 
     # -------------------------------------------------------------- keys
-    @staticmethod
-    def predicted_gpu_s(job: JobState) -> float | None:
-        est = job.info.get(_EST)
+    def predicted_gpu_s(self, job: JobState) -> float | None:
+        est = self._jobs[job.job_id].estimate
         return None if est is None else est * job.spec.num_gpus
 
     def key(self, job: JobState, view: ClusterView) -> float:
@@ -410,12 +447,13 @@ class SchedMateSRPT(_SchedMate):
         predicted = self.predicted_gpu_s(job)
         if predicted is not None and predicted - attained > 0:
             return predicted - attained
-        frozen = job.info.get("sm_gittins")
+        state = self._jobs[job.job_id]
+        frozen = state.gittins
         if frozen is not None and frozen[2] == self._fit_n and frozen[3] <= attained < frozen[1]:
             return frozen[0]
         low = 0.0 if attained < 1.0 else 2.0 ** math.floor(math.log2(attained))  # service class
         index = self._fallback.key(low)[0]
-        job.info["sm_gittins"] = (index, max(1.0, 2.0 * low), self._fit_n, low)
+        state.gittins = (index, max(1.0, 2.0 * low), self._fit_n, low)
         return index
 
     def _refit(self) -> None:
@@ -504,7 +542,7 @@ class SchedMateSRPT(_SchedMate):
             if predicted is not None and predicted - attained > 0:
                 cross = min(cross, view.now + (predicted - attained) / n)  # the prediction runs out
                 continue
-            frozen = job.info.get("sm_gittins")
+            frozen = self._jobs[job.job_id].gittins
             if frozen is not None and frozen[1] > attained:
                 cross = min(cross, view.now + (frozen[1] - attained) / n)  # the quantum is used up
             else:  # pure LAS: the key is the attained service itself

@@ -59,12 +59,16 @@ def linear_scaling(spec: JobSpec, n: int) -> float:
 @dataclass(frozen=True)
 class SimConfig:
     """Engine settings. Restart cost applies to every restart (preemption, resize, migration,
-    resubmission after failure): 40 s for jobs up to `large_job_gpus` GPUs, 60 s above."""
+    resubmission after failure): the policy's `Policy.restart_cost`, else the job's
+    `attributes["restart_cost"]`, else 40 s for jobs up to `large_job_gpus` GPUs, 60 s above.
+    `charge_first_launch` charges it on a job's first launch too (a policy whose launch costs a
+    plan search or a checkpoint load, as Arena's and Ares'); off, a first launch is free."""
 
     seed: int = 0
     restart_cost: float = 40.0
     restart_cost_large: float = 60.0
     large_job_gpus: int = 8
+    charge_first_launch: bool = False
     checkpoint_interval: float | None = None  # periodic checkpoints (work-seconds); None: only on preemption
     # A failed job its policy does not resume: None ends it as failed; a delay D means the user
     # resubmits it D seconds later from its last checkpoint, as a new arrival (the policy sees
@@ -116,6 +120,7 @@ class Simulator:
         self.throughput = throughput
         # Shortcut, same numbers: a policy that keeps the default model skips two calls per speed.
         self._default_speed = type(policy).throughput is Policy.throughput
+        self._default_cost = type(policy).restart_cost is Policy.restart_cost
         self._report = report  # called as (jobs ended, jobs total) every 1% of jobs
         specs = sorted(jobs, key=lambda s: (s.submit_time, s.job_id))
         self.jobs: dict[str, JobState] = {}
@@ -316,6 +321,13 @@ class Simulator:
         log.append((t, job.speed, job.progress))
 
     def _restart_cost(self, job: JobState, num_gpus: int) -> float:
+        """The policy's cost (`Policy.restart_cost`), else the engine's default below."""
+        if not self._default_cost:
+            cost = self.policy.restart_cost(job, num_gpus, self.view)
+            if cost is not None:
+                if not cost >= 0.0:  # also rejects NaN
+                    raise ValueError(f"policy {self.policy.name!r}: restart cost {cost} for {job.job_id}")
+                return float(cost)
         own = job.spec.attributes.get("restart_cost")  # measured per application (Sia's artifact)
         if own is not None:
             return float(own)
@@ -330,12 +342,10 @@ class Simulator:
         capacity = int(self.cluster.capacity()[mask].sum()) if mask.any() else 0
         if job.spec.num_gpus > capacity:
             job.cancel_reason = f"asks {job.spec.num_gpus} GPUs; eligible capacity {capacity}"
-            job.info["unschedulable"] = job.cancel_reason  # legacy mirror, read by metrics.py reports
             self._terminate(job, Phase.CANCELLED)  # after the note, so on_finish sees why
             return
         if not self.policy.admit(job, self.view):
             job.cancel_reason = REJECTED
-            job.info["rejected"] = True  # legacy mirror, read by metrics.py reports
             self._terminate(job, Phase.CANCELLED)
             return
         job.phase = Phase.QUEUED
@@ -445,7 +455,10 @@ class Simulator:
         return base.with_gpus(n)
 
     def _launch(self, job: JobState, placement: Placement, phase: Phase) -> None:
-        """Put `job` on `placement` (callers set `job.plan` first: speed models may read it)."""
+        """Put `job` on `placement` (callers set `job.plan` first: speed models may read it).
+
+        The restart cost is asked with the job already placed; `job.first_start` is still None
+        on a first launch (charged only with `SimConfig.charge_first_launch`, not a restart)."""
         restarting = job.first_start is not None  # launched before (run_time may still be 0)
         job.placement = placement
         job.num_gpus = sum(k for _, k in placement)
@@ -454,6 +467,8 @@ class Simulator:
         job.overhead_until = self.now
         if restarting:
             job.restarts += 1
+            job.overhead_until = self.now + self._restart_cost(job, job.num_gpus)
+        elif self.config.charge_first_launch:
             job.overhead_until = self.now + self._restart_cost(job, job.num_gpus)
         if job.first_start is None:
             job.first_start = self.now
@@ -523,7 +538,6 @@ class Simulator:
             if job.colocated_with is None:
                 raise self._bad(d, "job is not co-located")
             job.evictions += 1
-            job.info["evicted"] = True  # legacy mirror for reports
         self._release(job)
         if isinstance(d, Preempt) and d.discard_progress:
             job.wasted_gpu_time += job.progress * job.spec.num_gpus

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import SimResult
+from .engine import REJECTED, SimResult
 from .job import JobState, Phase
 
 
@@ -106,7 +106,7 @@ def _jct(job: JobState) -> float | None:
 def _record(job: JobState, jct: float | None, ftf: float | None) -> JobResult:
     spec = job.spec
     ran = job.first_start is not None
-    note = str(job.info.get("unschedulable") or ("rejected" if job.info.get("rejected") else ""))
+    note = "rejected" if job.cancel_reason == REJECTED else (job.cancel_reason or "")
     return JobResult(
         job_id=spec.job_id,
         submit_time=spec.submit_time,

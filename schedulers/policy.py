@@ -196,6 +196,8 @@ class Policy:
     forwards every method forwards them too:
     - `throughput(job, placement, view)`: the job's speed on a placement (placement-dependent
       speed models such as topology slowdowns or goodput); default `view.base_speed`.
+    - `restart_cost(job, n_gpus, view)`: seconds without progress when `job` (re)launches on
+      `n_gpus`; default None, the engine's own cost (`SimConfig`).
     - `run_stats()`: counters for reports (rounds, solver time, ...); default empty.
 
     Per-job state a policy needs lives in the policy (e.g. `dict[str, MyJobState]`), not in
@@ -217,6 +219,16 @@ class Policy:
         placement-dependent speed; multiply `view.base_speed(job, placement)` to keep the
         engine's scaling and GPU-type speeds."""
         return view.base_speed(job, placement)
+
+    def restart_cost(self, job: JobState, n_gpus: int, view: ClusterView) -> float | None:
+        """Seconds `job` makes no progress after launching on `n_gpus` GPUs; None: the engine's
+        default (the job's `attributes["restart_cost"]`, else `SimConfig`'s 40 s / 60 s).
+
+        Asked at every restart (preemption, resize, migration, requeue), and at a first launch
+        too when `SimConfig.charge_first_launch` is on: then `job.first_start` is still None.
+        The job is already placed (`job.placement`, `job.plan`, `job.phase`: PROFILING for a
+        profiling run), so a cost may depend on the plan, the GPU count or the phase."""
+        return None
 
     def run_stats(self) -> dict[str, Any]:
         """Counters of this run for reports (JSON-serialisable); empty by default."""

@@ -96,6 +96,9 @@ class CheckedPolicy(Policy):
     def run_stats(self) -> dict[str, Any]:
         return self.inner.run_stats()
 
+    def restart_cost(self, job: JobState, n_gpus: int, view: ClusterView) -> float | None:
+        return self.inner.restart_cost(job, n_gpus, view)
+
     # hooks: check, then delegate
     def admit(self, job: JobState, view: ClusterView) -> bool:
         return self.inner.admit(job, view)

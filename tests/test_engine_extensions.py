@@ -2,7 +2,8 @@
 
 The placer sees the job (its plan); speed is the policy's declared `throughput` model (default:
 the engine's scaling, so existing policies run unchanged); an elastic resize keeps progress, pays
-the restart cost and rescales the plan; policies keep typed state; engine facts are typed fields.
+the restart cost and rescales the plan; policies keep typed state; engine facts are typed fields;
+a policy may price its own restarts (`Policy.restart_cost`), also on a first launch when asked.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Sequence
 import pytest
 
 from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.decisions import Decision, InvalidDecision, Start
-from schedmate.schedulers.engine import simulate
+from schedmate.schedulers.decisions import Decision, Evict, InvalidDecision, Start
+from schedmate.schedulers.engine import SimConfig, simulate
 from schedmate.schedulers.job import JobSpec, JobState, ParallelPlan, Phase, Placement, per_gpu_batch
+from schedmate.schedulers.metrics import job_records
 from schedmate.schedulers.placement import Consolidate
 from schedmate.schedulers.policies import FIFO
 from schedmate.schedulers.policy import ClusterView, Policy
@@ -173,10 +175,138 @@ def test_engine_facts_are_typed_fields():
             return job.spec.user != "bob"
 
     jobs = [JobSpec("big", 0, 64, 10), JobSpec("b", 0, 1, 10, user="bob"), JobSpec("ok", 0, 1, 10)]
-    by = {j.job_id: j for j in simulate(jobs, ClusterSpec.parse("1x8"), NoBob()).jobs}
+    result = simulate(jobs, ClusterSpec.parse("1x8"), NoBob())
+    by = {j.job_id: j for j in result.jobs}
     assert by["big"].phase is Phase.CANCELLED and "eligible capacity 8" in (by["big"].cancel_reason or "")
     assert by["b"].cancel_reason and "rejected" in by["b"].cancel_reason
     assert by["ok"].cancel_reason is None and by["ok"].evictions == 0 and by["ok"].failed_node is None
+    assert all(j.info == {} for j in result.jobs)  # no string-keyed copies of the typed facts
+    notes = {r.job_id: r.note for r in job_records(result)}  # the reports read the typed fields
+    assert notes == {"big": "asks 64 GPUs; eligible capacity 8", "b": "rejected", "ok": ""}
+
+
+def test_an_eviction_is_counted_in_the_typed_field_only():
+    class ShareThenEvict(Policy):
+        """a runs alone; b shares its GPU at t=0; b is evicted at t=10 and reruns after a."""
+
+        name = "share-evict"
+
+        def schedule(self, view: ClusterView) -> Sequence[Decision]:
+            plan = view.plan()
+            a, b = view.job("a"), view.job("b")
+            if a.phase is Phase.QUEUED:
+                plan.try_start(a)
+                view.wake_at(0.0)
+            elif b.phase is Phase.QUEUED and b.evictions == 0:
+                plan.colocate(b, a)
+                view.wake_at(10.0)
+            elif view.now == 10.0 and b.colocated_with == "a":
+                return [Evict("b")]
+            elif b.phase is Phase.PREEMPTED and a.phase.is_terminal:
+                plan.try_start(b)
+            return plan.decisions
+
+    jobs = [JobSpec("a", 0, 1, 100), JobSpec("b", 0, 1, 100)]
+    by = {j.job_id: j for j in simulate(jobs, ClusterSpec.parse("1x1"), ShareThenEvict()).jobs}
+    assert by["b"].evictions == 1 and by["a"].evictions == 0 and by["b"].restarts == 1
+    assert by["a"].info == {} and by["b"].info == {}
+
+
+# ---------------------------------------------------------------- restart cost: a policy capability
+
+
+class PreemptOnce(FIFO):
+    """FIFO that preempts every running job at t=100 once (it restarts at once), with a launch
+    cost of `per_gpu` seconds per GPU, or the engine's default where `per_gpu` is None."""
+
+    name = "preempt-once"
+
+    def __init__(self, per_gpu: float | None) -> None:
+        super().__init__()
+        self.per_gpu = per_gpu
+        self.asked: list[tuple[str, int, bool, Phase, int]] = []  # (job, n, first launch?, phase, GPUs held)
+        self.preempted = False
+
+    def restart_cost(self, job: JobState, n_gpus: int, view: ClusterView) -> float | None:
+        self.asked.append((job.job_id, n_gpus, job.first_start is None, job.phase, job.num_gpus))
+        return None if self.per_gpu is None else self.per_gpu * n_gpus
+
+    def schedule(self, view: ClusterView) -> Sequence[Decision]:
+        if view.now == 100.0 and not self.preempted:
+            self.preempted = True
+            plan = view.plan()
+            for job in list(view.running()):
+                plan.preempt(job)
+            return plan.decisions
+        if view.now < 100.0:
+            view.wake_at(100.0)
+        return super().schedule(view)
+
+    def on_requeue(self, job: JobState, view: ClusterView) -> None:
+        view.wake_at(view.now)
+
+
+@pytest.mark.parametrize(("per_gpu", "gpus", "end"), [(2.0, 4, 1008.0), (3.0, 16, 1048.0), (None, 4, 1040.0), (None, 16, 1060.0)])
+def test_the_policys_restart_cost_replaces_the_engines_and_none_keeps_it(per_gpu, gpus, end):
+    # Preempted at 100 with 100 s done; relaunched at once: cost + 900 s. None: 40 s / 60 s above 8 GPUs.
+    policy = PreemptOnce(per_gpu)
+    (job,) = simulate([JobSpec("j", 0, gpus, 1000)], ClusterSpec.parse("2x8"), policy).jobs
+    assert job.end_time == pytest.approx(end) and job.restarts == 1
+    assert policy.asked == [("j", gpus, False, Phase.RUNNING, gpus)]  # a restart only: the first launch is free
+
+
+def test_none_also_keeps_the_jobs_own_restart_cost_attribute():
+    (job,) = simulate([JobSpec("j", 0, 4, 1000, attributes={"restart_cost": 5.0})], ClusterSpec.parse("1x8"),
+                      PreemptOnce(None)).jobs
+    assert job.end_time == pytest.approx(1005.0)
+
+
+@pytest.mark.parametrize(("per_gpu", "first"), [(2.0, 8.0), (None, 40.0)])
+def test_charge_first_launch_charges_the_same_cost_on_a_first_launch(per_gpu, first):
+    policy = PreemptOnce(per_gpu)
+    config = SimConfig(charge_first_launch=True)
+    (job,) = simulate([JobSpec("j", 0, 4, 1000)], ClusterSpec.parse("1x8"), policy, config).jobs
+    # no progress before `first`; 100 - first done at the preemption; relaunch pays again
+    assert job.speed_log[0] == (first, 1.0, 0.0)
+    assert job.end_time == pytest.approx(100 + first + 1000 - (100 - first)) and job.restarts == 1
+    assert [first_launch for _, _, first_launch, _, _ in policy.asked] == [True, False]
+
+
+def test_a_first_launch_cost_can_depend_on_the_phase_and_a_negative_cost_is_refused():
+    class ProfiledFree(Policy):
+        """Profiles j on 1 GPU for 10 s (free), stops it, then runs it on 4 (30 s: a restart)."""
+
+        name = "profiled-free"
+
+        def restart_cost(self, job, n_gpus, view):
+            return 0.0 if job.phase is Phase.PROFILING else 7.5 * n_gpus
+
+        def schedule(self, view):
+            plan = view.plan()
+            job = view.job("j")
+            if job.phase is Phase.QUEUED:
+                plan.try_start(job, 1, profiling=True)
+                view.wake_at(10.0)
+            elif job.phase is Phase.PROFILING and view.now == 10.0:
+                plan.preempt(job)
+            elif job.phase is Phase.PREEMPTED:
+                plan.try_start(job)
+            return plan.decisions
+
+        def on_requeue(self, job, view):
+            view.wake_at(view.now)
+
+    config = SimConfig(charge_first_launch=True)
+    (job,) = simulate([JobSpec("j", 0, 4, 400)], ClusterSpec.parse("1x4"), ProfiledFree(), config).jobs
+    # 10 s on 1 GPU = 2.5 s of 4-GPU work; then 30 s restart on 4 GPUs; 397.5 s left
+    assert job.first_start == 0.0 and job.end_time == pytest.approx(10 + 30 + 397.5)
+
+    class Negative(FIFO):
+        def restart_cost(self, job, n_gpus, view):
+            return -1.0
+
+    with pytest.raises(ValueError, match="restart cost"):
+        simulate([JobSpec("j", 0, 1, 10)], ClusterSpec.parse("1x1"), Negative(), config)
 
 
 def test_run_stats_is_a_method_with_an_empty_default():

@@ -143,7 +143,8 @@ def test_a_cordon_by_the_policy_stops_the_follow_up_failures() -> None:
             self.pending: list[int] = []
 
         def on_failure(self, job: JobState, view: Any) -> bool:
-            self.pending.append(job.info["failed_node"])
+            assert job.failed_node is not None  # the world names the host whose task died
+            self.pending.append(job.failed_node)
             return False
 
         def schedule(self, view: Any) -> Any:

@@ -137,7 +137,9 @@ def test_profiler_serves_least_gpu_first_and_short_jobs_finish_in_the_pool():
     assert all(nodes == (0,) for *_, nodes in trace.starts)  # never on the main node
     stats = policy.profiler.stats
     assert (stats.profiled, stats.finished_in_profiler, stats.moved_on) == (3, 3, 0)
-    assert jobs["A"].info["lucid_metrics"] == TABLE.lookup(LIGHT) and "lucid_metrics" not in jobs["B"].info
+    assert policy.profiler.measured("A") == TABLE.lookup(LIGHT) and policy.profiler.measured("B") is None
+    run_a = policy.profiler.run_of("A")
+    assert run_a is not None and run_a.started == 40 and run_a.key is None  # left the queue when it started
 
 
 def test_profiler_order_is_strict_a_job_that_does_not_fit_blocks_larger_ones_behind_it():
@@ -170,7 +172,8 @@ def test_a_job_longer_than_t_prof_is_cut_and_moves_to_the_main_pool(keep):
     assert (stats.finished_in_profiler, stats.moved_on, stats.gpu_seconds) == (1, 1, 160)
     assert stats.lost_gpu_seconds == (100 if discards else 0)
     assert jobs["L"].wasted_gpu_time == (100 if discards else 0)
-    assert jobs["L"].info["lucid_features"][5:] == tuple(TABLE.lookup(MEDIUM).as_list())  # profiled metrics
+    features = policy.job_state("L").features
+    assert features is not None and features[5:] == tuple(TABLE.lookup(MEDIUM).as_list())  # profiled metrics
 
 
 def test_jobs_larger_than_scale_times_factor_skip_profiling():
@@ -399,7 +402,8 @@ def test_priority_is_estimated_duration_times_gpus():
     policy = Known()
     jobs = run(policy, [JobSpec("a", 0, 1, 300), JobSpec("b", 0, 4, 100)], cluster="1x4")
     # b: 100 x 4 = 400 > a: 300 x 1: a starts first; b cannot start beside it (3 GPUs free).
-    assert jobs["a"].info["lucid_priority"] == 300 and jobs["b"].info["lucid_priority"] == 400
+    assert policy.job_state("a").priority == 300 and policy.job_state("b").priority == 400
+    assert policy.job_state("a").key is None and policy.job_state("b").stage == "running"  # both left the queue
     assert ends(jobs) == {"a": 300, "b": 400}
 
 
@@ -450,5 +454,5 @@ def test_end_to_end_lucid_packs_and_beats_fifo_on_a_synthetic_trace():
     print(f"mean JCT on 400 synthetic jobs: {jct}; Lucid {policy.info()}")
     assert policy.packed > 0 and policy.profiler.stats.finished_in_profiler > 0
     assert jct["lucid"] < jct["fifo"]
-    shared = [j for j in results["lucid"].jobs if "lucid_packed_with" in j.info]
+    shared = [j for j in results["lucid"].jobs if policy.job_state(j.job_id).packed_with is not None]
     assert len(shared) == policy.packed and all(j.spec.num_gpus <= 8 for j in shared)

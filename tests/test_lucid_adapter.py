@@ -121,12 +121,13 @@ def test_a_matched_job_skips_the_profiler_and_is_ranked_by_the_advisors_duration
     # estimate comes from the EBM, not from any advice.
     source = FixedInsights({"M": match(123.0), "U": NO_MATCH})
     policy = Spy(source, prof_scale=1, t_prof=100, packing=False)
-    jobs = run(policy, [JobSpec("M", 0, 1, 300, attributes=LIGHT), JobSpec("U", 0, 1, 300, attributes=LIGHT)], "2x4")
+    run(policy, [JobSpec("M", 0, 1, 300, attributes=LIGHT), JobSpec("U", 0, 1, 300, attributes=LIGHT)], "2x4")
     assert (0, "M", Phase.RUNNING) in policy.starts and (0, "U", Phase.PROFILING) in policy.starts
     assert not any(j == "M" and p is Phase.PROFILING for _, j, p in policy.starts)
-    assert jobs["M"].info["lucid_estimate"] == 123.0 and jobs["U"].info["lucid_estimate"] != 123.0
-    assert jobs["M"].info["lucid_features"][5:] == tuple(ADVISED.as_list())
-    assert "lucid_metrics" not in jobs["M"].info and jobs["U"].info["lucid_metrics"] == TABLE.lookup(LIGHT)
+    m, u = policy.job_state("M"), policy.job_state("U")
+    assert m.estimate == 123.0 and u.estimate != 123.0
+    assert m.features is not None and m.features[5:] == tuple(ADVISED.as_list())
+    assert policy.profiler.measured("M") is None and policy.profiler.measured("U") == TABLE.lookup(LIGHT)
     sm = policy.info()["schedmate"]
     assert (sm["advised"], sm["matched"], sm["bypassed"], sm["advisor_estimated"]) == (2, 1, 1, 1)
     assert sm["profiler_gpu_s_saved"] == 100.0  # min(T_prof, 300 s) x 1 GPU
@@ -137,9 +138,9 @@ def test_a_matched_job_skips_the_profiler_and_is_ranked_by_the_advisors_duration
 def test_an_incomplete_advised_profile_is_not_used_the_job_is_profiled_but_its_duration_is():
     partial = AdvisorInsight(("h",), 77.0, 77.0, sm_util=40.0, metrics={})
     policy = Spy(FixedInsights({"J": partial}), prof_scale=1, t_prof=100, packing=False)
-    jobs = run(policy, [JobSpec("J", 0, 1, 300, attributes=LIGHT)], "2x4")
+    run(policy, [JobSpec("J", 0, 1, 300, attributes=LIGHT)], "2x4")
     assert policy.starts[0] == (0, "J", Phase.PROFILING)
-    assert jobs["J"].info["lucid_estimate"] == 77.0
+    assert policy.job_state("J").estimate == 77.0
 
 
 def test_metrics_from_advice_reads_aliases_and_needs_all_four():
@@ -166,7 +167,7 @@ def test_unmatched_estimates_are_put_on_the_advisors_scale(calibrate):
     class Seen(Spy):
         def estimate_duration(self, job, view):
             self.ebm = getattr(self, "ebm", {})
-            (self.ebm[job.job_id],) = self.estimator.predict_many([job.info["lucid_features"]])
+            (self.ebm[job.job_id],) = self.estimator.predict_many([self.job_state(job.job_id).features])
             advice = self._advice.get(job.job_id)
             if advice is not None and advice.matched:  # advised = 7x the EBM, whatever it says
                 self._advice[job.job_id] = match(7.0 * self.ebm[job.job_id])
@@ -177,9 +178,9 @@ def test_unmatched_estimates_are_put_on_the_advisors_scale(calibrate):
     advised = {f"M{i}": match(1.0) for i in range(12)} | {"U": NO_MATCH}
     flags = Flags(bypass_profiling=False, packing_cancellation=False, calibrate_fallback=calibrate)
     policy = Seen(FixedInsights(advised), flags=flags, prof_scale=1, packing=False)
-    jobs = run(policy, trace, "2x4")
+    run(policy, trace, "2x4")
     scale = 7.0 if calibrate else 1.0
-    assert jobs["U"].info["lucid_estimate"] == pytest.approx(scale * policy.ebm["U"], rel=1e-6)
+    assert policy.job_state("U").estimate == pytest.approx(scale * policy.ebm["U"], rel=1e-6)
     assert policy.info()["schedmate"]["fallback_scale"] == pytest.approx(scale, rel=1e-6)
 
 
@@ -196,11 +197,11 @@ def test_a_match_predicted_to_end_within_t_prof_still_goes_through_the_profiler(
 def test_each_enhancement_can_run_alone():
     source = FixedInsights({"M": match(323.0)})
     only_duration = Spy(source, flags=Flags.only("advisor_duration"), prof_scale=1, packing=False)
-    jobs = run(only_duration, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
-    assert only_duration.starts[0][2] is Phase.PROFILING and jobs["M"].info["lucid_estimate"] == 323.0
+    run(only_duration, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
+    assert only_duration.starts[0][2] is Phase.PROFILING and only_duration.job_state("M").estimate == 323.0
     only_bypass = Spy(source, flags=Flags.only("bypass_profiling"), prof_scale=1, packing=False)
-    jobs = run(only_bypass, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
-    assert only_bypass.starts[0][2] is Phase.RUNNING and jobs["M"].info["lucid_estimate"] != 323.0
+    run(only_bypass, [JobSpec("M", 0, 1, 300, attributes=LIGHT)], "2x4")
+    assert only_bypass.starts[0][2] is Phase.RUNNING and only_bypass.job_state("M").estimate != 323.0
     with pytest.raises(ValueError):
         Flags.only("everything")
 
@@ -222,7 +223,8 @@ def test_a_bad_packing_evicts_the_newcomer_once_and_it_is_never_packed_again():
     jobs = run(policy, PAIR, factor=0.4)
     assert ends(jobs) == {"A": 1036.0, "B": 1576.0}
     assert source.track_calls == [("A", 0.4, 60.0)]  # A only, one check
-    assert jobs["B"].info["lucid_no_pack"] and jobs["B"].restarts == 1
+    assert policy.job_state("B").no_pack and not policy.job_state("A").no_pack and jobs["B"].restarts == 1
+    assert policy.evicted == {"B"} and jobs["B"].evictions == 0  # a Preempt that discards its progress, not an Evict
     assert jobs["B"].wasted_gpu_time == pytest.approx(24.0) and jobs["A"].restarts == 0
     sm = policy.info()["schedmate"]
     assert (sm["packs"], sm["checks"], sm["evictions"], sm["untracked"]) == (1, 1, 1, 0)
@@ -232,8 +234,8 @@ def test_a_bad_packing_evicts_the_newcomer_once_and_it_is_never_packed_again():
 @pytest.mark.parametrize(("factor", "theta", "evicted"), [(0.6, 0.5, False), (0.6, 0.65, True), (0.5, 0.5, False)])
 def test_the_pair_is_kept_unless_the_ratio_falls_below_theta(factor, theta, evicted):
     policy = Spy(FixedInsights(dict(KNOWN)), cancellation=Cancellation(theta=theta))
-    jobs = run(policy, PAIR, factor=factor)
-    assert bool(jobs["B"].info.get("sm_evicted")) is evicted
+    run(policy, PAIR, factor=factor)
+    assert ("B" in policy.evicted) is evicted and policy.job_state("B").no_pack is evicted
     assert policy.info()["schedmate"]["evictions"] == int(evicted)
 
 
@@ -252,8 +254,8 @@ def test_an_untracked_pair_is_kept_after_the_retries():
 def test_no_reading_after_packing_keeps_the_pair():
     source = FixedInsights(dict(KNOWN), reads_after=False)
     policy = Spy(source, cancellation=Cancellation(retries=0))
-    jobs = run(policy, PAIR, factor=0.4)
-    assert not jobs["B"].info.get("sm_evicted") and len(source.track_calls) == 1
+    run(policy, PAIR, factor=0.4)
+    assert not policy.evicted and len(source.track_calls) == 1
     assert policy.info()["schedmate"]["no_reading_after"] == 1
 
 
@@ -283,7 +285,7 @@ def test_eviction_can_keep_progress_with_the_engines_evict():
     jobs = run(policy, PAIR, factor=0.4)
     # B keeps its 24 s: it reruns 476 s after the restart cost: 1036 + 40 + 476 = 1552.
     assert ends(jobs) == {"A": 1036.0, "B": 1552.0}
-    assert jobs["B"].wasted_gpu_time == 0 and jobs["B"].info["evicted"]
+    assert jobs["B"].wasted_gpu_time == 0 and jobs["B"].evictions == 1 and policy.evicted == {"B"}
 
 
 # ======================================================================== no information = Lucid
@@ -307,10 +309,11 @@ def mixed_trace(n: int, seed: int = 0) -> list[JobSpec]:
 @pytest.mark.parametrize("source", [NullInsights(), OracleInsights(detection_rate=0.0)], ids=["null", "oracle-d0"])
 def test_with_nothing_detected_lucid_schedmate_is_plain_lucid(source):
     trace = mixed_trace(120)
-    plain = run(Lucid(table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100), trace, "3x4", factor=0.5)
+    lucid = Lucid(table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100)
+    plain = run(lucid, trace, "3x4", factor=0.5)
     adapted = run(LucidSchedMate(source, table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100), trace, "3x4", factor=0.5)
     assert ends(adapted) == ends(plain)
-    assert sum(j.info.get("lucid_packed_with") is not None for j in plain.values()) > 0  # packing did happen
+    assert sum(lucid.job_state(k).packed_with is not None for k in plain) > 0  # packing did happen
 
 
 def test_with_everything_detected_an_oracle_saves_profiling_and_evicts_bad_pairs():
@@ -322,7 +325,7 @@ def test_with_everything_detected_an_oracle_saves_profiling_and_evicts_bad_pairs
     trace = mixed_trace(120)
     oracle = OracleInsights(detection_rate=1.0, metrics_of=lambda s: asdict(TABLE.lookup(s.attributes)))
     policy = Packings(oracle, table=TABLE, ebm=EBMConfig.fast(), prof_scale=1, t_prof=100)
-    jobs = run(policy, trace, "3x4", factor=0.3)
+    run(policy, trace, "3x4", factor=0.3)
     sm = policy.info()["schedmate"]
     short = sum(s.duration <= 100 for s in trace)  # these still finish inside the profiler
     assert sm["bypassed"] == 120 - short and sm["kept_short_in_profiler"] == short
@@ -330,7 +333,7 @@ def test_with_everything_detected_an_oracle_saves_profiling_and_evicts_bad_pairs
     # a host packed at 0.3 straight after a previous partner left shows no change in its log
     # (0.3 before and after): only pairs that slowed a host running alone are evicted
     assert 0 < sm["evictions"] == sum(r < 0.5 for r in policy.sm.ratios) < sm["checks"]
-    evicted = {k for k, j in jobs.items() if j.info.get("sm_evicted")}
+    evicted = policy.evicted
     assert len(evicted) == sm["evictions"]  # each evicted once
     for job_id in evicted:  # ... and never part of a packing after its eviction
         assert [p for p in policy.pairs if job_id in p[1:]] == [p for p in policy.pairs if p[1] == job_id][:1]

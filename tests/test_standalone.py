@@ -123,10 +123,11 @@ def test_unmatched_job_falls_back_to_the_history_of_finished_jobs() -> None:
     # ahead of a matched 100 s estimate and behind a matched 20 s one.
     specs = [job("seen", 0, 50), job("blocker", 60, 1000), job("matched", 61, 10), job("unmatched", 62, 10), job("tiny", 63, 10)]
     policy = Spy(TableInsights({"seen": 50.0, "blocker": 1.0, "matched": 100.0, "tiny": 20.0}))
-    jobs = run(specs, policy)
+    run(specs, policy)
     assert start_order(policy) == ["seen", "blocker", "tiny", "unmatched", "matched"]
-    assert jobs["unmatched"].info["sm_estimate_source"] == "history"
-    assert jobs["matched"].info["sm_estimate_source"] == "advisor"
+    assert policy.job_state("unmatched").source == "history" and policy.job_state("unmatched").estimate == pytest.approx(50.0)
+    assert policy.job_state("matched").source == "advisor" and policy.job_state("matched").estimate == 100.0
+    assert policy.estimate_source("matched") == "advisor" and policy.estimate_source("never-arrived") is None
 
 
 def test_unmatched_job_without_any_history_gets_the_600s_prior() -> None:
@@ -286,15 +287,14 @@ def test_waiting_jobs_are_re_estimated_once_history_has_grown() -> None:
 
     policy = SchedMateSRPT(Changing(), StandaloneConfig())
     waiting = JobState(job("w", 0, 10))
-    waiting.info["sm_features"] = []
     policy._ask(waiting)
     policy._ready["w"] = waiting
     policy._recorded = 19
     policy._reestimate()
-    assert waiting.info["sm_estimate"] == 100.0  # not yet: 19 finished jobs since the last ask
+    assert policy.job_state("w").estimate == 100.0  # not yet: 19 finished jobs since the last ask
     policy._recorded = 20
     policy._reestimate()
-    assert waiting.info["sm_estimate"] == 200.0
+    assert policy.job_state("w").estimate == 200.0 and policy.job_state("w").source == "advisor"
 
 
 @pytest.mark.parametrize("cls", [SchedMateSRPT, StandaloneSchedMate])

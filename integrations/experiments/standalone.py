@@ -367,7 +367,7 @@ def _extra(result: SimResult, summary: Summary, policy: Policy, world: FailureWo
            and j.end_time is not None]
     out["mean_jct_infra_hit"] = float(np.mean([j.end_time - j.spec.submit_time for j in hit])) if hit else 0.0
     if isinstance(policy, (StandaloneSchedMate, SchedMateSRPT)) and not isinstance(policy, OracleSRTF):
-        states = [j.info.get("sm_estimate_source") for j in result.jobs]
+        states = [policy.estimate_source(j.job_id) for j in result.jobs]
         out["advisor_share"] = states.count("advisor") / len(states) if states else 0.0
         out["fh"] = policy.counters.as_dict()
         stats = policy.source.stats() if hasattr(policy.source, "stats") else {}

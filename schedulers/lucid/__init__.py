@@ -9,8 +9,8 @@ from .data import Metrics, WorkloadTable, assign_workloads, load_default_table
 from .estimator import DurationEstimator, EBMConfig
 from .interference import LucidInterference
 from .packing import BinderRules, PackInfo, PackingAnalyzer, auto_label, auto_labels
-from .policy import Lucid
-from .profiler import ENGINE_CAN_DISCARD, Profiler
+from .policy import Lucid, LucidJob
+from .profiler import ENGINE_CAN_DISCARD, ProfileRun, Profiler
 from .throttle import SubmissionForecaster, Throttle
 
 __all__ = [
@@ -19,10 +19,12 @@ __all__ = [
     "DurationEstimator",
     "EBMConfig",
     "Lucid",
+    "LucidJob",
     "LucidInterference",
     "Metrics",
     "PackInfo",
     "PackingAnalyzer",
+    "ProfileRun",
     "Profiler",
     "SubmissionForecaster",
     "Throttle",

@@ -42,7 +42,11 @@ A `profiler` passed to the constructor replaces the default one (e.g. one whose 
 carry a warm-up bias); it is used as given.
 
 Jobs that come back to the queue (an adapter's `Evict`, a preemption) rejoin the main queue and
-are re-estimated; a job marked `job.info["lucid_no_pack"] = True` is never packed again.
+are re-estimated; a job whose state says `no_pack` (`job_state(job_id).no_pack = True`) is never
+packed again.
+
+Per-job state is Lucid's own (`LucidJob`, `job_state(job_id)`; the profiler's: `Profiler.run_of`,
+`Profiler.measured`), never `job.info`; it stays after a job ends, for reports and tests.
 
 **Where this differs from Lucid's simulator** (each documented in its module):
 
@@ -63,7 +67,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -72,13 +77,29 @@ from ..decisions import Decision
 from ..job import JobState, Phase
 from ..policy import ClusterView, Plan, Policy
 from .data import Metrics, WorkloadTable, load_default_table
-from .estimator import DurationEstimator, EBMConfig, job_features
+from .estimator import DurationEstimator, EBMConfig, Row, job_features
 from .packing import BinderRules, PackInfo, PackingAnalyzer
 from .profiler import MaskedPlacer, Profiler
 from .throttle import SubmissionForecaster, Throttle
 
 _DEFAULT: Any = object()
 MainKey = tuple[float, int, str]  # (priority, entry sequence, job id)
+Stage = Literal["new", "held", "queued-profiling", "profiling", "queued", "running"]
+
+
+@dataclass(slots=True)
+class LucidJob:
+    """Lucid's state of one job (the main queue's view; the profiler keeps its own)."""
+
+    stage: Stage = "new"
+    features: Row | None = None  # the EBM's input row, set at each entry to the main queue
+    entry: int = 0  # main-queue entry sequence: ties go to the earlier entry
+    estimate: float | None = None  # estimated duration (s): EBM, or an adapter's
+    priority: float | None = None  # estimate × GPUs; None until first estimated
+    key: MainKey | None = None  # live main-queue key; None while not in the main queue
+    packed_with: str | None = None  # host of the last packing
+    no_pack: bool = False  # never packed again (e.g. evicted by an adapter)
+    oversize: bool | None = None  # needs more GPUs than the main pool has (cached)
 
 
 class Lucid(Policy):
@@ -111,6 +132,7 @@ class Lucid(Policy):
         self.rules = rules or BinderRules()
         self.packed = 0  # jobs started on another job's GPUs
         self.passes = {"packing": 0, "exclusive": 0}
+        self._jobs: dict[str, LucidJob] = {}
         self._groups: dict[int, SortedList] = {}  # GPUs → main-queue keys
         self._pending: list[str] = []  # entered the main queue since the last pass, not yet estimated
         self._held: list[tuple[float, str]] = []  # (release time, job id): arrival delays
@@ -120,6 +142,17 @@ class Lucid(Policy):
         self._main_mask: np.ndarray = np.zeros(0, dtype=bool)
         self._main_placer: MaskedPlacer | None = None
 
+    # ======================================================================== state
+    def job_state(self, job_id: str) -> LucidJob:
+        """Lucid's state of a job it has seen (KeyError otherwise)."""
+        return self._jobs[job_id]
+
+    def _state(self, job: JobState) -> LucidJob:
+        state = self._jobs.get(job.job_id)
+        if state is None:
+            state = self._jobs[job.job_id] = LucidJob()
+        return state
+
     # ======================================================================== extension points
     def should_profile(self, job: JobState, view: ClusterView) -> bool:
         """Send `job` to the profiler first? Lucid: if it is small enough and fits the pool."""
@@ -127,7 +160,7 @@ class Lucid(Policy):
 
     def known_metrics(self, job: JobState) -> Metrics | None:
         """The job's single-job metrics: what its profiling run measured, or None."""
-        return job.info.get("lucid_metrics")
+        return self.profiler.metrics.get(job.spec.job_id)
 
     def sharing_score(self, job: JobState) -> int | None:
         metrics = self.known_metrics(job)
@@ -140,7 +173,8 @@ class Lucid(Policy):
         return None
 
     def can_pack(self, job: JobState, view: ClusterView) -> bool:
-        return not job.info.get("lucid_no_pack", False)
+        state = self._jobs.get(job.spec.job_id)
+        return state is None or not state.no_pack
 
     def packing_enabled(self, view: ClusterView) -> bool:
         return self.throttle.packing_enabled(view.now)
@@ -149,7 +183,7 @@ class Lucid(Policy):
         """`job` now shares the GPUs of `host` (called once the engine has applied it)."""
 
     def adjust_estimates(self, estimated: list[JobState], view: ClusterView) -> None:
-        """Called with the jobs the EBM just estimated (`info["lucid_estimate"]`), before their
+        """Called with the jobs the EBM just estimated (`job_state(id).estimate`), before their
         priorities are set; an adapter may rescale them (e.g. onto its own estimates' scale)."""
 
     def arrival_delay(self, job: JobState, view: ClusterView) -> float:
@@ -171,7 +205,7 @@ class Lucid(Policy):
         self.throttle.forecaster.observe(view.now)
         delay = self.arrival_delay(job, view)
         if delay > 0:
-            job.info["lucid_stage"] = "held"
+            self._state(job).stage = "held"
             heapq.heappush(self._held, (view.now + delay, job.job_id))
             view.wake_at(view.now + delay)
             return
@@ -179,7 +213,7 @@ class Lucid(Policy):
 
     def _route(self, job: JobState, view: ClusterView) -> None:
         if self.should_profile(job, view):
-            job.info["lucid_stage"] = "queued-profiling"
+            self._state(job).stage = "queued-profiling"
             self.profiler.enqueue(job)
         else:
             self.profiler.stats.skipped += 1
@@ -193,63 +227,68 @@ class Lucid(Policy):
                 self._route(job, view)
 
     def on_start(self, job: JobState, view: ClusterView) -> None:
+        state = self._state(job)
         if job.phase is Phase.PROFILING:
-            job.info["lucid_stage"] = "profiling"
+            state.stage = "profiling"
             self.profiler.on_start(job, view)
             return
-        job.info["lucid_stage"] = "running"
-        key = job.info.pop("lucid_key", None)
-        if key is not None:
-            self._groups[job.spec.num_gpus].discard(key)
+        state.stage = "running"
+        if state.key is not None:
+            self._groups[job.spec.num_gpus].discard(state.key)
+            state.key = None
         if job.colocated_with is not None:
             host = view.job(job.colocated_with)
-            job.info["lucid_packed_with"] = host.job_id
+            state.packed_with = host.job_id
             self.packed += 1
             self.on_packed(job, host, view)
 
     def on_requeue(self, job: JobState, view: ClusterView) -> None:
-        if job.info.get("lucid_stage") == "profiling":
+        if self._state(job).stage == "profiling":
             self.profiler.on_leave(job, view, finished=False)
         self._to_main(job)
         view.wake_at(view.now)  # the engine applies decisions after `schedule`: look again now
 
     def on_finish(self, job: JobState, view: ClusterView) -> None:
-        if job.info.get("lucid_stage") == "profiling":
+        state = self._jobs.get(job.job_id)  # None: cancelled at submission, never seen
+        if state is not None and state.stage == "profiling":
             self.profiler.on_leave(job, view, finished=True)
         self.profiler.drop(job)
-        key = job.info.pop("lucid_key", None)
-        if key is not None:
-            self._groups[job.spec.num_gpus].discard(key)
+        if state is not None and state.key is not None:
+            self._groups[job.spec.num_gpus].discard(state.key)
+            state.key = None
         if job.first_start is None:
             return  # never ran (cancelled at submission): nothing to learn
-        row = job.info.get("lucid_features") or job_features(job.spec, self.known_metrics(job))
+        features = state.features if state is not None else None
+        row = features or job_features(job.spec, self.known_metrics(job))
         self.estimator.observe(job.job_id, row, job.spec.duration, view.now)
 
     # ======================================================================== main queue
     def _to_main(self, job: JobState) -> None:
-        job.info["lucid_stage"] = "queued"
+        self._state(job).stage = "queued"
         self._pending.append(job.job_id)
 
     def _insert(self, job: JobState) -> None:
-        key = (job.info["lucid_priority"], job.info["lucid_entry"], job.job_id)
-        job.info["lucid_key"] = key
-        self._groups.setdefault(job.spec.num_gpus, SortedList()).add(key)
+        state = self._jobs[job.job_id]
+        assert state.priority is not None
+        state.key = (state.priority, state.entry, job.job_id)
+        self._groups.setdefault(job.spec.num_gpus, SortedList()).add(state.key)
 
     def _estimate(self, jobs: list[JobState], view: ClusterView) -> None:
-        """Set `lucid_priority` = estimated duration × GPUs; the EBM sees all of them at once."""
+        """Set each job's priority = estimated duration × GPUs; the EBM sees all of them at once."""
         need = []
         for job in jobs:
             hint = self.estimate_duration(job, view)
             if hint is None:
                 need.append(job)
             else:
-                job.info["lucid_estimate"] = float(hint)
-        preds = self.estimator.predict_many([j.info["lucid_features"] for j in need])
+                self._jobs[job.job_id].estimate = float(hint)
+        preds = self.estimator.predict_many([self._jobs[j.job_id].features for j in need])  # type: ignore[misc]
         for job, est in zip(need, preds, strict=True):
-            job.info["lucid_estimate"] = est
+            self._jobs[job.job_id].estimate = est
         self.adjust_estimates(need, view)
         for job in jobs:
-            job.info["lucid_priority"] = job.info["lucid_estimate"] * job.spec.num_gpus
+            state = self._jobs[job.job_id]
+            state.priority = state.estimate * job.spec.num_gpus  # type: ignore[operator]
 
     def _flush(self, view: ClusterView) -> None:
         """Estimate the jobs that entered the main queue since the last pass, in one batch; after
@@ -257,11 +296,12 @@ class Lucid(Policy):
         fresh, seen = [], set()
         for job_id in self._pending:
             job = view.job(job_id)
-            if job.phase.is_waiting and "lucid_key" not in job.info and job_id not in seen:
+            state = self._state(job)
+            if job.phase.is_waiting and state.key is None and job_id not in seen:
                 seen.add(job_id)
-                job.info["lucid_features"] = job_features(job.spec, self.known_metrics(job))
+                state.features = job_features(job.spec, self.known_metrics(job))
                 self._seq += 1
-                job.info["lucid_entry"] = self._seq  # ties go to the earlier entry
+                state.entry = self._seq  # ties go to the earlier entry
                 fresh.append(job)
         self._pending.clear()
         if self.estimator.fits != self._fits_seen:
@@ -269,7 +309,7 @@ class Lucid(Policy):
             queued = [view.job(k[2]) for g in self._groups.values() for k in g]
             self._groups.clear()
             for job in queued:
-                del job.info["lucid_key"]
+                self._jobs[job.job_id].key = None
             fresh = queued + fresh
         if fresh:
             self._estimate(fresh, view)
@@ -286,32 +326,32 @@ class Lucid(Policy):
 
     def _oversize(self, job: JobState, view: ClusterView) -> bool:
         """Needs more GPUs than the main pool has: may use the profiling pool too."""
-        flag = job.info.get("lucid_oversize")
-        if flag is None:
-            flag = job.spec.num_gpus > self._main_capacity(job, view.cluster)
-            job.info["lucid_oversize"] = flag
-        return bool(flag)
+        state = self._state(job)
+        if state.oversize is None:
+            state.oversize = job.spec.num_gpus > self._main_capacity(job, view.cluster)
+        return state.oversize
 
-    def _pack_info(self, job: JobState) -> PackInfo | None:
+    def _pack_info(self, job: JobState, priority: float | None = None) -> PackInfo | None:
         """What the binder needs, or None when the job's memory or score is unknown."""
         metrics = self.known_metrics(job)
         score = self.sharing_score(job) if metrics is not None else None
         if metrics is None or score is None:
             return None
-        return PackInfo(job.spec.num_gpus, metrics.gmem, score, job.info["lucid_priority"])
+        if priority is None:
+            priority = self._jobs[job.spec.job_id].priority
+        return PackInfo(job.spec.num_gpus, metrics.gmem, score, priority)  # type: ignore[arg-type]
 
     def _host_info(self, job: JobState, view: ClusterView) -> PackInfo | None:
-        """Pack info of a running job that may host a partner now, else None."""
-        if not (
-            job.phase is Phase.RUNNING
-            and job.colocated_with is None
-            and job.num_gpus <= self.rules.max_gpus
-            and "lucid_priority" in job.info
-            and all(self._main_mask[n] for n, _ in job.placement)
-            and self.can_pack(job, view)
-        ):
+        """Pack info of a running job that may host a partner now, else None (the hot path of
+        a packing pass: one call per running job)."""
+        if job.phase is not Phase.RUNNING or job.colocated_with is not None or job.num_gpus > self.rules.max_gpus:
             return None
-        return self._pack_info(job)
+        state = self._jobs.get(job.spec.job_id)
+        if state is None or state.priority is None:
+            return None
+        if not (all(self._main_mask[n] for n, _ in job.placement) and self.can_pack(job, view)):
+            return None
+        return self._pack_info(job, state.priority)
 
     # ======================================================================== scheduling
     def schedule(self, view: ClusterView) -> Sequence[Decision]:

@@ -83,6 +83,14 @@ class ProfilerStats:
         return {k: round(v, 1) if isinstance(v, float) else v for k, v in self.__dict__.items()}
 
 
+@dataclass(slots=True)
+class ProfileRun:
+    """The profiler's state of one job: its queue key while queued, and its last run's start."""
+
+    key: tuple[int, int, str] | None = None  # (GPUs, arrival sequence, job id): Least-GPU-First
+    started: float | None = None
+
+
 @dataclass
 class Profiler:
     t_prof: float = 200.0
@@ -95,6 +103,10 @@ class Profiler:
     gpu_limit: int = 0
     _queue: SortedList = field(default_factory=SortedList)  # (gpus, seq, job_id): LGF
     _deadlines: dict[str, float] = field(default_factory=dict)  # profiling job → end of its slot
+    _runs: dict[str, ProfileRun] = field(default_factory=dict)
+    # what profiling runs measured, by job id; kept after a job moves on (Lucid scores and
+    # estimates with it); a plain dict because the binder reads it for every candidate host
+    metrics: dict[str, Metrics] = field(default_factory=dict)
     _seq: int = 0
 
     @property
@@ -118,11 +130,26 @@ class Profiler:
         eligible = cluster.eligible_mask(job.spec.gpu_types, job.spec.vc) & self.pool
         return int(cluster.capacity()[eligible].sum()) >= n
 
+    # -------------------------------------------------------------------- per-job state
+    def run_of(self, job_id: str) -> ProfileRun | None:
+        """The profiler's state of a job it has queued (None for one it never saw)."""
+        return self._runs.get(job_id)
+
+    def measured(self, job_id: str) -> Metrics | None:
+        """What the job's profiling run measured, or None (never profiled, or nothing measured)."""
+        return self.metrics.get(job_id)
+
+    def _unqueue(self, job: JobState) -> None:
+        run = self._runs.get(job.job_id)
+        if run is not None and run.key is not None:
+            self._queue.discard(run.key)
+            run.key = None
+
     # -------------------------------------------------------------------- queue
     def enqueue(self, job: JobState) -> None:
         self._seq += 1
         key = (job.spec.num_gpus, self._seq, job.job_id)
-        job.info["lucid_prof_key"] = key
+        self._runs.setdefault(job.job_id, ProfileRun()).key = key
         self._queue.add(key)
 
     def __len__(self) -> int:
@@ -132,17 +159,16 @@ class Profiler:
         return len(self._deadlines)
 
     def on_start(self, job: JobState, view: ClusterView) -> None:
-        key = job.info.pop("lucid_prof_key", None)
-        if key is not None:
-            self._queue.discard(key)
+        self._unqueue(job)
         deadline = view.now + self.t_prof
         self._deadlines[job.job_id] = deadline
-        job.info["lucid_prof_start"] = view.now
+        run = self._runs.setdefault(job.job_id, ProfileRun())
+        run.started = view.now
         self.stats.profiled += 1
         self.stats.queue_seconds += view.now - job.spec.submit_time
         metrics = self.measure(job)
         if metrics is not None:
-            job.info["lucid_metrics"] = metrics
+            self.metrics[job.job_id] = metrics
             self.stats.measured += 1
         view.wake_at(deadline)
 
@@ -154,7 +180,9 @@ class Profiler:
         """A profiling run ended: the job finished there, or was cut at T_prof."""
         if self._deadlines.pop(job.job_id, None) is None:
             return
-        spent = (view.now - job.info.get("lucid_prof_start", view.now)) * job.spec.num_gpus
+        run = self._runs.get(job.job_id)
+        started = run.started if run is not None and run.started is not None else view.now
+        spent = (view.now - started) * job.spec.num_gpus
         self.stats.gpu_seconds += spent
         if finished:
             self.stats.finished_in_profiler += 1
@@ -163,9 +191,7 @@ class Profiler:
             self.stats.lost_gpu_seconds += spent if self.discards else 0.0
 
     def drop(self, job: JobState) -> None:
-        key = job.info.pop("lucid_prof_key", None)
-        if key is not None:
-            self._queue.discard(key)
+        self._unqueue(job)
 
     # -------------------------------------------------------------------- one pass
     def step(self, view: ClusterView, plan: Plan, base: Placer, admit_new: bool = True) -> None:
