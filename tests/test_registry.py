@@ -119,3 +119,15 @@ def test_the_wrapper_forwards_the_speed_model_so_a_wrapped_policy_runs_identical
     alone = check_policy(Half, jobs).result.jobs[0]
     assert alone.end_time == pytest.approx(200.0)  # the wrapper forwarded the declared model
     assert isinstance(CheckedPolicy(Half()).inner, Half)
+
+
+def test_the_wrapper_forwards_the_restart_cost_a_policy_declares():
+    class Cheap(FIFO):
+        name = "cheap"
+
+        def restart_cost(self, job, n_gpus, view):
+            return 1.5 * n_gpus
+
+    wrapped = CheckedPolicy(Cheap())
+    assert wrapped.restart_cost(None, 4, None) == 6.0  # type: ignore[arg-type]
+    assert CheckedPolicy(FIFO()).restart_cost(None, 4, None) is None  # type: ignore[arg-type]
