@@ -21,6 +21,7 @@ from rich.table import Table
 from schedmate.schedulers.registry import BUILTIN as POLICY_NAMES  # names only: imports no policy
 
 from .config import shared_data_dir
+from .cli_jobs import register_job_commands
 
 app = typer.Typer(
     name="schedmate",
@@ -208,6 +209,10 @@ def demo(
 
 redis_app = typer.Typer(help="The embedded Redis store (a real redis-server on loopback).", no_args_is_help=True)
 app.add_typer(redis_app, name="redis")
+register_job_commands(app)  # advise, track, diagnose, history (schedmate/cli_jobs.py)
+from schedmate.integrations.service.cli import serve as serve_command  # noqa: E402 -- API v1 (integrations/service)
+
+app.command("serve")(serve_command)
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default: the user's data dir).")]
 
 

@@ -1,0 +1,156 @@
+"""`create_app(config)`: the FastAPI application of `schedmate serve` (API v1, OpenAPI at /openapi.json).
+
+Status codes: 200 answered (possibly with `fallback="scheduler-default"` and a `reason`), 401 bad
+token, 403 path outside the allowed roots, 404/400 unreadable input, 413 body too large, 422
+invalid request, 429 work queue full, 503 a required dependency down (Redis for the job history,
+models still loading), 504 per-call timeout, 500 an internal error. Every non-200 body is an
+`ErrorBody` (the scheduler-default signal plus the reason), never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from schedmate.integrations.service.auth import token_check
+from schedmate.integrations.service.config import PathRefused, ServiceConfig
+from schedmate.integrations.service.core import DependencyDown, InputError, ServiceCore
+from schedmate.integrations.service.limits import BodyLimit, CallTimeout, FastReject, QueueFull, WorkQueue
+from schedmate.integrations.service.models import (
+    AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, ErrorBody, FailureReportRequest, JobAck,
+    JobEndRequest, JobRegisterRequest, SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,
+)
+
+__all__ = ["API_VERSION", "create_app"]
+
+API_VERSION = "v1"
+log = logging.getLogger("schedmate.service")
+_ERRORS = {429: "queue full", 503: "dependency down", 504: "timed out"}
+
+
+def _error(status: int, reason: str, retry_after_s: float | None = None, headers: dict[str, str] | None = None
+           ) -> JSONResponse:
+    hdrs = dict(headers or {})
+    if retry_after_s is not None:
+        hdrs["Retry-After"] = str(max(1, round(retry_after_s)))
+    return JSONResponse(ErrorBody(reason=reason, retry_after_s=retry_after_s).model_dump(), status_code=status,
+                        headers=hdrs)
+
+
+def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_models: bool = True) -> FastAPI:
+    """The app over `core` (built from `config` when None). Models load in the background at
+    startup when `load_models` (so /health answers at once and /ready says when they are in)."""
+    core = core or ServiceCore(config)
+    queue = WorkQueue(config.max_inflight, config.call_timeout_s)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        loader = None
+        if load_models and not core.ready:
+            loader = asyncio.get_running_loop().run_in_executor(None, _load, core)
+        try:
+            yield
+        finally:
+            if loader is not None and not loader.done():
+                loader.cancel()
+            queue.close()
+            core.close()
+
+    app = FastAPI(title="SchedMate", version="1", lifespan=lifespan,
+                  description="Scheduling signals from code, logs and job history. Any answer with "
+                              "`fallback: scheduler-default` means: keep the scheduler's own default.")
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(FastReject, queue=queue)  # outermost: a full queue costs no parsing
+    app.state.core, app.state.queue = core, queue
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.get("/health", tags=["ops"])
+    async def health() -> dict[str, str]:
+        """Liveness: the process answers (dependencies are /ready's business)."""
+        return {"status": "ok"}
+
+    @app.get("/ready", tags=["ops"], responses={503: {"model": ErrorBody}})
+    async def ready() -> JSONResponse:
+        """Readiness: models loaded and Redis answering (or not configured)."""
+        checks = await asyncio.get_running_loop().run_in_executor(None, core.readiness)
+        ok = checks["models"] == "ok" and checks["redis"] in ("ok", "not configured")
+        return JSONResponse({"ready": ok, **checks, "queue": queue.stats()}, status_code=200 if ok else 503)
+
+    v1 = APIRouter(prefix=f"/{API_VERSION}", dependencies=[Depends(token_check(config.token))],
+                   responses={code: {"model": ErrorBody, "description": text} for code, text in _ERRORS.items()})
+
+    async def call(fn: Callable[[Any], Any], req: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            out = await queue.run(fn, req)
+        except QueueFull as exc:
+            return _error(429, str(exc), retry_after_s=1.0)
+        except CallTimeout as exc:
+            return _error(504, str(exc))
+        except DependencyDown as exc:
+            return _error(503, f"{exc.dependency} unavailable: {exc.reason}", retry_after_s=5.0)
+        except PathRefused as exc:
+            return _error(403, str(exc))
+        except InputError as exc:
+            return _error(exc.status, str(exc))
+        except Exception as exc:  # noqa: BLE001 -- logged here; the client gets the default signal
+            log.exception("internal error in %s", getattr(fn, "__name__", fn))
+            return _error(500, f"internal error ({type(exc).__name__}); see the service log")
+        out.latency_s = round(time.perf_counter() - t0, 6)
+        return out
+
+    @v1.post("/advise", response_model=AdviseResponse)
+    async def advise(req: AdviseRequest) -> Any:
+        """Metadata of the job's code, similar past jobs, and a duration/utilisation estimate."""
+        return await call(core.advise, req)
+
+    @v1.post("/track", response_model=TrackResponse)
+    async def track(req: TrackRequest) -> Any:
+        """Step time, loss and throughput from a log (before/after `split_at` when given)."""
+        return await call(core.track, req)
+
+    @v1.post("/diagnose", response_model=DiagnoseResponse)
+    async def diagnose(req: DiagnoseRequest) -> Any:
+        """Root-cause line, category/reason/component, similar failures, dry-run recovery plan."""
+        return await call(core.diagnose, req)
+
+    @v1.post("/jobs/register", response_model=JobAck)
+    async def register(req: JobRegisterRequest) -> Any:
+        """Store a submitted job's fingerprint (no outcome yet) in the job history."""
+        return await call(core.register, req)
+
+    @v1.post("/jobs/end", response_model=JobAck)
+    async def end(req: JobEndRequest) -> Any:
+        """Record a registered job's outcome (a failed job's log is diagnosed and kept)."""
+        return await call(core.end, req)
+
+    @v1.post("/failures/report", response_model=JobAck)
+    async def report_failure(req: FailureReportRequest) -> Any:
+        """Diagnose a failed job's log and add it to the failure history."""
+        return await call(core.report_failure, req)
+
+    @v1.post("/failures/similar", response_model=SimilarFailuresResponse)
+    async def similar(req: SimilarFailuresRequest) -> Any:
+        """Past failures whose root-cause line looks like this one (or like this log's)."""
+        return await call(core.similar_failures, req)
+
+    app.include_router(v1)
+    return app
+
+
+def _load(core: ServiceCore) -> None:
+    try:
+        core.load()
+    except Exception:  # noqa: BLE001 -- /ready reports it; the API answers 503 meanwhile
+        log.exception("loading the models failed")

@@ -1,0 +1,68 @@
+"""`schedmate serve`: the body of the command (registered in `schedmate.cli`); imports FastAPI and
+uvicorn only when run, so the rest of the CLI starts as fast as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from schedmate.integrations.service.config import (
+    DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, TOKEN_ENV,
+)
+
+__all__ = ["serve"]
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Bind address; anything but loopback needs a token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = DEFAULT_PORT,
+    token: Annotated[str | None, typer.Option(envvar=TOKEN_ENV, help=f"Bearer token for /v1 (or ${TOKEN_ENV}).",
+                                              show_default=False)] = None,
+    allow: Annotated[list[Path] | None, typer.Option(
+        "--allow", help="Root under which repos and logs may be read (repeatable; default: the current directory).")
+    ] = None,
+    redis_url: Annotated[str | None, typer.Option(
+        help="Job store; default: the embedded loopback redis-server (started if needed).")] = None,
+    no_redis: Annotated[bool, typer.Option("--no-redis", help="Run without a job store (advice falls back).")] = False,
+    max_inflight: Annotated[int, typer.Option(help="Calls admitted at once; more are answered 429.")] = DEFAULT_MAX_INFLIGHT,
+    max_body: Annotated[int, typer.Option(help="Request body limit, bytes.")] = DEFAULT_MAX_BODY_BYTES,
+    timeout: Annotated[float, typer.Option(help="Per-call timeout, seconds (then 504).")] = DEFAULT_CALL_TIMEOUT_S,
+    llm_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (…/v1) for the agents' LLM.")] = None,
+    llm_model: Annotated[str | None, typer.Option(help="Model name at --llm-url.")] = None,
+    llm_timeout: Annotated[float, typer.Option(help="LLM per-request timeout, seconds.")] = 20.0,
+    threads: Annotated[int, typer.Option(help="torch threads for the embedder (1 is fastest for batch-1).")] = 1,
+) -> None:
+    """Serve the SchedMate API (v1) with uvicorn; OpenAPI at /openapi.json, /health and /ready."""
+    import uvicorn
+
+    from schedmate.integrations.service.app import create_app
+    from schedmate.integrations.service.config import ServiceConfig, ServiceConfigError
+
+    llm = None
+    if llm_url:
+        from schedmate.llm import LLMConfig
+
+        llm = LLMConfig(backend="openai", base_url=llm_url, model=llm_model or "default", timeout_s=llm_timeout,
+                        max_retries=0)
+    try:  # validated before anything is started
+        config = ServiceConfig(host=host, port=port, token=token, allowed_roots=tuple(allow or [Path.cwd()]),
+                               max_body_bytes=max_body, max_inflight=max_inflight, call_timeout_s=timeout,
+                               redis_url=None if no_redis else redis_url, llm=llm)
+    except ServiceConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if config.redis_url is None and not no_redis:
+        from schedmate.embeddings import redis_server
+
+        config = replace(config, redis_url=redis_server.start(redis_server.default_data_dir()).url)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    roots = ", ".join(str(r) for r in config.allowed_roots)
+    typer.echo(f"SchedMate API on http://{host}:{port} (auth {'on' if token else 'off'}; reads under {roots}; "
+               f"store {config.redis_url or 'none'})", err=True)
+    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", timeout_graceful_shutdown=10)

@@ -1,0 +1,446 @@
+"""The agents behind the API: one lock around the models, every dependency failure made explicit.
+
+`ServiceCore` owns the embedder / line classifier (loaded once; injectable for tests), the Metric
+Tracker with a bounded registry of tailed logs, the Failure Handler, the static (or LLM) metadata
+extractor, and lazy connections to the job store and the failure history in Redis.
+
+Degradation, per operation (the scheduler always gets an answer it can act on):
+- advise: metadata is extracted without Redis; with the store down (or no match) `estimate` is
+  None, `fallback="scheduler-default"` and `reason` says why;
+- track: needs no Redis; an LLM failure leaves the tracker regex-only (reported in `degraded`);
+- diagnose: with Redis down the similar-failure list is empty (`degraded`), the diagnosis stands;
+- jobs register/end, failure reports, similar failures exist only to use Redis: `DependencyDown`
+  (the app answers 503 with the default signal and a retry hint).
+The models are not thread-safe (`MetricTracker`, the embedder's cache), so calls hold one lock;
+the app bounds how many may wait for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from schedmate.integrations.service.config import ServiceConfig
+from schedmate.integrations.service.models import (
+    SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
+    JobEndRequest, JobRegisterRequest, MatchOut, MetricOut, SimilarFailuresRequest, SimilarFailuresResponse,
+    TrackRequest, TrackResponse,
+)
+
+__all__ = ["DependencyDown", "InputError", "ServiceCore"]
+
+
+class DependencyDown(RuntimeError):
+    """A dependency the operation cannot do without (Redis, the models) is down or not ready."""
+
+    def __init__(self, dependency: str, reason: str) -> None:
+        super().__init__(f"{dependency}: {reason}")
+        self.dependency = dependency
+        self.reason = reason
+
+
+class InputError(ValueError):
+    """The request names something that cannot be read (missing file, directory as a log, ...)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ServiceCore:
+    """The agents as the service calls them (see the module docstring)."""
+
+    def __init__(self, config: ServiceConfig, *, embedder: Any = None, classifier: Any = None,
+                 chat_model: Any = None) -> None:
+        self.config = config
+        self._embedder = embedder if embedder is not None else getattr(classifier, "embedder", None)
+        self._classifier = classifier
+        self._chat = chat_model
+        self._stack = ExitStack()
+        self._lock = threading.Lock()  # the models
+        self._load_lock = threading.Lock()
+        self._ready = False
+        self._load_error: str | None = None
+        self._jobs_store: Any = None
+        self._failures: Any = None
+        self._tracker: Any = None
+        self._handler: Any = None
+        self._extractor: Any = None
+        self._registry: Any = None
+        self._tracked: OrderedDict[str, Path] = OrderedDict()
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    def load(self) -> None:
+        """Load the models (tens of seconds on a CPU: MiniLM, the learned failure classifier)."""
+        with self._load_lock:
+            if self._ready:
+                return
+            try:
+                self._load()
+                self._ready = True
+                self._load_error = None
+            except Exception as exc:  # noqa: BLE001 -- reported by /ready and every answer
+                self._load_error = _short(exc)
+                raise
+
+    def _load(self) -> None:
+        from schedmate.agents.advisor.agent import MetadataExtractor
+        from schedmate.agents.failure.handler import FailureHandler
+        from schedmate.agents.tracker.registry import JobLogRegistry
+        from schedmate.agents.tracker.tracker import MetricTracker
+        from schedmate.embeddings.classifier import LineClassifier
+        from schedmate.embeddings.embedder import make_embedder
+
+        if self._classifier is None:
+            self._embedder = self._embedder or make_embedder()
+            self._classifier = LineClassifier(self._embedder)
+        if self._chat is None and self.config.llm is not None:
+            from schedmate.llm import open_chat_model
+
+            self._chat = self._stack.enter_context(open_chat_model(self.config.llm))
+        self._tracker = MetricTracker(self._classifier, llm=self._chat)
+        self._registry = JobLogRegistry(self._tracker)
+        self._handler = FailureHandler(self._classifier, chat_model=self._chat,
+                                       store_url=self.config.redis_url).prepare()
+        self._extractor = MetadataExtractor(self._chat)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def close(self) -> None:
+        for store in (self._jobs_store, getattr(self._failures, "store", None)):
+            if store is not None:
+                store.close()
+        if self._registry is not None:
+            self._registry.close()
+        self._stack.close()
+
+    def readiness(self) -> dict[str, str]:
+        """Redis and models, each "ok" or the reason it is not."""
+        models = "ok" if self._ready else (f"failed: {self._load_error}" if self._load_error else "loading")
+        return {"models": models, "redis": self._ping_redis(), "llm": "configured" if self._chat is not None or self.config.llm
+                else "disabled"}
+
+    def _ping_redis(self) -> str:
+        if self.config.redis_url is None:
+            return "not configured"
+        client = redis.Redis.from_url(self.config.redis_url, socket_timeout=self.config.redis_timeout_s,
+                                      socket_connect_timeout=self.config.redis_timeout_s, protocol=2)
+        try:
+            client.ping()
+            return "ok"
+        except redis.RedisError as exc:
+            return f"down ({type(exc).__name__})"
+        finally:
+            client.close()
+
+    def _need_models(self) -> None:
+        if not self._ready:
+            raise DependencyDown("models", f"failed to load: {self._load_error}" if self._load_error else "still loading")
+
+    # ------------------------------------------------------------------------- stores
+
+    def _store(self) -> Any:
+        """The job store (connected on first use, again after a failed connect)."""
+        from schedmate.embeddings.store import JobStore, StoreError
+
+        if self._jobs_store is None:
+            if self.config.redis_url is None:
+                raise DependencyDown("redis", "no job store configured (--redis-url)")
+            try:
+                self._jobs_store = JobStore.connect(self.config.redis_url, self._embedder.dim,
+                                                    prefix=self.config.jobs_prefix, retries=1,
+                                                    timeout_s=self.config.redis_timeout_s)
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+        return self._jobs_store
+
+    def _failure_finder(self, k: int = 3) -> Any:
+        from schedmate.agents.failure.similar import SimilarFailureFinder
+        from schedmate.embeddings.store import StoreError
+
+        if self._failures is None:
+            if self.config.redis_url is None:
+                raise DependencyDown("redis", "no failure history configured (--redis-url)")
+            try:
+                self._failures = SimilarFailureFinder.connect(
+                    self.config.redis_url, self._embedder, prefix=self.config.failures_prefix,
+                    timeout_s=self.config.redis_timeout_s)
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+        self._failures.k = k
+        return self._failures
+
+    def _retriever(self) -> Any:
+        from schedmate.agents.advisor.retriever import SimilarJobRetriever
+
+        return SimilarJobRetriever(self._store(), self._embedder, threshold=self.config.threshold,
+                                   top_k=self.config.top_k)
+
+    # ------------------------------------------------------------------------- paths
+
+    def _file(self, raw: str, kind: str) -> Path:
+        path = self.config.resolve_path(raw, kind=kind)
+        if not path.exists():
+            raise InputError(404, f"{kind} not found: {raw}")
+        if not path.is_file():
+            raise InputError(400, f"{kind} is not a regular file: {raw}")
+        return path
+
+    def _repo(self, raw: str) -> Path:
+        path = self.config.resolve_path(raw, kind="repo")
+        if not path.is_dir():
+            raise InputError(404 if not path.exists() else 400, f"repo is not a directory: {raw}")
+        return path
+
+    # ------------------------------------------------------------------------- advise
+
+    def advise(self, req: AdviseRequest) -> AdviseResponse:
+        from schedmate.agents.advisor.estimator import JobQuery, estimate_from_matches
+        from schedmate.agents.advisor.static_extractor import MANDATORY
+        from schedmate.embeddings.store import StoreError
+
+        repo = self._repo(req.repo)
+        self._need_models()
+        with self._lock:
+            res = self._extractor.extract(repo, req.command, gpus=req.gpus, nodes=req.nodes)
+            fields = {k: v for k, v in res.fields.items()}
+            out = AdviseResponse(metadata=_jsonable(fields), sources=res.sources(), llm_status=res.llm_status)
+            if res.llm_status not in ("ok", "disabled"):
+                out.degraded.append(f"LLM extractor {res.llm_status}: static fields only")
+            if all(fields.get(f) is None for f in MANDATORY):
+                return _default(out, "no fingerprint could be extracted from the repository and command")
+            try:
+                matches = self._retriever().query({k: v for k, v in fields.items() if v is not None},
+                                                  gpus=req.gpus, nodes=req.nodes).matches
+            except DependencyDown as exc:
+                return _default(out, f"job store unavailable ({exc.reason})")
+            except StoreError as exc:  # redis-py reconnects on the next call once Redis is back
+                return _default(out, f"job store unavailable ({_short(exc)})")
+        out.matches = [MatchOut(job_id=m.job_id, score=round(float(m.score), 4),
+                                duration_s=m.record.outcome.duration if m.record else None,
+                                sm_util=m.record.outcome.sm_util if m.record else None,
+                                final_status=_status(m.record)) for m in matches]
+        est = estimate_from_matches(JobQuery(req.job_id or "adhoc", user=req.user, gpus=req.gpus, nodes=req.nodes),
+                                    matches)
+        if not est.matched:
+            return _default(out, est.note or "no similar past job")
+        top3 = [m.duration_s for m in out.matches if m.duration_s is not None][:3]
+        out.estimate = EstimateOut(
+            duration_s=est.duration_s, duration_p50_s=est.duration_p50_s, duration_p90_s=est.duration_p90_s,
+            duration_top3_s=sum(top3) / len(top3) if top3 else None, sm_util=est.sm_util, sm_util_p50=est.sm_util_p50,
+            sm_util_p90=est.sm_util_p90, gpu_memory_gb=est.gpu_memory_gb, n_matches=est.n_matches, note=est.note)
+        return out
+
+    # ------------------------------------------------------------------------- track
+
+    def track(self, req: TrackRequest) -> TrackResponse:
+        from schedmate.agents.tracker.tracker import NoSignal
+
+        path = self._file(req.log, "log")
+        self._need_models()
+        out = TrackResponse()
+        with self._lock:
+            if req.job_id is None and req.split_at is None:
+                result = self._tracker.observe(path)
+            else:
+                key = self._tail(req.job_id or str(path), path)
+                if req.split_at is not None:
+                    cmp = self._registry.throughput_before_after(key, req.split_at,
+                                                                 min_after_lines=req.min_after_lines)
+                    out.before = cmp.before.value if cmp.before else None
+                    out.after = cmp.after.value if cmp.after else None
+                    out.ratio, out.unit, out.note = cmp.ratio, cmp.unit, cmp.reason
+                    result = self._registry.report(key, poll=False)
+                else:
+                    result = self._registry.report(key)
+        out.llm_status = result.llm_status
+        if result.llm_fallback:
+            out.degraded.append(f"LLM {result.llm_status} ({result.llm_error or 'no detail'}): regex only")
+        if isinstance(result, NoSignal) or not result:
+            return _default(out, f"no progress signal in the log: {result.reason}")  # type: ignore[union-attr]
+        out.signal = True
+        out.step_time, out.loss, out.throughput = (_metric(result.step_time), _metric(result.loss),
+                                                   _metric(result.throughput))
+        out.confidence, out.method = round(result.confidence, 4), result.method
+        return out
+
+    def _tail(self, key: str, path: Path) -> str:
+        """Register the log with the registry once per key (LRU-bounded) so later calls only read
+        what was appended since, and lines get observation times for `split_at`."""
+        known = self._tracked.get(key)
+        if known != path:
+            self._registry.register(key, path, start="begin")
+            self._tracked[key] = path
+        self._tracked.move_to_end(key)
+        while len(self._tracked) > self.config.tracked_jobs:
+            old, _ = self._tracked.popitem(last=False)
+            self._registry.unregister(old)
+        return key
+
+    # ------------------------------------------------------------------------- diagnose
+
+    def diagnose(self, req: DiagnoseRequest) -> DiagnoseResponse:
+        path = self._file(req.log, "log")
+        self._need_models()
+        meta = {"job_id": req.job_id, "nodes": req.nodes, "num_gpus": req.num_gpus}
+        with self._lock:
+            d = self._handler.diagnose(path, meta)
+        return _diagnosis(d)
+
+    # ------------------------------------------------------------------------- jobs
+
+    def register(self, req: JobRegisterRequest) -> JobAck:
+        from schedmate.agents.advisor.retriever import HistoricalJob
+        from schedmate.agents.advisor.static_extractor import MANDATORY
+        from schedmate.embeddings.store import JobOutcome, StoreError
+
+        repo = self._repo(req.repo)
+        self._need_models()
+        with self._lock:
+            res = self._extractor.extract(repo, req.command, gpus=req.gpus, nodes=req.nodes)
+            meta = {k: v for k, v in res.fields.items() if v is not None}
+            if not any(meta.get(f) is not None for f in MANDATORY):
+                return JobAck(job_id=req.job_id, fallback=SCHEDULER_DEFAULT,
+                              reason="no fingerprint could be extracted: not stored as history")
+            submitted = {"user": req.user, "command": req.command, "repo": str(repo), "log": req.log}
+            try:
+                retriever = self._retriever()
+                retriever.ingest([HistoricalJob(job_id=req.job_id, metadata=meta, outcome=JobOutcome(),
+                                                gpus=req.gpus, nodes=req.nodes, submitted=submitted)])
+                count = retriever.store.count()
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+        return JobAck(job_id=req.job_id, stored=True, records=count)
+
+    def end(self, req: JobEndRequest) -> JobAck:
+        from schedmate.embeddings.store import JobOutcome, StoreError
+        from schedmate.schedulers.job import FinalStatus
+
+        log = self._file(req.log, "log") if req.log else None
+        self._need_models()
+        status = FinalStatus(req.status)
+        with self._lock:
+            try:
+                store = self._store()
+                record = store.get(req.job_id)
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+            if record is None:
+                raise InputError(404, f"job {req.job_id!r} was never registered")
+            outcome = record.outcome.model_copy(update={
+                k: v for k, v in {"duration": req.duration_s, "sm_util": req.sm_util, "gpu_util": req.gpu_util,
+                                  "gpu_memory": req.gpu_memory_gb, "final_status": status}.items() if v is not None})
+            diagnosis = None
+            if log is not None and status is FinalStatus.FAILED:
+                d = self._handler.diagnose(log, {"job_id": req.job_id})
+                diagnosis = _diagnosis(d)
+                outcome = outcome.model_copy(update={"failure_category": diagnosis.category,
+                                                     "failure_reason": diagnosis.reason_code})
+                self._record_failure(d, req.duration_s)
+            try:
+                store.put(record.model_copy(update={"outcome": JobOutcome.model_validate(outcome.model_dump())}))
+                count = store.count()
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+        return JobAck(job_id=req.job_id, stored=True, records=count, diagnosis=diagnosis)
+
+    def report_failure(self, req: DiagnoseRequest) -> JobAck:
+        """Diagnose a failed job's log and keep it as failure history for later searches."""
+        path = self._file(req.log, "log")
+        self._need_models()
+        with self._lock:
+            d = self._handler.diagnose(path, {"job_id": req.job_id, "nodes": req.nodes, "num_gpus": req.num_gpus})
+            stored = self._record_failure(d, None, required=True)
+        return JobAck(job_id=req.job_id, stored=stored, diagnosis=_diagnosis(d))
+
+    def _record_failure(self, d: Any, duration: float | None, *, required: bool = False) -> bool:
+        from schedmate.embeddings.store import StoreError
+
+        if d.status != "failure_found" or not d.root_cause:
+            return False
+        try:
+            self._failure_finder().record(
+                d.job_id, d.root_cause, category=d.category.value if d.category else None,
+                reason=d.reason.value if d.reason else None, component=d.component.value if d.component else None,
+                duration=duration)
+            return True
+        except (StoreError, DependencyDown) as exc:
+            if required:
+                raise DependencyDown("redis", _short(exc)) from exc
+            return False
+
+    def similar_failures(self, req: SimilarFailuresRequest) -> SimilarFailuresResponse:
+        from dataclasses import asdict
+
+        from schedmate.embeddings.store import StoreError
+
+        if (req.line is None) == (req.log is None):
+            raise InputError(422, "give exactly one of `line` or `log`")
+        path = self._file(req.log, "log") if req.log else None
+        self._need_models()
+        with self._lock:
+            line = req.line
+            if path is not None:
+                d = self._handler.diagnose(path, {"job_id": "similar-query"})
+                if d.status != "failure_found" or not d.root_cause:
+                    return SimilarFailuresResponse(fallback=SCHEDULER_DEFAULT, reason=f"no failure found: {d.message}")
+                line = d.root_cause
+            try:
+                found = self._failure_finder(req.k).find(line)  # type: ignore[arg-type]
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+        return SimilarFailuresResponse(query=line, similar=[asdict(s) for s in found])
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _default(out: Any, reason: str) -> Any:
+    out.fallback, out.reason = SCHEDULER_DEFAULT, reason
+    return out
+
+
+def _status(record: Any) -> str | None:
+    if record is None or record.outcome.final_status is None:
+        return None
+    return record.outcome.final_status.value
+
+
+def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
+
+
+def _metric(est: Any) -> MetricOut | None:
+    if est is None:
+        return None
+    return MetricOut(value=float(est.value), unit=est.unit, last=est.last,
+                     lines=[ln.lineno for ln in est.lines if ln.lineno is not None][:20])
+
+
+def _diagnosis(d: Any) -> DiagnoseResponse:
+    out = DiagnoseResponse(
+        status=d.status, category=d.category.value if d.category else None,
+        reason_code=d.reason.value if d.reason else None, component=d.component.value if d.component else None,
+        line=d.located.line_no + 1 if d.located is not None else None, root_cause=d.root_cause,
+        similar=[{"job_id": s.job_id, "score": s.score, "category": s.category, "reason": s.reason,
+                  "final_status": s.final_status} for s in d.similar],
+        plan=d.plan.model_dump(mode="json") if d.plan is not None else None,
+        action=d.plan.actions[0].kind.value if d.plan is not None and d.plan.actions else None,
+        llm_status=d.llm_status, message=d.message, degraded=list(d.fallbacks))
+    out.infrastructure = out.category == "infrastructure" if out.category else None
+    if d.status != "failure_found":
+        _default(out, f"{d.status}: {d.message}")
+    return out

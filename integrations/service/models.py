@@ -1,0 +1,186 @@
+"""The wire format of API v1 (pydantic at the boundary; every answer names its fallback).
+
+Every answer carries `fallback`: None when SchedMate answered, `"scheduler-default"` when it could
+not (a dependency down, a timeout, a full queue) and the scheduler should keep its own default;
+`reason` then says why. Error bodies (429/503/504) use the same two fields (`ErrorBody`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AdviseRequest", "AdviseResponse", "DiagnoseRequest", "DiagnoseResponse", "ErrorBody", "EstimateOut",
+    "FailureReportRequest", "JobAck", "JobEndRequest", "JobRegisterRequest", "MatchOut", "SimilarFailuresRequest",
+    "SimilarFailuresResponse", "TrackRequest", "TrackResponse",
+]
+
+Fallback = Literal["scheduler-default"] | None
+SCHEDULER_DEFAULT: Literal["scheduler-default"] = "scheduler-default"
+_JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    fallback: Fallback = None
+    reason: str | None = None
+    degraded: list[str] = Field(default_factory=list, description="parts answered without a dependency, and why")
+    latency_s: float = 0.0
+
+
+class ErrorBody(BaseModel):
+    """Body of 4xx/5xx answers: the scheduler-default signal plus the reason (no traceback)."""
+
+    fallback: Fallback = SCHEDULER_DEFAULT
+    reason: str
+    retry_after_s: float | None = None
+
+
+# ------------------------------------------------------------------------------------ advise
+
+
+class AdviseRequest(_In):
+    repo: str = Field(max_length=4096, description="absolute path of the job's code, under an allowed root")
+    command: str = Field(max_length=8192, description="the launch command line")
+    gpus: int | None = Field(None, ge=1, le=1_000_000)
+    nodes: int | None = Field(None, ge=1, le=100_000)
+    job_id: str | None = Field(None, pattern=_JOB_ID)
+    user: str | None = Field(None, max_length=256)
+
+
+class MatchOut(BaseModel):
+    job_id: str
+    score: float
+    duration_s: float | None = None
+    sm_util: float | None = None
+    final_status: str | None = None
+
+
+class EstimateOut(BaseModel):
+    """Duration and utilisation of the matches: mean with a p50-p90 interval, and the top-3 mean."""
+
+    duration_s: float | None
+    duration_p50_s: float | None = None
+    duration_p90_s: float | None = None
+    duration_top3_s: float | None = None
+    sm_util: float | None = None
+    sm_util_p50: float | None = None
+    sm_util_p90: float | None = None
+    gpu_memory_gb: float | None = None
+    n_matches: int = 0
+    note: str = ""
+
+
+class AdviseResponse(_Out):
+    metadata: dict[str, Any] = Field(default_factory=dict, description="extracted fingerprint (None = unknown)")
+    sources: dict[str, str] = Field(default_factory=dict, description="field -> static / llm / agree / none")
+    matches: list[MatchOut] = Field(default_factory=list)
+    estimate: EstimateOut | None = None
+    llm_status: str = "disabled"
+
+
+# ------------------------------------------------------------------------------------- track
+
+
+class TrackRequest(_In):
+    log: str = Field(max_length=4096)
+    job_id: str | None = Field(None, pattern=_JOB_ID, description="keeps the log tailed between calls")
+    split_at: float | None = Field(None, description="POSIX time: also compare throughput before/after it")
+    min_after_lines: int = Field(3, ge=1, le=1000)
+
+
+class MetricOut(BaseModel):
+    value: float
+    unit: str
+    last: float | None = None
+    lines: list[int] = Field(default_factory=list, description="1-based line numbers the value came from")
+
+
+class TrackResponse(_Out):
+    signal: bool = False
+    step_time: MetricOut | None = None
+    loss: MetricOut | None = None
+    throughput: MetricOut | None = None
+    confidence: float | None = None
+    method: str | None = None
+    before: float | None = None  # throughput before `split_at`
+    after: float | None = None
+    ratio: float | None = None
+    unit: str | None = None
+    note: str | None = None
+    llm_status: str = "disabled"
+
+
+# ---------------------------------------------------------------------------------- diagnose
+
+
+class DiagnoseRequest(_In):
+    log: str = Field(max_length=4096)
+    job_id: str = Field("adhoc", pattern=_JOB_ID)
+    nodes: list[str] = Field(default_factory=list, max_length=4096)
+    num_gpus: int | None = Field(None, ge=1)
+
+
+class DiagnoseResponse(_Out):
+    status: str = "unknown"  # failure_found / no_failure_found / unreadable
+    category: str | None = None
+    reason_code: str | None = None  # the taxonomy's FailureReason
+    component: str | None = None
+    infrastructure: bool | None = None
+    line: int | None = None  # root-cause line number
+    root_cause: str | None = None
+    similar: list[dict[str, Any]] = Field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    action: str | None = None  # first proposed recovery action (dry-run)
+    llm_status: str = "skipped"
+    message: str = ""
+
+
+# -------------------------------------------------------------------------------------- jobs
+
+
+class JobRegisterRequest(_In):
+    job_id: str = Field(pattern=_JOB_ID)
+    repo: str = Field(max_length=4096)
+    command: str = Field(max_length=8192)
+    gpus: int | None = Field(None, ge=1, le=1_000_000)
+    nodes: int | None = Field(None, ge=1, le=100_000)
+    user: str | None = Field(None, max_length=256)
+    log: str | None = Field(None, max_length=4096)
+
+
+class JobEndRequest(_In):
+    job_id: str = Field(pattern=_JOB_ID)
+    status: Literal["completed", "failed", "cancelled"] = "completed"
+    duration_s: float | None = Field(None, ge=0)
+    sm_util: float | None = Field(None, ge=0, le=100)
+    gpu_util: float | None = Field(None, ge=0, le=100)
+    gpu_memory_gb: float | None = Field(None, ge=0)
+    log: str | None = Field(None, max_length=4096, description="failed jobs: diagnosed and kept as failure history")
+
+
+class JobAck(_Out):
+    job_id: str
+    stored: bool = False
+    records: int | None = None  # job records in the store after this call
+    diagnosis: DiagnoseResponse | None = None
+
+
+class FailureReportRequest(DiagnoseRequest):
+    job_id: str = Field(pattern=_JOB_ID)
+
+
+class SimilarFailuresRequest(_In):
+    line: str | None = Field(None, max_length=8192, description="a root-cause line")
+    log: str | None = Field(None, max_length=4096, description="or a log: its located root-cause line is used")
+    k: int = Field(3, ge=1, le=50)
+
+
+class SimilarFailuresResponse(_Out):
+    query: str | None = None
+    similar: list[dict[str, Any]] = Field(default_factory=list)
