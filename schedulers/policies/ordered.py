@@ -46,6 +46,8 @@ class OrderedPolicy(Policy):
 
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         self._resync(view)
+        if not self._heap or view.free_gpus() <= 0:
+            return ()  # nothing to start: no Plan (a copy of the free-GPU array) per event
         plan = view.plan()
         heap, skipped = self._heap, []
         while heap and plan.free_total > 0:
