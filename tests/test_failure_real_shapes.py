@@ -282,3 +282,7 @@ def test_the_banks_features_are_kept_between_processes_and_a_changed_bank_is_emb
     changed = LearnedFailureClassifier(classifier.embedder, bank[:-1], feature_cache=cache, folds=2)
     changed._bank_features(changed._training_rows()[0])
     assert len(list(cache.glob("learned-bank-*.npz"))) == 2
+    for f in cache.glob("*.npz"):  # a damaged cache costs time, never a wrong or failed fit
+        f.write_bytes(b"\x00not an npz")
+    healed = LearnedFailureClassifier(classifier.embedder, bank, feature_cache=cache, folds=2).fit()
+    assert healed.temperature == pytest.approx(first.temperature)

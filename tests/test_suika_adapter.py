@@ -116,3 +116,21 @@ def test_invariants_hold_with_corrections() -> None:
     from schedmate.schedulers.testing import check_policy
 
     check_policy(lambda: SuikaSchedMate(DeclaredModelMatches()), num_jobs=30, seed=0)
+
+
+def test_arm_comparison_is_per_trace_seed_means_with_named_extras():
+    from types import SimpleNamespace
+
+    from schedmate.integrations.experiments.common import RunRow, compare_arms
+
+    def row(arm, seed, jct, **extra):
+        return RunRow("t", arm, seed, 8, SimpleNamespace(mean_jct=jct), extra)  # type: ignore[arg-type]
+
+    rows = [row("alone", 0, 7200.0, err=0.4), row("alone", 1, 3600.0, err=0.2),
+            row("sm", 0, 3600.0, err=0.1, share=0.5), row("sm", 1, 7200.0, err=None, share=1.0)]
+    c = compare_arms(rows, "alone", "sm", both=("err",), arm_only=("share",))["t"]
+    assert c["alone_mean_jct_h"] == pytest.approx(1.5) and c["sm_mean_jct_h"] == pytest.approx(1.5)
+    assert c["jct_change"] == pytest.approx(0.0) and c["seeds_better"] == 1.0 and c["seeds"] == 2.0
+    assert c["alone_err"] == pytest.approx(0.3) and c["sm_err"] == pytest.approx(0.1)  # None skipped
+    assert c["share"] == pytest.approx(0.75)
+    assert compare_arms(rows, "alone", "missing") == {}

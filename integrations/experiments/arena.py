@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from schedmate.integrations.arena_adapter import ArenaSchedMate
-from schedmate.integrations.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
+from schedmate.integrations.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
+                                                       mean_of, write_experiment)
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.arena.config import ArenaConfig, View
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
@@ -129,16 +130,11 @@ def _policy(arm: str, seed: int, source: Callable[[], Any]) -> Arena:
     raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
-def _mean(values: Sequence[float | None]) -> float:
-    vals = [v for v in values if v is not None and not math.isnan(v)]
-    return float(np.mean(vals)) if vals else math.nan
-
-
 def _extra(result: SimResult, policy: Arena) -> dict[str, Any]:
     infos = [policy.info[j.job_id] for j in result.jobs]
     out: dict[str, Any] = {
         "profiling_s_per_job": float(np.mean([i.profile_s for i in infos])),
-        "est_err": _mean([belief_error(i) for i in infos]),
+        "est_err": mean_of([belief_error(i) for i in infos]),
         "bootstrapped_share": 0.0,
         "profiling_saved_s": 0.0,
     }
@@ -148,7 +144,7 @@ def _extra(result: SimResult, policy: Arena) -> dict[str, Any]:
                  for j in sorted(policy.bootstrapped)]
         c = policy.counters
         out.update(bootstrapped_share=c.bootstrapped / max(1, c.arrivals), profiling_saved_s=c.profiling_saved_s,
-                   est_err_bootstrapped=_mean([belief_error(i) for i in boot]), est_err_prior_same_jobs=_mean(prior),
+                   est_err_bootstrapped=mean_of([belief_error(i) for i in boot]), est_err_prior_same_jobs=mean_of(prior),
                    sm=asdict(c),
                    source={k: v for k, v in policy.source.stats().items() if isinstance(v, (int, float, str, bool))})
     return out
@@ -193,25 +189,10 @@ def run_arena_adapter_experiment(
 
 def compare(rows: Sequence[RunRow], base: str, arm: str) -> dict[str, dict[str, float]]:
     """Per cluster, seed means: JCT of both arms and its change, profiling, estimate errors."""
-    out: dict[str, dict[str, float]] = {}
-    for trace in dict.fromkeys(r.trace for r in rows):
-        b = sorted((r for r in rows if r.trace == trace and r.arm == base), key=lambda r: r.seed)
-        a = sorted((r for r in rows if r.trace == trace and r.arm == arm), key=lambda r: r.seed)
-        if not a or not b:
-            continue
-        jb, ja = (float(np.mean([r.summary.mean_jct for r in x])) for x in (b, a))
-        m = lambda x, k: _mean([r.extra.get(k) for r in x])  # noqa: E731
-        out[trace] = {
-            f"{base}_mean_jct_h": jb / H, f"{arm}_mean_jct_h": ja / H,
-            "jct_change": ja / jb - 1.0 if jb > 0 else math.nan,
-            "seeds_better": float(sum(ra.summary.mean_jct < rb.summary.mean_jct for ra, rb in zip(a, b))),
-            "seeds": float(len(a)),
-            f"{base}_profiling_s_per_job": m(b, "profiling_s_per_job"), f"{arm}_profiling_s_per_job": m(a, "profiling_s_per_job"),
-            "profiling_saved_s": m(a, "profiling_saved_s"), "bootstrapped_share": m(a, "bootstrapped_share"),
-            f"{base}_est_err": m(b, "est_err"), f"{arm}_est_err": m(a, "est_err"),
-            "est_err_bootstrapped": m(a, "est_err_bootstrapped"), "est_err_prior_same_jobs": m(a, "est_err_prior_same_jobs"),
-        }
-    return out
+    return compare_arms(rows, base, arm, both=("profiling_s_per_job", "est_err"),
+                        arm_only=("profiling_saved_s", "bootstrapped_share", "est_err_bootstrapped",
+                                  "est_err_prior_same_jobs"))
+
 
 
 def summary_line(comparisons: dict[str, dict[str, dict[str, float]]], cfg: ArenaAdapterConfig) -> str:

@@ -359,6 +359,39 @@ class ExperimentResult:
         return self.summary
 
 
+def mean_of(values: Iterable[float | None]) -> float:
+    """Mean of the values that exist (None and NaN skipped); NaN when none do."""
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+def compare_arms(rows: Sequence[RunRow], base: str, arm: str, *, both: Sequence[str] = (),
+                 arm_only: Sequence[str] = ()) -> dict[str, dict[str, float]]:
+    """Per trace, seed means of `base` and `arm`: mean JCT of each (h), its relative change, on how
+    many seeds the arm was better, and the `extra` metrics named in `both` (for each arm, prefixed
+    with its name) and `arm_only` (the arm's, unprefixed)."""
+    out: dict[str, dict[str, float]] = {}
+    for trace in dict.fromkeys(r.trace for r in rows):
+        b = sorted((r for r in rows if r.trace == trace and r.arm == base), key=lambda r: r.seed)
+        a = sorted((r for r in rows if r.trace == trace and r.arm == arm), key=lambda r: r.seed)
+        if not a or not b:
+            continue
+        jb, ja = (float(np.mean([r.summary.mean_jct for r in x])) for x in (b, a))
+        row = {
+            f"{base}_mean_jct_h": jb / 3600.0, f"{arm}_mean_jct_h": ja / 3600.0,
+            "jct_change": ja / jb - 1.0 if jb > 0 else math.nan,
+            "seeds_better": float(sum(ra.summary.mean_jct < rb.summary.mean_jct for ra, rb in zip(a, b))),
+            "seeds": float(len(a)),
+        }
+        for k in both:
+            row[f"{base}_{k}"] = mean_of(r.extra.get(k) for r in b)
+            row[f"{arm}_{k}"] = mean_of(r.extra.get(k) for r in a)
+        for k in arm_only:
+            row[k] = mean_of(r.extra.get(k) for r in a)
+        out[trace] = row
+    return out
+
+
 def write_experiment(
     out_dir: Path,
     name: str,

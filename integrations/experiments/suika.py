@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from schedmate.integrations.experiments.arena import DeclaredModelMatches
-from schedmate.integrations.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
+from schedmate.integrations.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
+                                                       mean_of, write_experiment)
 from schedmate.integrations.suika_adapter import SuikaSchedMate
 from schedmate.schedulers.engine import SimConfig, SimResult, simulate
 from schedmate.schedulers.metrics import summarize
@@ -172,16 +173,11 @@ def _policy(arm: str, misfit: Misfit, source: Callable[[], Any]) -> MisfitWorld:
     raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
-def _mean(values: Sequence[float | None]) -> float:
-    vals = [v for v in values if v is not None and not math.isnan(v)]
-    return float(np.mean(vals)) if vals else math.nan
-
-
 def _extra(policy: MisfitWorld) -> dict[str, Any]:
     est = policy.estimates
     out: dict[str, Any] = {
-        "est_err_time": _mean([e.err_time for e in est.values()]),
-        "est_err_speedup": _mean([e.err_speedup for e in est.values()]),
+        "est_err_time": mean_of([e.err_time for e in est.values()]),
+        "est_err_speedup": mean_of([e.err_speedup for e in est.values()]),
         "corrected_share": 0.0,
         "redeploys": policy.run_stats()["redeploys"],
     }
@@ -190,10 +186,10 @@ def _extra(policy: MisfitWorld) -> dict[str, Any]:
         c = policy.counters
         out.update(
             corrected_share=c.corrected / max(1, c.arrivals),
-            est_err_time_corrected=_mean([e.err_time for e in mine]),
-            est_err_time_prior_same_jobs=_mean([e.prior_err_time for e in mine]),
-            est_err_speedup_corrected=_mean([e.err_speedup for e in mine]),
-            est_err_speedup_prior_same_jobs=_mean([e.prior_err_speedup for e in mine]),
+            est_err_time_corrected=mean_of([e.err_time for e in mine]),
+            est_err_time_prior_same_jobs=mean_of([e.prior_err_time for e in mine]),
+            est_err_speedup_corrected=mean_of([e.err_speedup for e in mine]),
+            est_err_speedup_prior_same_jobs=mean_of([e.prior_err_speedup for e in mine]),
             sm=asdict(c),
             source={k: v for k, v in policy.source.stats().items() if isinstance(v, (int, float, str, bool))},
         )
@@ -240,25 +236,10 @@ def run_suika_adapter_experiment(
 
 def compare(rows: Sequence[RunRow], base: str, arm: str) -> dict[str, dict[str, float]]:
     """Seed means of JCT (both arms, change) and of the model errors."""
-    out: dict[str, dict[str, float]] = {}
-    for trace in dict.fromkeys(r.trace for r in rows):
-        b = sorted((r for r in rows if r.trace == trace and r.arm == base), key=lambda r: r.seed)
-        a = sorted((r for r in rows if r.trace == trace and r.arm == arm), key=lambda r: r.seed)
-        if not a or not b:
-            continue
-        jb, ja = (float(np.mean([r.summary.mean_jct for r in x])) for x in (b, a))
-        m = lambda x, k: _mean([r.extra.get(k) for r in x])  # noqa: E731
-        out[trace] = {
-            f"{base}_mean_jct_h": jb / H, f"{arm}_mean_jct_h": ja / H,
-            "jct_change": ja / jb - 1.0 if jb > 0 else math.nan,
-            "seeds_better": float(sum(ra.summary.mean_jct < rb.summary.mean_jct for ra, rb in zip(a, b))),
-            "seeds": float(len(a)), "corrected_share": m(a, "corrected_share"),
-            f"{base}_est_err_time": m(b, "est_err_time"), f"{arm}_est_err_time": m(a, "est_err_time"),
-            f"{base}_est_err_speedup": m(b, "est_err_speedup"), f"{arm}_est_err_speedup": m(a, "est_err_speedup"),
-            **{k: m(a, k) for k in ("est_err_time_corrected", "est_err_time_prior_same_jobs",
-                                    "est_err_speedup_corrected", "est_err_speedup_prior_same_jobs")},
-        }
-    return out
+    return compare_arms(rows, base, arm, both=("est_err_time", "est_err_speedup"),
+                        arm_only=("corrected_share", "est_err_time_corrected", "est_err_time_prior_same_jobs",
+                                  "est_err_speedup_corrected", "est_err_speedup_prior_same_jobs"))
+
 
 
 def summary_line(comparison: dict[str, dict[str, float]], cfg: SuikaAdapterConfig) -> str:
