@@ -485,10 +485,13 @@ def eval_advisor(
         report = run_advisor_eval(data, out, cfg)
     console.print(summary_line(report))
     console.print(f"wrote {out}/advisor_eval.json and advisor_eval.md")
-    if devset is not None and (devset / "jobs.jsonl").is_file():
+    if devset is not None and any(devset.glob("jobs*.jsonl")):
         from schedmate.evals.harness.devset_advisor import score_devset_repos
 
-        real = score_devset_repos(devset)
+        try:
+            real = score_devset_repos(devset)
+        except ValueError as exc:  # a malformed label line: the report above is already written
+            raise fail(f"dev set not scored: {exc}") from None
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "devset_advisor.json").write_text(json.dumps(real, indent=2, default=str))
         console.print(f"real dev set ({real['items']} launch commands over {real['repos']} hand-written repositories): "
