@@ -339,6 +339,17 @@ def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
 
 
+def _register_areas() -> None:
+    """Each area owns its commands in its own module (schedmate/cli_<area>.py)."""
+    from . import cli_chat, cli_daemon, cli_failslow, cli_nightly, cli_ray, cli_slurm
+
+    for area in (cli_slurm, cli_daemon, cli_ray, cli_chat, cli_nightly, cli_failslow):
+        area.register(app, eval_app)
+
+
+_register_areas()
+
+
 @eval_app.command("failures")
 def eval_failures(
     data: EvalData,

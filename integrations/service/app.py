@@ -146,6 +146,9 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
         return await call(core.similar_failures, req)
 
     app.include_router(v1)
+    from schedmate.integrations.service.chat_route import router as chat_router
+
+    app.include_router(chat_router(core, config))
     return app
 
 
