@@ -4,10 +4,16 @@ SchedMate runs its own Redis on loopback so the job history survives restarts (A
 directory) without asking users to administer a database. The server runs in the foreground of its
 own session (`daemonize no`, `start_new_session`), so `schedmate redis start` can exit and leave it
 running; `server.json` in the data directory records its pid and port for `stop` and `status`.
+
+The record is a convenience, not the truth: a server whose record was lost (deleted data files, a
+crashed CLI) is still found, by the pid file the server writes itself and by its working directory
+(Redis chdirs into `--dir`), so `status` sees it and `start` never launches a second server on the
+same data. Starts are serialised by an advisory lock on the data directory.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -27,6 +33,8 @@ from schedmate.config import data_dir
 HOST = "127.0.0.1"
 STATE_FILE = "server.json"
 LOG_FILE = "redis.log"
+PID_FILE = "redis.pid"  # written (and removed at shutdown) by redis-server itself
+LOCK_FILE = ".start.lock"
 SAVE_POINTS = ((3600, 1), (300, 100), (60, 10000))  # Redis' defaults: (seconds, changes) RDB snapshots
 
 
@@ -92,13 +100,24 @@ def start(data_dir: Path | str, port: int | None = None, *, timeout_s: float = 1
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     binary = redis_server_binary()
-    current = status(data_dir)
-    if current.running and current.info is not None:
-        if port is not None and port != current.info.port:
+    with _start_lock(data_dir):
+        current = status(data_dir)
+        if current.info is not None and (current.running or _serves_dir(current.info)):
+            if port is not None and port != current.info.port:
+                raise RedisServerError(
+                    f"a redis-server for {data_dir} already runs on port {current.info.port}, not {port}"
+                )
+            if current.running:
+                _write_state(current.info)  # re-records a server whose record was lost
+                return current.info
             raise RedisServerError(
-                f"a redis-server for {data_dir} already runs on port {current.info.port}, not {port}"
+                f"a redis-server (pid {current.info.pid}) already uses {data_dir} but does not answer "
+                f"PING on port {current.info.port}; stop it first (`schedmate redis stop`)"
             )
-        return current.info
+        return _start_new(binary, data_dir, port, timeout_s)
+
+
+def _start_new(binary: str, data_dir: Path, port: int | None, timeout_s: float) -> RedisServerInfo:
     attempts = 1 if port is not None else 3
     last_error: RedisServerError | None = None
     for _ in range(attempts):
@@ -121,6 +140,8 @@ def stop(data_dir: Path | str, *, timeout_s: float = 15.0) -> bool:
     """
     data_dir = Path(data_dir).resolve()
     info = _read_state(data_dir)
+    if info is None or not _serves_dir(info):
+        info = _find_unrecorded(data_dir) or info
     if info is None:
         return False
     state_file = data_dir / STATE_FILE
@@ -144,6 +165,12 @@ def status(data_dir: Path | str) -> RedisServerStatus:
     """Whether the server recorded in `data_dir` is alive and answers PING."""
     data_dir = Path(data_dir).resolve()
     info = _read_state(data_dir)
+    note = ""
+    if info is None or not _pid_alive(info.pid) or not _is_redis_process(info.pid):
+        found = _find_unrecorded(data_dir)
+        if found is not None:
+            why = "missing" if info is None else f"stale (pid {info.pid})"
+            info, note = found, f" (its record {STATE_FILE} was {why}; found by its pid file / working directory)"
     if info is None:
         return RedisServerStatus(False, data_dir, f"no server recorded in {data_dir / STATE_FILE}")
     if not _pid_alive(info.pid) or not _is_redis_process(info.pid):
@@ -152,7 +179,7 @@ def status(data_dir: Path | str) -> RedisServerStatus:
         return RedisServerStatus(
             False, data_dir, f"pid {info.pid} alive but {info.host}:{info.port} does not answer PING", info
         )
-    return RedisServerStatus(True, data_dir, f"running, pid {info.pid}, {info.url}", info)
+    return RedisServerStatus(True, data_dir, f"running, pid {info.pid}, {info.url}{note}", info)
 
 
 @contextmanager
@@ -177,6 +204,7 @@ def server_args(data_dir: Path, port: int) -> list[str]:
         "--appendfsync", "everysec",
         *(arg for seconds, changes in SAVE_POINTS for arg in ("--save", f"{seconds} {changes}")),
         "--dbfilename", "dump.rdb",
+        "--pidfile", str(data_dir / PID_FILE),
         "--logfile", str(data_dir / LOG_FILE),
     ]  # fmt: skip
 
@@ -209,6 +237,60 @@ def _launch(binary: str, data_dir: Path, port: int, timeout_s: float) -> RedisSe
         f"redis-server on port {port} did not answer PING within {timeout_s:.0f}s: "
         f"{_log_tail(log_path, log_offset)}"
     )
+
+
+@contextmanager
+def _start_lock(data_dir: Path) -> Iterator[None]:
+    """Serialise `start` calls on one data directory (two CLIs at once must not launch two servers)."""
+    with (data_dir / LOCK_FILE).open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _serves_dir(info: RedisServerInfo) -> bool:
+    """The pid is a live redis-server working in `info.data_dir`."""
+    return _pid_alive(info.pid) and _is_redis_process(info.pid) and _proc_cwd(info.pid) in (info.data_dir, None)
+
+
+def _proc_cwd(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")).resolve()
+    except OSError:
+        return None
+
+
+def _proc_port(pid: int) -> int | None:
+    """Redis sets its process title to `redis-server HOST:PORT`."""
+    try:
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return None
+    _, _, port = title.rpartition(":")
+    return int(port) if port.isdigit() else None
+
+
+def _find_unrecorded(data_dir: Path) -> RedisServerInfo | None:
+    """A live redis-server using `data_dir` that `server.json` does not (correctly) record."""
+    candidates: list[int] = []
+    try:
+        candidates.append(int((data_dir / PID_FILE).read_text().strip()))
+    except (OSError, ValueError):
+        pass
+    proc = Path("/proc")
+    if proc.is_dir():
+        candidates += [int(p.name) for p in proc.iterdir() if p.name.isdigit()]
+    for pid in dict.fromkeys(candidates):
+        if pid == os.getpid() or not _pid_alive(pid) or not _is_redis_process(pid):
+            continue
+        if _proc_cwd(pid) != data_dir:
+            continue
+        port = _proc_port(pid)
+        if port is not None:
+            return RedisServerInfo(pid=pid, port=port, data_dir=data_dir)
+    return None
 
 
 def _free_port() -> int:

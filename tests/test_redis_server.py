@@ -85,3 +85,29 @@ def test_missing_redis_server_says_how_to_install_it(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(redis_server.RedisNotInstalled, match="apt-get install redis-server"):
         redis_server.start(tmp_path / "data")
+
+
+def test_a_server_whose_record_was_lost_is_still_found_and_never_doubled(tmp_path: Path) -> None:
+    """Losing server.json must not orphan the server: status sees it, start re-adopts it, stop stops it."""
+    require_redis_server()
+    first = redis_server.start(tmp_path)
+    try:
+        (tmp_path / redis_server.STATE_FILE).unlink()
+        (tmp_path / redis_server.PID_FILE).unlink()  # even without the server's own pid file
+        found = redis_server.status(tmp_path)
+        assert found.running and found.info is not None and found.info.pid == first.pid
+        assert "was missing" in found.detail
+        again = redis_server.start(tmp_path)
+        assert (again.pid, again.port) == (first.pid, first.port)  # no second server on the same data
+        assert (tmp_path / redis_server.STATE_FILE).is_file()  # re-recorded
+    finally:
+        assert redis_server.stop(tmp_path)
+    assert not ping(first.url) and not redis_server.status(tmp_path).running
+
+
+def test_a_lost_record_of_a_server_is_stopped_by_stop(tmp_path: Path) -> None:
+    require_redis_server()
+    info = redis_server.start(tmp_path)
+    (tmp_path / redis_server.STATE_FILE).unlink()
+    assert redis_server.stop(tmp_path)
+    assert not ping(info.url)
