@@ -30,6 +30,9 @@ from schedmate.tracing import (
     GEN_AI_RESPONSE_ID,
     GEN_AI_RESPONSE_MODEL,
     GEN_AI_TEMPERATURE,
+    GEN_AI_TOOL_CALL_ID,
+    GEN_AI_TOOL_NAME,
+    GEN_AI_TOOL_TYPE,
     SCHEDMATE_LLM_ATTEMPT,
     SERVER_ADDRESS,
     SERVER_PORT,
@@ -112,6 +115,57 @@ class GenAITracingHandler(BaseCallbackHandler):
             return
         span.set_attribute(ERROR_TYPE, type(error).__qualname__)
         span.record_exception(error)
+        span.set_status(Status(StatusCode.ERROR, str(error)[:200]))
+        span.end()
+
+
+class GenAIToolTracingHandler(BaseCallbackHandler):
+    """One INTERNAL span `execute_tool {name}` per LangChain tool call (GenAI semconv).
+
+    Passed in an agent run's `config={"callbacks": [...]}` so it sees every tool the graph
+    executes; it ignores model, chain and retriever events (the model's own handler traces
+    those), so no chat call is traced twice.
+    """
+
+    run_inline = True
+    raise_error = False
+    # tool events are dispatched under `ignore_agent`, so that one must stay False
+    ignore_llm = ignore_chat_model = ignore_chain = ignore_retriever = ignore_retry = True
+
+    def __init__(self, tracer: Tracer | None = None) -> None:
+        self._tracer = get_tracer(tracer)
+        self._spans: dict[UUID, Span] = {}
+        self._lock = threading.Lock()
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+        attrs: dict[str, Any] = {GEN_AI_OPERATION: "execute_tool", GEN_AI_TOOL_NAME: name, GEN_AI_TOOL_TYPE: "function"}
+        if tool_call_id:
+            attrs[GEN_AI_TOOL_CALL_ID] = str(tool_call_id)
+        span = self._tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attrs)
+        with self._lock:
+            self._spans[run_id] = span
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            span = self._spans.pop(run_id, None)
+        if span is not None:
+            span.end()
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            span = self._spans.pop(run_id, None)
+        if span is None:
+            return
+        span.set_attribute(ERROR_TYPE, type(error).__qualname__)
         span.set_status(Status(StatusCode.ERROR, str(error)[:200]))
         span.end()
 

@@ -25,6 +25,7 @@ decides every argument; the controller only fixes the order of action types.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import time
@@ -50,7 +51,8 @@ from schedmate.agents.advisor.validation import grounded, normalise_field, value
 from schedmate.workload import WorkloadMetadata
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
 from schedmate.structured import map_llm_exception
-from schedmate.tracing import get_tracer
+from schedmate.llm_tracing import GenAIToolTracingHandler
+from schedmate.tracing import GEN_AI_AGENT_NAME, get_tracer
 
 __all__ = [
     "AgentAnswer", "AgentConfig", "ExtractionResult", "FieldDecision", "LLMStatus", "MetadataExtractor", "SYSTEM_PROMPT",
@@ -327,6 +329,7 @@ class MetadataExtractor:
         t0 = time.perf_counter()
         with self._tracer.start_as_current_span("invoke_agent metadata_extractor") as span:
             span.set_attribute("gen_ai.operation.name", "invoke_agent")
+            span.set_attribute(GEN_AI_AGENT_NAME, "metadata_extractor")
             if static is None:
                 static = extract_static(repo, command, gpus=gpus, nodes=nodes)
             static_s = time.perf_counter() - t0
@@ -365,14 +368,17 @@ class MetadataExtractor:
         def run() -> None:
             try:
                 for chunk in agent.stream({"messages": [HumanMessage(build_task(command, repo, gpus, nodes))]},
-                                          config={"recursion_limit": 4 * cfg.max_model_calls + 10},
+                                          config={"recursion_limit": 4 * cfg.max_model_calls + 10,
+                                                  "callbacks": [GenAIToolTracingHandler(self._tracer)]},
                                           stream_mode="values"):
                     collected[:] = chunk.get("messages", [])
                     box["state"] = chunk
             except BaseException as exc:  # noqa: BLE001 -- reported as a status
                 box["error"] = exc
 
-        thread = threading.Thread(target=run, name="advisor-agent", daemon=True)
+        # the caller's OTel context travels with the run, so chat and tool spans nest under invoke_agent
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(run,), name="advisor-agent",
+                                  daemon=True)
         thread.start()
         thread.join(cfg.timeout_s + 1.0)
         messages = list(collected)

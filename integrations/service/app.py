@@ -10,6 +10,7 @@ models still loading), 504 per-call timeout, 500 an internal error. Every non-20
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,13 +18,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from opentelemetry.trace import TracerProvider
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from schedmate.integrations.service.auth import token_check
 from schedmate.integrations.service.config import PathRefused, ServiceConfig
 from schedmate.integrations.service.core import DependencyDown, InputError, ServiceCore
 from schedmate.integrations.service.limits import BodyLimit, CallTimeout, FastReject, QueueFull, WorkQueue
+from schedmate.integrations.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
 from schedmate.integrations.service.models import (
     AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, ErrorBody, FailureReportRequest, JobAck,
     JobEndRequest, JobRegisterRequest, SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,
@@ -45,11 +49,17 @@ def _error(status: int, reason: str, retry_after_s: float | None = None, headers
                         headers=hdrs)
 
 
-def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_models: bool = True) -> FastAPI:
+def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_models: bool = True,
+               metrics: ServiceMetrics | None = None, tracer_provider: TracerProvider | None = None) -> FastAPI:
     """The app over `core` (built from `config` when None). Models load in the background at
-    startup when `load_models` (so /health answers at once and /ready says when they are in)."""
+    startup when `load_models` (so /health answers at once and /ready says when they are in).
+    `metrics` (a fresh registry when None) is what `GET /metrics` exposes; pass one in to also
+    feed it LLM calls (`GenAISpanProcessor(metrics.observe_llm)`). FastAPI's own telemetry traces
+    each request as a SERVER span on `tracer_provider` (default: the process's)."""
     core = core or ServiceCore(config)
     queue = WorkQueue(config.max_inflight, config.call_timeout_s)
+    metrics = metrics or ServiceMetrics()
+    metrics.registry.register(QueueCollector(queue))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -66,10 +76,12 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
 
     app = FastAPI(title="SchedMate", version="1", lifespan=lifespan,
                   description="Scheduling signals from code, logs and job history. Any answer with "
-                              "`fallback: scheduler-default` means: keep the scheduler's own default.")
+                              "`fallback: scheduler-default` means: keep the scheduler's own default.",
+                  telemetry={"tracer_provider": tracer_provider} if tracer_provider is not None else None)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
-    app.add_middleware(FastReject, queue=queue)  # outermost: a full queue costs no parsing
-    app.state.core, app.state.queue = core, queue
+    app.add_middleware(FastReject, queue=queue)  # a full queue costs no parsing
+    app.add_middleware(HTTPMetrics, metrics=metrics)  # outermost: fast 429s are timed and counted too
+    app.state.core, app.state.queue, app.state.metrics = core, queue, metrics
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
@@ -87,27 +99,40 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
         ok = checks["models"] == "ok" and checks["redis"] in ("ok", "not configured")
         return JSONResponse({"ready": ok, **checks, "queue": queue.stats()}, status_code=200 if ok else 503)
 
+    @app.get("/metrics", tags=["ops"], response_class=Response, dependencies=[Depends(token_check(config.token))])
+    async def prometheus_metrics() -> Response:
+        """Prometheus exposition of this app's registry (behind the /v1 token when one is set)."""
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
     v1 = APIRouter(prefix=f"/{API_VERSION}", dependencies=[Depends(token_check(config.token))],
                    responses={code: {"model": ErrorBody, "description": text} for code, text in _ERRORS.items()})
 
     async def call(fn: Callable[[Any], Any], req: Any) -> Any:
         t0 = time.perf_counter()
+        op = getattr(fn, "__name__", "other")
         try:
-            out = await queue.run(fn, req)
+            out = await queue.run(contextvars.copy_context().run, fn, req)  # agent spans nest under the request
         except QueueFull as exc:
+            metrics.error(op, "queue_full")
             return _error(429, str(exc), retry_after_s=1.0)
         except CallTimeout as exc:
+            metrics.error(op, "timeout")
             return _error(504, str(exc))
         except DependencyDown as exc:
+            metrics.error(op, "dependency_down")
             return _error(503, f"{exc.dependency} unavailable: {exc.reason}", retry_after_s=5.0)
         except PathRefused as exc:
+            metrics.error(op, "path_refused")
             return _error(403, str(exc))
         except InputError as exc:
+            metrics.error(op, "bad_input")
             return _error(exc.status, str(exc))
         except Exception as exc:  # noqa: BLE001 -- logged here; the client gets the default signal
-            log.exception("internal error in %s", getattr(fn, "__name__", fn))
+            metrics.error(op, "internal")
+            log.exception("internal error in %s", op)
             return _error(500, f"internal error ({type(exc).__name__}); see the service log")
         out.latency_s = round(time.perf_counter() - t0, 6)
+        metrics.observe(op, req, out)
         return out
 
     @v1.post("/advise", response_model=AdviseResponse)
@@ -149,6 +174,9 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
     from schedmate.integrations.service.chat_route import router as chat_router
 
     app.include_router(chat_router(core, config))
+    from schedmate.integrations.slurm.route import router as slurm_router
+
+    app.include_router(slurm_router(core, config))  # what job_submit.lua asks (integrations/slurm/)
     return app
 
 

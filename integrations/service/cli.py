@@ -34,12 +34,18 @@ def serve(
     llm_model: Annotated[str | None, typer.Option(help="Model name at --llm-url.")] = None,
     llm_timeout: Annotated[float, typer.Option(help="LLM per-request timeout, seconds.")] = 20.0,
     threads: Annotated[int, typer.Option(help="torch threads for the embedder (1 is fastest for batch-1).")] = 1,
+    otel: Annotated[str | None, typer.Option(
+        help="Telemetry exporter for traces, metrics and logs: console, otlp or none (default: the OTEL_* "
+             "variables; OTLP endpoint from OTEL_EXPORTER_OTLP_ENDPOINT).", show_default=False)] = None,
 ) -> None:
     """Serve the SchedMate API (v1) with uvicorn; OpenAPI at /openapi.json, /health and /ready."""
     import uvicorn
 
     from schedmate.integrations.service.app import create_app
     from schedmate.integrations.service.config import ServiceConfig, ServiceConfigError
+    from schedmate.integrations.service.metrics import ServiceMetrics
+    from schedmate.telemetry import TelemetryConfig, TelemetryConfigError, telemetry_session
+    from schedmate.telemetry_genai import GenAISpanProcessor
 
     llm = None
     if llm_url:
@@ -51,7 +57,8 @@ def serve(
         config = ServiceConfig(host=host, port=port, token=token, allowed_roots=tuple(allow or [Path.cwd()]),
                                max_body_bytes=max_body, max_inflight=max_inflight, call_timeout_s=timeout,
                                redis_url=None if no_redis else redis_url, llm=llm)
-    except ServiceConfigError as exc:
+        TelemetryConfig.resolve(otel)
+    except (ServiceConfigError, TelemetryConfigError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if config.redis_url is None and not no_redis:
@@ -65,4 +72,8 @@ def serve(
     roots = ", ".join(str(r) for r in config.allowed_roots)
     typer.echo(f"SchedMate API on http://{host}:{port} (auth {'on' if token else 'off'}; reads under {roots}; "
                f"store {config.redis_url or 'none'})", err=True)
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", timeout_graceful_shutdown=10)
+    metrics = ServiceMetrics()  # GET /metrics; LLM calls reach it through their GenAI spans
+    with telemetry_session(otel, span_processors=[GenAISpanProcessor(metrics.observe_llm)]) as telemetry:
+        telemetry.flush_on_signal()  # uvicorn re-raises SIGTERM after its graceful shutdown
+        uvicorn.run(create_app(config, metrics=metrics), host=host, port=port, log_level="warning",
+                    timeout_graceful_shutdown=10)
