@@ -10,7 +10,9 @@ here so that the three report the same metrics in the same files:
 - `size_cluster`: the smallest search that makes the baseline queue (spec §8: avg queuing ≥ 30%
   of avg JCT, else no policy differs);
 - `RunRow` / `write_experiment` / `ExperimentResult`: one row per (trace, arm, seed), aggregated
-  over seeds, written as `results.json`, `results.csv`, per-seed job CSVs and JCT CDF plots.
+  over seeds, written as `results.json`, `results.csv`, per-seed job CSVs and JCT CDF plots;
+- `SeedMap` / `serial_map`: how independent runs (seeds, sweep points) are mapped: in order here,
+  or fanned out over a Ray cluster (`integrations.ray.sweep.RayMap`), with the same answers.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -41,6 +43,7 @@ __all__ = [
     "NullInsights",
     "OracleInsights",
     "RunRow",
+    "SeedMap",
     "Sizing",
     "aggregate",
     "detected",
@@ -50,6 +53,7 @@ __all__ = [
     "wait_stats",
     "shared_file",
     "size_cluster",
+    "serial_map",
     "speedups",
     "synthetic_jobs",
     "time_window",
@@ -57,6 +61,22 @@ __all__ = [
 ]
 
 DAY = 86_400.0
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+class SeedMap(Protocol):
+    """Runs `fn` on each item (a seed, a sweep point) and returns the answers in item order.
+
+    Runs must be independent (each builds its own policy, trace and RNG from its item), so where
+    they run cannot change what they return."""
+
+    def __call__(self, fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]: ...
+
+
+def serial_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    """The default `SeedMap`: one run after another in this process."""
+    return [fn(item) for item in items]
 
 
 class MakeSource(Protocol):
