@@ -37,6 +37,10 @@ def serve(
     otel: Annotated[str | None, typer.Option(
         help="Telemetry exporter for traces, metrics and logs: console, otlp or none (default: the OTEL_* "
              "variables; OTLP endpoint from OTEL_EXPORTER_OTLP_ENDPOINT).", show_default=False)] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray", help="Answer with a pool of Ray actors: 'local' starts a cluster here, else a Ray address.",
+        show_default=False)] = None,
+    ray_actors: Annotated[int, typer.Option(help="Actors in the Ray pool (each loads its own models).")] = 2,
 ) -> None:
     """Serve the SchedMate API (v1) with uvicorn; OpenAPI at /openapi.json, /health and /ready."""
     import uvicorn
@@ -73,7 +77,23 @@ def serve(
     typer.echo(f"SchedMate API on http://{host}:{port} (auth {'on' if token else 'off'}; reads under {roots}; "
                f"store {config.redis_url or 'none'})", err=True)
     metrics = ServiceMetrics()  # GET /metrics; LLM calls reach it through their GenAI spans
-    with telemetry_session(otel, span_processors=[GenAISpanProcessor(metrics.observe_llm)]) as telemetry:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        core = None
+        if ray_address:  # the paper's deployment: one head fans the agents' work out over workers
+            from schedmate.integrations.ray.actors import RayServiceCore
+            from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+
+            try:
+                stack.enter_context(ray_cluster(RayConfig(address=ray_address)))
+                core = RayServiceCore(config, actors=ray_actors)
+            except (RayUnavailable, ValueError) as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(2) from None
+            typer.echo(f"answering with {ray_actors} Ray actor(s) at {ray_address}", err=True)
+        telemetry = stack.enter_context(
+            telemetry_session(otel, span_processors=[GenAISpanProcessor(metrics.observe_llm)]))
         telemetry.flush_on_signal()  # uvicorn re-raises SIGTERM after its graceful shutdown
-        uvicorn.run(create_app(config, metrics=metrics), host=host, port=port, log_level="warning",
-                    timeout_graceful_shutdown=10)
+        uvicorn.run(create_app(config, core, metrics=metrics), host=host, port=port,  # type: ignore[arg-type]
+                    log_level="warning", timeout_graceful_shutdown=10)
