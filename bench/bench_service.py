@@ -1,4 +1,4 @@
-"""Load and faults for `schedmate serve`: sustained req/s and p99, a 10x overload, Redis killed mid-run.
+"""Load and faults for `schedmate serve`: sustained req/s and p99, 10x overload, Redis killed, LLM stalled.
 
 Run: `.venv/bin/python bench/bench_service.py` (about 4 minutes, most of it loading the models).
 The service runs as its own process (`python -m schedmate.cli serve`, uvicorn, embedded MiniLM,
@@ -10,7 +10,16 @@ no LLM) over a redis-server started here; this process drives it with an async h
    were answered, rejected (429), timed out (504), failed; p99 of each; the server's peak RSS and
    whether it still answers /health afterwards;
 3. Redis killed (SIGKILL) and restarted while jobs are registered one after another (the client
-   retries 503 after its Retry-After): job records counted at the end, none may be lost.
+   retries 503 after its Retry-After): job records counted at the end, none may be lost;
+4. LLM endpoint stalled: a second service whose `--llm-url` is a loopback socket that accepts
+   connections and never answers (`--llm-timeout`, default 2 s): every call must still answer 200
+   within its timeouts, from the static / regex / learned paths; counted: answers, 504s, how many
+   said the LLM was skipped or failed (`llm_status`, `degraded`), connections the stalled endpoint
+   got (the circuit breaker should stop trying after the first timeout), latency p50/p99;
+5. the Slurm submit-time call (what job_submit.lua runs per job submitted without --time: one `curl`
+   to `/v1/slurm/time-limit`): wall time of the whole subprocess against the running service, p50/p99;
+   and, on a real local Slurm with the plugin installed (root, slurm-wlm + munge; else skipped),
+   `sbatch --hold` wall time with --time (plugin returns at once) and without (it asks the service).
 
 Writes `bench/results/service.json` and prints one summary line.
 """
@@ -37,6 +46,7 @@ import numpy as np
 import redis
 
 from schedmate.embeddings import redis_server
+from schedmate.integrations.slurm.slurmjob import launch_command
 
 RESULTS = Path(__file__).resolve().parent / "results" / "service.json"
 TRAIN = '''"""Train a ResNet-50 image classifier on ImageNet."""
@@ -217,6 +227,154 @@ async def redis_outage(client: httpx.AsyncClient, inputs: dict[str, str], data_d
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
+class StalledEndpoint:
+    """A loopback TCP server that accepts every connection and never sends a byte (an LLM endpoint
+    that hangs); counts the connections it got."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.port = int(self.sock.getsockname()[1])
+        self.accepted = 0
+        self._held: list[socket.socket] = []
+        self._stop = False
+        import threading
+
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            self._held.append(conn)
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(2)
+        for c in self._held:
+            c.close()
+        self.sock.close()
+
+
+def start_service(root: Path, redis_url: str, extra: list[str], name: str) -> tuple[subprocess.Popen[str], str, float]:
+    """`schedmate serve` as its own process on a free port; (process, base URL, seconds to /ready)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "schedmate.cli", "serve", "--port", str(port), "--redis-url", redis_url,
+           "--allow", str(root / "jobs"), *extra]
+    log = (root / f"{name}.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+    t0 = time.perf_counter()
+    while True:
+        try:
+            if httpx.get(f"{base}/ready", timeout=5).status_code == 200:
+                return proc, base, time.perf_counter() - t0
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.perf_counter() - t0 > 600:
+            proc.kill()
+            raise SystemExit(f"{name} did not become ready: {(root / f'{name}.log').read_text()[-2000:]}")
+        time.sleep(1.0)
+
+
+async def llm_stalled(base: str, ops: dict[str, tuple[str, dict[str, Any]]], endpoint: StalledEndpoint, calls: int,
+                      concurrency: int, llm_timeout_s: float) -> dict[str, Any]:
+    """`calls` requests per operation (`concurrency` at a time) against a service whose LLM hangs."""
+    out: dict[str, Any] = {"llm_timeout_s": llm_timeout_s, "per_op": {}}
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        for name, (path, body) in ops.items():
+            before = endpoint.accepted
+            lat: list[float] = []
+            codes: Counter[int] = Counter()
+            llm: Counter[str] = Counter()
+            degraded = fallback = 0
+            sem = asyncio.Semaphore(concurrency)
+
+            async def one() -> None:
+                nonlocal degraded, fallback
+                async with sem:
+                    t0 = time.perf_counter()
+                    r = await client.post(path, json=body)
+                    lat.append(time.perf_counter() - t0)
+                    codes[r.status_code] += 1
+                    if r.status_code == 200:
+                        data = r.json()
+                        llm[str(data.get("llm_status"))] += 1
+                        degraded += bool(data.get("degraded"))
+                        fallback += data.get("fallback") is not None
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(calls)))
+            out["per_op"][name] = {
+                "calls": calls, "codes": dict(codes), "llm_status": dict(llm), "degraded": degraded,
+                "scheduler_default": fallback, "llm_connections": endpoint.accepted - before,
+                "first_ms": round(lat[0] * 1000, 1) if lat else None, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99),
+                "max_ms": round(max(lat) * 1000, 1) if lat else None, "seconds": round(time.perf_counter() - t0, 1)}
+    out["llm_connections_total"] = endpoint.accepted
+    return out
+
+
+def slurm_hook(base: str, inputs: dict[str, str], root: Path, runs: int) -> dict[str, Any]:
+    """Wall time of the submit-time call as job_submit.lua makes it (one `curl` with the JSON body)."""
+    script = f"#!/bin/bash\n#SBATCH --gres=gpu:8\n{COMMAND}\n"
+    body = root / "time-limit.json"
+    body.write_text(json.dumps({"work_dir": inputs["repo"], "script": script, "tres_per_node": "gres:gpu:8",
+                                "tres_per_job": "", "nodes": None, "user": "0", "max_minutes": 0, "margin": 1.2}))
+    cmd = ["curl", "-sS", "--max-time", "2", "-H", "Content-Type: application/json", "--data-binary", f"@{body}",
+           f"{base}/v1/slurm/time-limit"]
+    lat: list[float] = []
+    lines: Counter[str] = Counter()
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        lat.append(time.perf_counter() - t0)
+        lines[done.stdout.split(" ", 1)[0] if done.stdout else "none"] += 1
+    return {"runs": runs, "answers": dict(lines), "example": done.stdout.strip(), "p50_ms": pct(lat, 50),
+            "p99_ms": pct(lat, 99), "command": launch_command(script)}
+
+
+def slurm_submit(base: str, inputs: dict[str, str], root: Path, runs: int) -> dict[str, Any]:
+    """`sbatch` wall time on a real local Slurm with SchedMate's plugin: with --time (the plugin
+    returns at once) vs without (it asks the service). Jobs are submitted held and cancelled."""
+    from schedmate.integrations.slurm.config import HookConfig, slurm_conf_lines, write_files
+    from schedmate.integrations.slurm.localcluster import LocalSlurm, missing_binaries
+
+    if missing_binaries() or os.geteuid() != 0:
+        return {"skipped": "needs root and slurm-wlm + munge"}
+    cluster = LocalSlurm(root / "slurm")
+    epilog = cluster.conf_dir / "schedmate-epilog.sh"
+    cluster.extra_conf = slurm_conf_lines(epilog)
+    cluster.write_config()
+    write_files(HookConfig(url=base, log_file=root / "hook.log", slurm_conf=cluster.conf), cluster.conf_dir, epilog)
+    job = Path(inputs["repo"]) / "job.sh"
+    job.write_text(f"#!/bin/bash\n#SBATCH --gres=gpu:8\n{COMMAND}\n")
+    out: dict[str, Any] = {}
+    try:
+        cluster.start()
+        for label, extra in (("with_time", ["--time=60"]), ("without_time", [])):
+            lat = []
+            ids = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                ids.append(cluster.sbatch(job, "--hold", *extra))
+                lat.append(time.perf_counter() - t0)
+            limits = Counter(subprocess.run(["scontrol", "show", "job", i], env=cluster.env, capture_output=True,
+                                            text=True, timeout=10).stdout.split("TimeLimit=")[1].split()[0] for i in ids)
+            subprocess.run(["scancel", *ids], env=cluster.env, capture_output=True, timeout=30)
+            out[label] = {"runs": runs, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "time_limits": dict(limits)}
+    finally:
+        cluster.stop()
+    out["added_p50_ms"] = round(out["without_time"]["p50_ms"] - out["with_time"]["p50_ms"], 1) if "with_time" in out \
+        and "without_time" in out else None
+    return out
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -251,48 +409,85 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="per sustained run and for the overload")
     ap.add_argument("--concurrency", type=int, default=4, help="closed-loop clients (below the 8 work slots)")
     ap.add_argument("--jobs", type=int, default=150, help="registrations across the Redis outage")
+    ap.add_argument("--llm-calls", type=int, default=24, help="calls per operation with the LLM stalled")
+    ap.add_argument("--llm-timeout", type=float, default=2.0, help="the stalled service's --llm-timeout")
+    ap.add_argument("--hook-runs", type=int, default=20, help="Slurm submit-hook runs")
+    ap.add_argument("--phases", default="load,hook,llm", help="load (1-3), hook (5), llm (4); comma-separated")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    phases = set(args.phases.split(","))
+    result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
         root = Path(tmp)
         inputs = make_inputs(root / "jobs")
         data_dir = root / "redis"
         info = redis_server.start(data_dir)
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "schedmate.cli", "serve", "--port", str(port), "--redis-url", info.url,
-               "--allow", str(root / "jobs")]
-        server_log = (root / "server.log").open("w")
-        proc = subprocess.Popen(cmd, stdout=server_log, stderr=subprocess.STDOUT, text=True)
         try:
-            t0 = time.perf_counter()
-            while True:
+            proc, base, ready_s = start_service(root, info.url, [], "server")
+            result["ready_s"] = round(ready_s, 1)
+            try:
+                if "load" in phases:
+                    result |= asyncio.run(drive(base, inputs, args, proc.pid, data_dir, info.port))
+                if "hook" in phases:
+                    asyncio.run(seed_history(base, inputs))
+                    result["slurm_hook"] = slurm_hook(base, inputs, root, args.hook_runs)
+                    result["slurm_submit"] = slurm_submit(base, inputs, root, args.hook_runs)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+                result["server_log_tail"] = (root / "server.log").read_text().splitlines()[-15:]
+            if "llm" in phases:
+                endpoint = StalledEndpoint()
+                extra = ["--llm-url", f"http://127.0.0.1:{endpoint.port}/v1", "--llm-model", "stalled",
+                         "--llm-timeout", str(args.llm_timeout)]
+                proc, base, _ = start_service(root, info.url, extra, "stalled")
                 try:
-                    if httpx.get(f"{base}/ready", timeout=5).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.perf_counter() - t0 > 600:
-                    raise SystemExit(f"service did not become ready: {(root / 'server.log').read_text()[-2000:]}")
-                time.sleep(1.0)
-            ready_s = time.perf_counter() - t0
-            result = asyncio.run(drive(base, inputs, args, proc.pid, data_dir, info.port))
+                    result["llm_stalled"] = asyncio.run(llm_stalled(base, bodies(inputs), endpoint, args.llm_calls,
+                                                                    args.concurrency, args.llm_timeout))
+                    result["llm_stalled"]["health_after"] = httpx.get(f"{base}/health", timeout=10).status_code == 200
+                finally:
+                    proc.terminate()
+                    proc.wait(30)
+                    endpoint.close()
         finally:
-            proc.terminate()
-            proc.wait(30)
-            server_log.close()
-            log_tail = (root / "server.log").read_text().splitlines()[-15:]
             redis_server.stop(data_dir)
     result = {"benchmark": "service", "command": " ".join(["bench/bench_service.py", *sys.argv[1:]]),
-              "ready_s": round(ready_s, 1), "cpus": os.cpu_count(), "python": platform.python_version(), **result,
-              "server_log_tail": log_tail}
+              "cpus": os.cpu_count(), "python": platform.python_version(), **result}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    s, o, r = result["sustained"], result["overload_10x"], result["redis_outage"]
-    print("service: " + ", ".join(f"{k} {v['req_s']} req/s p99 {v['p99_ms']} ms" for k, v in s.items())
-          + f"; 10x overload ({o['offered_req_s']} req/s offered): {o['codes']}, peak RSS {o['server_peak_rss_mb']} MB, "
-          f"health after {'ok' if result['health_after_overload'] else 'FAILED'}; Redis killed+restarted: "
-          f"{r['records_after']}/{r['registered']} records kept ({r['retries']} retries)")
+    print("service: " + "; ".join(summary(result)))
+
+
+def summary(result: dict[str, Any]) -> list[str]:
+    parts = []
+    if "sustained" in result:
+        s, o, r = result["sustained"], result["overload_10x"], result["redis_outage"]
+        parts.append(", ".join(f"{k} {v['req_s']} req/s p99 {v['p99_ms']} ms" for k, v in s.items()))
+        parts.append(f"10x overload ({o['offered_req_s']} req/s offered): {o['codes']}, peak RSS "
+                     f"{o['server_peak_rss_mb']} MB, health after {'ok' if result['health_after_overload'] else 'FAILED'}")
+        parts.append(f"Redis killed+restarted: {r['records_after']}/{r['registered']} records kept "
+                     f"({r['retries']} retries)")
+    if "slurm_hook" in result:
+        h = result["slurm_hook"]
+        parts.append(f"Slurm submit-time call (curl) p50 {h['p50_ms']} ms p99 {h['p99_ms']} ms, {h['answers']}")
+        sb = result.get("slurm_submit", {})
+        if "with_time" in sb:
+            parts.append(f"sbatch p50 {sb['with_time']['p50_ms']} ms with --time, {sb['without_time']['p50_ms']} ms "
+                         f"without (limits {sb['without_time']['time_limits']})")
+    if "llm_stalled" in result:
+        ls = result["llm_stalled"]
+        per = ", ".join(f"{k} {v['codes']} p99 {v['p99_ms']} ms (LLM {v['llm_status']})" for k, v in ls["per_op"].items())
+        parts.append(f"LLM stalled ({ls['llm_timeout_s']} s timeout, {ls['llm_connections_total']} LLM connections): {per}")
+    return parts
+
+
+async def seed_history(base: str, inputs: dict[str, str]) -> None:
+    """The three finished jobs `drive` registers first (so the hook gets an estimate when run alone)."""
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        for i in range(3):
+            await client.post("/v1/jobs/register", json={"job_id": f"h{i}", "repo": inputs["repo"], "command": COMMAND,
+                                                         "gpus": 8})
+            await client.post("/v1/jobs/end", json={"job_id": f"h{i}", "duration_s": 3600.0 + 60 * i, "sm_util": 60})
 
 
 if __name__ == "__main__":

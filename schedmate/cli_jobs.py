@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -78,9 +79,12 @@ def _readable_file(path: Path, what: str) -> Path:
         raise UserError(f"{what} not found: {path}")
     if path.is_dir():
         raise UserError(f"{what} is a directory, not a file: {path}")
+    from schedmate.logfile import NotRegularFile, open_regular
+
     try:
-        with path.open("rb") as fh:
-            fh.read(1)
+        os.close(open_regular(path))  # never blocks: a FIFO or device is refused, not opened
+    except NotRegularFile as exc:
+        raise UserError(f"{what}: {exc}") from None
     except OSError as exc:
         raise UserError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     return path
@@ -542,6 +546,7 @@ def _diagnosis_dict(d: Any) -> dict[str, Any]:
         "confidence": getattr(d.verdict, "confidence", None), "method": d.method, "llm_status": d.llm_status,
         "similar": [dataclasses.asdict(s) for s in d.similar],
         "similar_status": d.similar_status, "plan": plan, "dry_run": True, "fallbacks": list(d.fallbacks),
+        "llm_calls": dataclasses.asdict(d.llm_calls), "notes": list(d.notes),
         "total_lines": d.total_lines, "seconds": d.timings_s.get("total"),
     }
 
@@ -578,7 +583,9 @@ def _render_diagnosis(r: dict[str, Any]) -> None:
 
 
 def diagnose(
-    log: Annotated[Path, typer.Argument(help="The failed job's log.")],
+    log: Annotated[Path | None, typer.Argument(help="The failed job's log (or --job).")] = None,
+    slurm_job: Annotated[str | None, typer.Option("--job", help="A Slurm job id instead of LOG: its log as the SchedMate "
+                                                   "epilog recorded it, else `scontrol show job`'s.")] = None,
     job_id: Annotated[str | None, typer.Option(help="Job id (default: the log's file name).")] = None,
     node: Annotated[list[str] | None, typer.Option("--node", help="A node the job ran on (repeat); the plan diagnoses them.")] = None,
     checkpoint: Annotated[str | None, typer.Option(help="Latest checkpoint, for the resubmission step.")] = None,
@@ -595,7 +602,16 @@ def diagnose(
     from pydantic import ValidationError
 
     with _user_errors(), ExitStack() as stack:
-        _readable_file(log, "log")
+        if (log is None) == (slurm_job is None):
+            raise UserError("give the failed job's LOG or --job SLURM_JOB_ID (one of them)")
+        if log is not None:
+            _readable_file(log, "log")
+        loc = _location(history_dir, redis_url, create=record)
+        url = stack.enter_context(_served(loc)) if loc is not None else None
+        found = _slurm_job_log(slurm_job, url) if slurm_job is not None else None
+        if found is not None:
+            log, job_id = _readable_file(Path(found.log), f"log of Slurm job {slurm_job}"), job_id or found.job_id
+        assert log is not None
         if method not in ("learned", "rules", "llm"):
             raise UserError(f"--method must be learned, rules or llm, not {method!r}")
         if method == "llm" and not llm:
@@ -607,8 +623,6 @@ def diagnose(
             meta = JobMeta(job_id=job_id or _job_id_of(log), nodes=tuple(node or ()), checkpoint=checkpoint)
         except ValidationError as exc:
             raise UserError(f"bad job metadata: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
-        loc = _location(history_dir, redis_url, create=record)
-        url = stack.enter_context(_served(loc)) if loc is not None else None
         notes: list[str] = []
         # a busy CPU needs more than the default 30 s for a 3k-character window (as in `schedmate demo`)
         chat = _open_llm(stack, notes, timeout_s=240.0, max_retries=0) if llm else None
@@ -623,7 +637,19 @@ def diagnose(
             raise UserError(f"{log}: {d.message}")
         result = _diagnosis_dict(d)
         result["fallbacks"] = notes + result["fallbacks"]
+        if found is not None:
+            result["slurm"] = {"job_id": found.job_id, "log": found.log, "log_from": found.source}
     _print_json(result) if as_json else _render_diagnosis(result)
+
+
+def _slurm_job_log(job: str, url: str | None) -> Any:
+    """The log of a Slurm job (integrations/slurm/lookup.py): recorded by the epilog, else scontrol's."""
+    from schedmate.integrations.slurm.lookup import JobLogNotFound, find_job_log
+
+    try:
+        return find_job_log(job, url)
+    except JobLogNotFound as exc:
+        raise UserError(str(exc)) from None
 
 
 def _job_id_of(path: Path) -> str:

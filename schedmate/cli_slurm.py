@@ -1,9 +1,138 @@
-"""Slurm integration commands (integrations/slurm/): submit-time estimate and epilog reporting."""
+"""Slurm integration commands (integrations/slurm/): submit-time estimate and epilog reporting.
+
+`schedmate slurm config` prints (or writes) what to install; `slurm estimate` shows the time limit a
+script would get (the same service call job_submit.lua makes with curl); `slurm epilog` reports a
+finished job by hand, as the EpilogSlurmctld hook (`python -m schedmate.integrations.slurm.hook`) does.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+slurm_app = typer.Typer(help="Slurm: time limits from SchedMate's estimates, job ends reported by an epilog.",
+                        no_args_is_help=True)
+
+UrlOpt = Annotated[str, typer.Option(help="The SchedMate service (`schedmate serve`).")]
+TokenFileOpt = Annotated[Path | None, typer.Option(help="File holding the service's bearer token.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+@slurm_app.command("config")
+def config(
+    url: UrlOpt = "http://127.0.0.1:8642",
+    python: Annotated[str, typer.Option(help="Python with SchedMate installed, for the epilog.")] = sys.executable,
+    token_file: TokenFileOpt = None,
+    timeout: Annotated[float, typer.Option(help="Seconds the submit-time call may take (curl --max-time).",
+                                           min=0.1)] = 2.0,
+    margin: Annotated[float, typer.Option(help="Time limit = ceil(margin x p90 of similar jobs' durations).",
+                                          min=1.0)] = 1.2,
+    log_file: Annotated[Path | None, typer.Option(help="Hook log (one JSON line per estimate / job end).")] = Path(
+        "/var/log/slurm/schedmate-hook.log"),
+    slurm_conf: Annotated[Path, typer.Option(help="slurm.conf (job_submit.lua goes beside it).")] = Path(
+        "/etc/slurm/slurm.conf"),
+    write: Annotated[bool, typer.Option("--write", help="Write job_submit.lua and the epilog beside slurm.conf "
+                                                        "instead of printing them.")] = False,
+) -> None:
+    """The slurm.conf lines, job_submit.lua and the EpilogSlurmctld script to install."""
+    from schedmate.integrations.slurm.config import (
+        HookConfig, epilog_script, job_submit_lua, slurm_conf_lines, write_files,
+    )
+
+    cfg = HookConfig(url=url, python=python, token_file=token_file, timeout_s=timeout, margin=margin,
+                     log_file=log_file, slurm_conf=slurm_conf)
+    epilog = slurm_conf.parent / "schedmate-epilog.sh"
+    if write:
+        if not slurm_conf.parent.is_dir():
+            raise _fail(f"no such folder: {slurm_conf.parent}")
+        paths = write_files(cfg, slurm_conf.parent, epilog)
+        typer.echo(f"wrote {paths['job_submit.lua']} and {paths['epilog']}; add to {slurm_conf}:")
+        typer.echo("\n".join(slurm_conf_lines(epilog)))
+        typer.echo("then `scontrol reconfigure`")
+        return
+    typer.echo(f"# --- add to {slurm_conf}, then `scontrol reconfigure`")
+    typer.echo("\n".join(slurm_conf_lines(epilog)))
+    typer.echo(f"\n# --- {slurm_conf.parent / 'job_submit.lua'}")
+    typer.echo(job_submit_lua(cfg))
+    typer.echo(f"# --- {epilog} (mode 0755)")
+    typer.echo(epilog_script(cfg))
+
+
+@slurm_app.command("estimate")
+def estimate(
+    script: Annotated[Path, typer.Argument(help="The batch script, as it would be submitted.")],
+    work_dir: Annotated[Path | None, typer.Option(help="Where it would be submitted from (default: its folder).")] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs (default: from its #SBATCH --gres line).", min=1)] = None,
+    url: UrlOpt = "http://127.0.0.1:8642",
+    token_file: TokenFileOpt = None,
+    timeout: Annotated[float, typer.Option(help="Seconds for the call.", min=0.1)] = 10.0,
+    margin: Annotated[float, typer.Option(min=1.0)] = 1.2,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The time limit job_submit.lua would give SCRIPT if submitted without --time."""
+    import re
+
+    from schedmate.integrations.slurm.hook import Service, ask_time_limit
+
+    if not script.is_file():
+        raise _fail(f"script not found: {script}")
+    text = script.read_text(encoding="utf-8", errors="replace")
+    tres = ""
+    if gpus is not None:
+        tres = f"gres:gpu:{gpus}"
+    elif gres := re.search(r"^#SBATCH\s+--gres[= ](\S+)", text, re.M):
+        tres = gres.group(1)
+    folder = (work_dir or script.parent).resolve()
+    decision = ask_time_limit(Service(url, _token(token_file), timeout), script=text, work_dir=str(folder),
+                              tres_per_node=tres, margin=margin)
+    if as_json:
+        print(json.dumps({"minutes": decision.minutes, "note": decision.note, "work_dir": str(folder), "tres": tres}))
+    elif decision.minutes is None:
+        typer.echo(f"no time limit from SchedMate (Slurm's default stays): {decision.note}")
+    else:
+        typer.echo(f"--time={decision.minutes}  ({decision.note})")
+
+
+@slurm_app.command("epilog")
+def epilog(
+    job: Annotated[str, typer.Option("--job", help="Slurm job id (still known to slurmctld).")],
+    url: UrlOpt = "http://127.0.0.1:8642",
+    token_file: TokenFileOpt = None,
+    timeout: Annotated[float, typer.Option(min=0.1)] = 60.0,
+) -> None:
+    """Report a finished job's end to the service, as EpilogSlurmctld does (prints what was kept)."""
+    from schedmate.integrations.slurm.hook import Service, report_end
+    from schedmate.integrations.slurm.slurmjob import ScontrolError, batch_script, show_job
+
+    try:
+        job_info = show_job(job)
+        script = batch_script(job)
+    except ScontrolError as exc:
+        raise _fail(str(exc)) from None
+    if not job_info.settled:
+        raise _fail(f"job {job} is {job_info.state}: report it once it has ended")
+    print(json.dumps(report_end(Service(url, _token(token_file), timeout, retries=3), job_info, script), default=str))
+
+
+def _token(path: Path | None) -> str | None:
+    import os
+
+    if path is None:
+        return os.environ.get("SCHEDMATE_TOKEN")
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        raise _fail(f"cannot read the token file: {exc}") from None
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add this area's commands to the `schedmate` app (top level) or to `schedmate eval`."""
+    app.add_typer(slurm_app, name="slurm")

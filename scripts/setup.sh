@@ -15,10 +15,10 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 
 # Real Slurm (slurmctld, slurmd, munge) and headless Chromium for the integration and page tests.
-if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+if ! command -v slurmctld >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
   echo "==> installing slurm-wlm, munge, chromium, chromium-driver (Debian packages)"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq slurm-wlm munge chromium chromium-driver >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq slurm-wlm munge curl chromium chromium-driver >/dev/null
   # The packages may start system services; the tests start their own in scratch folders.
   $SUDO systemctl disable --now slurmctld slurmd munge >/dev/null 2>&1 || true
 fi

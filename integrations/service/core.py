@@ -349,7 +349,7 @@ class ServiceCore:
                 diagnosis = _diagnosis(d)
                 outcome = outcome.model_copy(update={"failure_category": diagnosis.category,
                                                      "failure_reason": diagnosis.reason_code})
-                self._record_failure(d, req.duration_s)
+                self._record_failure(d, req.duration_s, submitted={"log": str(log)})
             try:
                 store.put(record.model_copy(update={"outcome": JobOutcome.model_validate(outcome.model_dump())}))
                 count = store.count()
@@ -363,10 +363,12 @@ class ServiceCore:
         self._need_models()
         with self._lock:
             d = self._handler.diagnose(path, {"job_id": req.job_id, "nodes": req.nodes, "num_gpus": req.num_gpus})
-            stored = self._record_failure(d, None, required=True)
+            stored = self._record_failure(d, None, required=True, submitted={"log": str(path)})
         return JobAck(job_id=req.job_id, stored=stored, diagnosis=_diagnosis(d))
 
-    def _record_failure(self, d: Any, duration: float | None, *, required: bool = False) -> bool:
+    def _record_failure(self, d: Any, duration: float | None, *, required: bool = False,
+                        submitted: dict[str, Any] | None = None) -> bool:
+        """Keep a diagnosed failure (with `submitted`, e.g. its log path for `diagnose --job`)."""
         from schedmate.embeddings.store import StoreError
 
         if d.status != "failure_found" or not d.root_cause:
@@ -375,7 +377,7 @@ class ServiceCore:
             self._failure_finder().record(
                 d.job_id, d.root_cause, category=d.category.value if d.category else None,
                 reason=d.reason.value if d.reason else None, component=d.component.value if d.component else None,
-                duration=duration)
+                duration=duration, submitted=submitted)
             return True
         except (StoreError, DependencyDown) as exc:
             if required:
