@@ -1,0 +1,122 @@
+"""What the chat's tools return: plain, frozen facts the answer is built from.
+
+The tools hand back facts, never prose, so the deterministic phrasing, the LLM prompt and the web
+page all read the same values, and a model's sentence can be checked against them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ChatInputError", "ChatUnavailable", "Citation", "DiagnosisFacts", "EstimateFacts", "JobFacts", "LogLine",
+    "MetricFacts", "MetricsFacts", "SimilarCase", "SESSION_ID", "clean_text",
+]
+
+SESSION_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"  # the service's job-id alphabet
+MAX_QUOTE_CHARS = 400  # a quoted log line is cut here (tqdm and JSON lines can be megabytes)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x1b]")
+
+
+class ChatInputError(ValueError):
+    """The user named something that cannot be used (missing log, bad session id, unknown job)."""
+
+
+class ChatUnavailable(RuntimeError):
+    """A dependency a tool needs (Redis, the models) is down; the answer says so and goes on."""
+
+
+def clean_text(text: str | bytes, limit: int = MAX_QUOTE_CHARS) -> str:
+    """One log line as it may be quoted: decoded, control characters and ANSI escapes removed, cut."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = _CONTROL.sub(" ", text.rstrip("\r\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LogLine(_Frozen):
+    """A line of the log: its 1-based number (as an editor shows it) and its text."""
+
+    number: int = Field(ge=1)
+    text: str
+
+
+class Citation(LogLine):
+    """A quoted log line and why it is quoted."""
+
+    role: str = "context"  # root-cause | context | metric
+
+
+class SimilarCase(_Frozen):
+    """A past failure whose root-cause line looked like this one, and how it ended."""
+
+    job_id: str
+    score: float
+    category: str | None = None
+    reason: str | None = None
+    final_status: str | None = None
+    duration_s: float | None = None
+
+
+class DiagnosisFacts(_Frozen):
+    """The Failure Handler's answer for one log (locator, classifier, similar failures, dry-run plan)."""
+
+    status: str  # failure_found | no_failure_found | unreadable
+    category: str | None = None
+    reason: str | None = None
+    component: str | None = None
+    line: int | None = None  # 1-based root-cause line
+    root_cause: str | None = None
+    message: str = ""
+    plan_steps: list[str] = []  # allow-listed actions, described; never executed here
+    plan_notes: list[str] = []
+    similar: list[SimilarCase] = []
+    degraded: list[str] = []
+
+
+class MetricFacts(_Frozen):
+    value: float
+    unit: str
+    lines: list[int] = []
+
+
+class MetricsFacts(_Frozen):
+    """The Metric Tracker's reading of a log."""
+
+    signal: bool
+    step_time: MetricFacts | None = None
+    loss: MetricFacts | None = None
+    throughput: MetricFacts | None = None
+    note: str = ""
+
+
+class EstimateFacts(_Frozen):
+    """The Scheduling Advisor's estimate from similar past jobs."""
+
+    duration_s: float | None = None
+    duration_p50_s: float | None = None
+    duration_p90_s: float | None = None
+    sm_util: float | None = None
+    n_matches: int = 0
+    note: str = ""
+
+
+class JobFacts(_Frozen):
+    """A job in the history: where its log is, how it ended, what the advisor estimates for it."""
+
+    job_id: str
+    log: str | None = None
+    final_status: str | None = None
+    duration_s: float | None = None
+    sm_util: float | None = None
+    gpu_memory_gb: float | None = None
+    failure_category: str | None = None
+    failure_reason: str | None = None
+    estimate: EstimateFacts | None = None
+    note: str = ""
