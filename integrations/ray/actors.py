@@ -27,8 +27,8 @@ from schedmate.integrations.service.core import DependencyDown, InputError, Serv
 
 __all__ = ["OPERATIONS", "RayServiceCore"]
 
-OPERATIONS = ("advise", "track", "diagnose", "register", "end", "report_failure", "similar_failures")
-"""`ServiceCore` methods an actor answers (one request model in, one response model out)."""
+OPERATIONS = ("advise", "track", "diagnose", "register", "end", "report_failure", "similar_failures", "job_record")
+"""`ServiceCore` methods an actor answers (one request in, one answer out)."""
 
 
 @dataclass(frozen=True)
@@ -194,3 +194,6 @@ class RayServiceCore:
 
     def similar_failures(self, req: Any) -> Any:
         return self.call("similar_failures", req)
+
+    def job_record(self, job_id: str) -> Any:
+        return self.call("job_record", job_id)

@@ -103,15 +103,10 @@ class CoreBackend:
                             note=r.reason or r.note or "")
 
     def job(self, job_id: str) -> JobFacts | None:
-        from schedmate.embeddings.store import StoreError
-
         try:
-            store = self.core._store()  # the core's own job-store connection (no public getter yet)
-            record = store.get(job_id)
+            record = self.core.job_record(job_id)
         except DependencyDown as exc:
             raise ChatUnavailable(f"{exc.dependency}: {exc.reason}") from None
-        except StoreError as exc:
-            raise ChatUnavailable(f"redis: {exc}") from None
         if record is None:
             return None
         sub, out = record.submitted, record.outcome

@@ -152,6 +152,15 @@ class ServiceCore:
 
     # ------------------------------------------------------------------------- stores
 
+    def job_record(self, job_id: str) -> Any:
+        """The job history's record of `job_id` (None when absent); `DependencyDown` without Redis."""
+        from schedmate.embeddings.store import StoreError
+
+        try:
+            return self._store().get(job_id)
+        except StoreError as exc:
+            raise DependencyDown("redis", _short(exc)) from exc
+
     def _store(self) -> Any:
         """The job store (connected on first use, again after a failed connect)."""
         from schedmate.embeddings.store import JobStore, StoreError
