@@ -4,6 +4,10 @@ One code path for every backend: `langchain_openai.ChatOpenAI` against an OpenAI
 endpoint. `local` starts (or reuses) the embedded llama.cpp server; `openai` is any endpoint
 (production: `vllm serve`, or OpenAI itself); `vllm` is the same route with provider "vllm" and
 a required `base_url` -- in-process vLLM is GPU-only and deliberately not embedded.
+
+Every model `make_chat_model` returns is a `GuardedChatOpenAI`: its calls pass through a
+per-endpoint `CircuitBreaker` (`.breaker`; `schedmate.llm_breaker`) and honour the caller's
+`llm_deadline`, so a stalled endpoint costs one timeout, not one per call.
 """
 
 from __future__ import annotations
@@ -14,15 +18,22 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
+
+import httpx
+import openai
 
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 from opentelemetry.trace import Tracer
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from schedmate.llm_errors import LLMUnavailable
+from schedmate.llm_breaker import CircuitBreaker, time_left
+from schedmate.llm_errors import LLMError, LLMSkipped, LLMUnavailable
 from schedmate.llm_local import DEFAULT_GGUF_PACKAGE, LocalLLMServer, is_loopback, resolve_gguf
 from schedmate.llm_tracing import GenAITracingHandler
 
@@ -44,6 +55,9 @@ class LLMConfig(BaseModel):
     max_tokens: int = Field(256, gt=0, le=32768)
     timeout_s: float = Field(30.0, gt=0.0, description="Per-request timeout (connect + generate).")
     max_retries: int = Field(2, ge=0, le=10, description="Transport retries (connection, 429, 5xx).")
+    breaker_failures: int = Field(3, ge=1, description="Consecutive failed calls that open the endpoint's circuit.")
+    breaker_timeouts: int = Field(1, ge=1, description="Consecutive timed-out calls that open it.")
+    breaker_cooldown_s: float = Field(60.0, ge=0.0, description="Seconds an open circuit skips the LLM.")
     provider_name: str | None = Field(None, description="Override gen_ai.provider.name.")
     # local backend only
     local_model_path: Path | None = None
@@ -94,10 +108,22 @@ def local_server(config: LLMConfig) -> LocalLLMServer:
     )
 
 
+def make_breaker(config: LLMConfig) -> CircuitBreaker:
+    """A circuit breaker with `config`'s thresholds."""
+    return CircuitBreaker(
+        max_failures=config.breaker_failures, max_timeouts=config.breaker_timeouts, cooldown_s=config.breaker_cooldown_s
+    )
+
+
 def make_chat_model(
-    config: LLMConfig, *, tracer: Tracer | None = None, server: LocalLLMServer | None = None
+    config: LLMConfig,
+    *,
+    tracer: Tracer | None = None,
+    server: LocalLLMServer | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> BaseChatModel:
-    """A traced chat model for `config`.
+    """A traced, circuit-broken chat model for `config` (`breaker`: share one between models;
+    default: a new one from `config`'s thresholds).
 
     `local`: uses `config.base_url` if set, else the given started `server`, else starts one
     whose lifetime is tied to the returned model (stopped when it is garbage-collected or at
@@ -117,7 +143,7 @@ def make_chat_model(
         model_name = server.model_alias
     else:
         base_url = config.base_url
-    chat = _chat_openai(config, base_url, model_name or "local", tracer)
+    chat = _chat_openai(config, base_url, model_name or "local", tracer, breaker or make_breaker(config))
     if owned is not None:
         weakref.finalize(chat, owned.stop)
     return chat
@@ -133,7 +159,9 @@ def open_chat_model(config: LLMConfig, *, tracer: Tracer | None = None) -> Itera
         yield make_chat_model(config, tracer=tracer, server=server)
 
 
-def _chat_openai(config: LLMConfig, base_url: str | None, model: str, tracer: Tracer | None) -> ChatOpenAI:
+def _chat_openai(
+    config: LLMConfig, base_url: str | None, model: str, tracer: Tracer | None, breaker: CircuitBreaker
+) -> GuardedChatOpenAI:
     url = urlparse(base_url) if base_url else None
     handler = GenAITracingHandler(
         tracer,
@@ -150,7 +178,9 @@ def _chat_openai(config: LLMConfig, base_url: str | None, model: str, tracer: Tr
     # ChatOpenAI sends `max_completion_tokens`; llama-cpp-python's server only reads `max_tokens`
     # (and would otherwise generate until the context is full).
     extra_body = {"max_tokens": config.max_tokens} if config.backend == "local" else None
-    return ChatOpenAI(
+    return GuardedChatOpenAI(
+        breaker=breaker,
+        endpoint=base_url or "https://api.openai.com/v1",
         model=model,
         base_url=base_url,
         api_key=api_key,
@@ -162,6 +192,88 @@ def _chat_openai(config: LLMConfig, base_url: str | None, model: str, tracer: Tr
         extra_body=extra_body,
         callbacks=[handler],
     )
+
+
+class GuardedChatOpenAI(ChatOpenAI):
+    """`ChatOpenAI` whose calls pass the endpoint's circuit breaker and the caller's deadline.
+
+    A call with the circuit open, or with no time left under `llm_deadline`, raises
+    `LLMSkipped` at once (no request). Otherwise each attempt's timeout is the smaller of the
+    configured one and the time left split over the client's retries; the outcome (answered,
+    failed, timed out) is recorded on the breaker. Answers the model gives badly are the
+    caller's business (`structured.extract`): an answer is a success here."""
+
+    breaker: Any = Field(default=None, exclude=True)
+    endpoint: str = Field(default="", exclude=True)
+
+    def _guard(self, kwargs: dict[str, Any]) -> None:
+        left = time_left()
+        if left is not None:
+            if left <= 0.05:
+                if self.breaker is not None:
+                    self.breaker.skipped(self.endpoint)
+                raise LLMSkipped("LLM call skipped: the diagnosis' time budget is spent", reason="budget")
+            per_try = left / (1 + (self.max_retries or 0))
+            configured = self.request_timeout if isinstance(self.request_timeout, (int, float)) else None
+            kwargs["timeout"] = per_try if configured is None else min(float(configured), per_try)
+        if self.breaker is not None:
+            self.breaker.before_call(self.endpoint)
+
+    def _record(self, exc: BaseException | None) -> None:
+        if self.breaker is None:
+            return
+        if exc is None:
+            self.breaker.success(self.endpoint)
+        elif _is_outage(exc):
+            self.breaker.failure(self.endpoint, timeout=_is_timeout(exc))
+        else:
+            self.breaker.success(self.endpoint)  # the endpoint answered (a 4xx, a cut-off answer)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._guard(kwargs)
+        try:
+            result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        except BaseException as exc:
+            self._record(exc)
+            raise
+        self._record(None)
+        return result
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._guard(kwargs)
+        try:
+            result = await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        except BaseException as exc:
+            self._record(exc)
+            raise
+        self._record(None)
+        return result
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError)
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """No answer from the endpoint: timeout, connection failure, 5xx/429 (what `structured`
+    maps to `LLMUnavailable`)."""
+    if isinstance(exc, LLMError):
+        return isinstance(exc, LLMUnavailable) and not isinstance(exc, LLMSkipped)
+    if _is_timeout(exc) or isinstance(exc, openai.APIConnectionError | httpx.TransportError | ConnectionError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and (exc.status_code >= 500 or exc.status_code == 429)
 
 
 def _vllm_hint() -> str:

@@ -31,3 +31,13 @@ class LLMOutputError(LLMError):
         self.raw = raw
         self.errors = errors
         self.attempts = attempts
+
+
+class LLMSkipped(LLMUnavailable):
+    """The call was not made: the endpoint's circuit breaker is open (`reason="circuit_open"`,
+    see `schedmate.llm_breaker`) or the caller's time budget was spent (`reason="budget"`).
+    A kind of `LLMUnavailable`, so every caller already falls back; reports count it apart."""
+
+    def __init__(self, message: str, *, reason: str = "circuit_open") -> None:
+        super().__init__(message)
+        self.reason = reason

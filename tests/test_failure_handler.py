@@ -213,21 +213,25 @@ def test_llm_method_generic_rule_yields_only_to_a_grounded_llm_answer(
     assert ungrounded.plan is not None and ungrounded.plan.actions == ()
 
 
-def test_llm_method_without_any_rule_an_llm_infra_verdict_is_low_confidence_and_must_be_confirmed(
+def test_llm_method_without_any_rule_an_ungrounded_llm_infra_verdict_is_rejected(
     classifier: LineClassifier, stub: StubLLM, logs: dict[str, tuple[Path, int]]
 ) -> None:
+    """Issue 16: an infrastructure answer no log line grounds (no signature for its reason in
+    the window) sends nothing to any node; a non-infrastructure one still decides, low."""
     stub.push(answer("infrastructure", "NodeFailure", "node"))
     d = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["norule"][0], META)
     assert d.located is not None and d.located.line_no == logs["norule"][1]
-    assert d.verdict is not None and d.verdict.rules is None
-    assert d.verdict.source == "llm" and d.verdict.confidence == "low" and d.reason is R.NODE_FAILURE
-    resubmit = d.plan.actions[-1]  # type: ignore[union-attr]
-    assert resubmit.kind is ActionKind.RESUBMIT_FROM_CHECKPOINT and resubmit.when == "diagnostic_failed"
-    # an inconsistent answer (reason outside its category) is repaired from the reason
+    assert d.verdict is not None and d.verdict.rules is None and d.verdict.llm is not None
+    assert d.verdict.source == "none" and d.category is None and "grounded in no log line" in d.verdict.note
+    assert d.plan is not None and d.plan.actions == ()
+    # an inconsistent answer (reason outside its category) naming an infrastructure reason: rejected too
     stub.push(answer("script", "ECCError", "software"))
     repaired = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["norule"][0], META)
-    assert repaired.verdict is not None and repaired.verdict.source == "llm-repaired"
-    assert (repaired.category, repaired.component) == (Cat.INFRASTRUCTURE, C.GPU)
+    assert repaired.verdict is not None and repaired.verdict.source == "none" and repaired.category is None
+    stub.push(answer("script", "KeyError", "software"))
+    script = handler(classifier, chat(stub.url), config=LLM_METHOD).diagnose(logs["norule"][0], META)
+    assert script.verdict is not None and script.verdict.source == "llm" and script.verdict.confidence == "low"
+    assert script.reason is R.KEY_ERROR and script.plan is not None and script.plan.actions == ()
 
 
 def test_learned_method_the_llm_only_breaks_a_tie_between_the_top_two(
@@ -243,9 +247,18 @@ def test_learned_method_the_llm_only_breaks_a_tie_between_the_top_two(
     assert alone.llm_status == "disabled" and "no tie-breaker" in alone.verdict.note
     first, second = alone.verdict.candidates[:2]
     h = FailureHandler(classifier, chat_model=chat(stub.url), learned=unsure)
-    stub.push(answer(second.category.value, second.reason.value, "unknown"))
+    if second.category is Cat.INFRASTRUCTURE and first.category is not Cat.INFRASTRUCTURE:
+        # issue 16: a pick that would make the verdict infrastructure needs a log line grounding it
+        stub.push(answer(second.category.value, second.reason.value, "unknown"))
+        refused = h.diagnose(path, META)
+        assert refused.verdict is not None and refused.verdict.source == "learned" and refused.reason is first.reason
+        assert "grounded in no log line" in refused.verdict.note
+        wanted = first
+    else:
+        wanted = second
+    stub.push(answer(wanted.category.value, wanted.reason.value, "unknown"))
     picked = h.diagnose(path, META)
-    assert picked.verdict is not None and picked.verdict.source == "llm-tiebreak" and picked.reason is second.reason
+    assert picked.verdict is not None and picked.verdict.source == "llm-tiebreak" and picked.reason is wanted.reason
     assert picked.verdict.confidence == "low" and picked.llm_status == "ok"
     top2 = {first.reason, second.reason}
     outsider = next(r for r in R if r not in top2 and category_of(r) not in {first.category, second.category})

@@ -11,7 +11,9 @@
    it (`rules-tiebreak`); else the LLM, when configured, may pick one of the two (`llm-tiebreak`):
    its answer counts only if its reason is one of them, or its category is exactly one of theirs.
    Otherwise the learned top-1 stands. Either way the confidence is `low`, so an infrastructure
-   verdict only resubmits once a diagnostic confirms it.
+   verdict only resubmits once a diagnostic confirms it. An LLM pick that would turn the verdict
+   into an *infrastructure* one must be grounded (a signature for its reason on a log line of
+   the window, not text addressed to a model), else it is ignored.
 
 The LLM is never asked in cases 1 and 2, so it can never override a confident verdict; and
 every answer is a taxonomy enum, so log text cannot name an action.
@@ -23,10 +25,11 @@ kept so evaluations can report the three side by side.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Literal
 
 from schedmate.agents.failure.learned import Candidate, LearnedVerdict
-from schedmate.agents.failure.llm_classifier import Confidence, FailureVerdict, LLMVerdict
+from schedmate.agents.failure.llm_classifier import Confidence, FailureVerdict, LLMVerdict, grounding_quote
 from schedmate.agents.failure.rules import HIGH_PRECISION, RuleVerdict
 from schedmate.taxonomy import ALLOWED_COMPONENTS, Component, FailureCategory, FailureReason, category_of, component_of
 
@@ -58,19 +61,38 @@ def settle(rules: RuleVerdict | None, learned: LearnedVerdict) -> FailureVerdict
     return None
 
 
-def tiebreak(rules: RuleVerdict | None, learned: LearnedVerdict, llm: LLMVerdict | None) -> FailureVerdict:
-    """Step 3 after `settle` returned None: the LLM may pick one of the learned top two."""
+def tiebreak(
+    rules: RuleVerdict | None,
+    learned: LearnedVerdict,
+    llm: LLMVerdict | None,
+    window_reasons: Collection[FailureReason] | Mapping[FailureReason, str] | None = None,
+) -> FailureVerdict:
+    """Step 3 after `settle` returned None: the LLM may pick one of the learned top two.
+    `window_reasons` (`RulesClassifier.reasons_in` of the window): what grounds an LLM pick
+    that turns the verdict into an infrastructure one; None: such picks are never grounded."""
     top2 = learned.candidates[:2]
+    ignored = "LLM answer outside the top two: ignored"
     if llm is not None:
         pick = next((c for c in top2 if c.reason is llm.reason), None)
         if pick is None:
             same = [c for c in top2 if c.category is llm.category]
             pick = same[0] if len(same) == 1 else None
-        if pick is not None:
-            note = f"learned unsure ({learned.probability:.2f}); the LLM picked one of its top two"
+        ungrounded = (
+            pick is not None
+            and pick.category is FailureCategory.INFRASTRUCTURE
+            and learned.category is not FailureCategory.INFRASTRUCTURE
+            and pick.reason not in (window_reasons or ())
+        )
+        if ungrounded:
+            assert pick is not None
+            ignored = f"LLM pick {pick.reason.value!r} (infrastructure) is grounded in no log line: ignored"
+        elif pick is not None:
+            quote = (f": {grounding_quote(llm, window_reasons)}"
+                     if window_reasons and pick.reason in window_reasons else "")  # fmt: skip
+            note = f"learned unsure ({learned.probability:.2f}); the LLM picked one of its top two{quote}"
             return _from_candidate(pick, "llm-tiebreak", "low", rules, llm, note, learned)
     note = f"learned unsure ({learned.probability:.2f}); " + (
-        "LLM answer outside the top two: ignored" if llm is not None else "no tie-breaker: the top reason stands"
+        ignored if llm is not None else "no tie-breaker: the top reason stands"
     )
     return _from_learned(learned, "low", rules, llm, note)
 

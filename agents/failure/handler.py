@@ -11,8 +11,14 @@ dependency may be missing or down, and the diagnosis says which fallback was tak
 raising:
 - no LLM configured or LLM down / answering garbage → rules only (`llm_status`, `fallbacks`);
 - no store or Redis down → no similar failures (`similar_status`, `fallbacks`);
-- unreadable file → `status="unreadable"`; empty, binary, truncated or clean log →
-  `status="no_failure_found"`.
+- unreadable file (missing, a FIFO, device or directory: refused without blocking) →
+  `status="unreadable"`; empty, binary, truncated or clean log → `status="no_failure_found"`;
+  a log truncated, rotated or rewritten while it is read → a diagnosis of what was read, with
+  `notes` saying what changed;
+- an LLM endpoint that failed or stalled repeatedly → its circuit is open and the LLM is skipped
+  at once (`llm_status="circuit_open"`); the whole diagnosis has a time budget
+  (`time_budget_s`) that bounds the LLM call (`"out_of_time"` when none is left). `llm_calls`
+  counts the calls made, answered, failed, timed out and skipped.
 Only a malformed `job_meta` raises (it is the caller's trusted input, so a bad one is a bug).
 """
 
@@ -48,11 +54,14 @@ from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinde
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
-from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
+from schedmate.llm_breaker import CallCounts, llm_deadline, time_left
+from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMSkipped, LLMUnavailable
 from schedmate.tracing import get_tracer
 
 Status = Literal["failure_found", "no_failure_found", "unreadable"]
-LLMStatus = Literal["ok", "disabled", "unavailable", "invalid_output", "rejected", "skipped"]
+LLMStatus = Literal[
+    "ok", "disabled", "unavailable", "invalid_output", "rejected", "skipped", "circuit_open", "out_of_time"
+]
 SimilarStatus = Literal["ok", "disabled", "unavailable", "error", "skipped"]
 
 
@@ -69,6 +78,7 @@ class FailureHandlerConfig:
     similar_k: int = 3
     similar_threshold: float = 0.8
     record_history: bool = False  # store each diagnosed failure for later similarity search
+    time_budget_s: float | None = 300.0  # whole diagnosis; bounds the LLM call (None: no bound)
     recovery: RecoveryPolicy = field(default_factory=RecoveryPolicy)
 
 
@@ -97,6 +107,8 @@ class Diagnosis(BaseModel):
     timings_s: dict[str, float] = {}
     classifier_calls: int = 0
     total_lines: int = 0
+    llm_calls: CallCounts = CallCounts()  # LLM calls this diagnosis made, answered, timed out, skipped
+    notes: list[str] = []  # what happened to the log while it was read (truncated, rotated, too long)
 
     @property
     def recoverable(self) -> bool:
@@ -163,16 +175,26 @@ class FailureHandler:
         timings: dict[str, float] = {}
         base: dict[str, Any] = {"job_id": meta.job_id, "log_path": log_path, "timings_s": timings, "method": self.config.method}
         t_all = time.perf_counter()
-        with self._tracer.start_as_current_span("failure.diagnose"), LogIndex.from_lines(lines) as index:
+        with (
+            self._tracer.start_as_current_span("failure.diagnose"),
+            llm_deadline(self.config.time_budget_s),
+            LogIndex.from_lines(lines) as index,
+        ):
             diagnosis = self._diagnose(index, meta, base, timings)
         return diagnosis.model_copy(update={"timings_s": {**timings, "total": _since(t_all)}})
 
     def classify_window(
-        self, lines: Sequence[str | bytes], block: int, root: int | None = None, fallbacks: list[str] | None = None
+        self,
+        lines: Sequence[str | bytes],
+        block: int,
+        root: int | None = None,
+        fallbacks: list[str] | None = None,
+        calls: list[CallCounts] | None = None,
     ) -> tuple[FailureVerdict, LLMStatus]:
         """Classify the failure at `lines[block]` (its first line) whose root-cause line is
         `lines[root]` (default: `block`, a traceback header there is followed to its exception)
-        with this handler's method. Returns the verdict and what became of the LLM."""
+        with this handler's method. Returns the verdict and what became of the LLM; the LLM
+        calls made are appended to `calls`."""
         fallbacks = fallbacks if fallbacks is not None else []
         root = block if root is None else root
         rules = self.rules.classify(lines, block)
@@ -180,7 +202,7 @@ class FailureHandler:
         if method == "rules":
             return combine(rules, None), "disabled" if self.llm is None else "skipped"
         if method == "llm":
-            llm, status = self._ask_llm(lines, block, fallbacks)
+            llm, status = self._ask_llm(lines, block, fallbacks, calls)
             reasons = self.rules.reasons_in(lines) if llm else set()
             return combine(rules, llm, reasons), status
         learned = self.learned.classify(lines, root)
@@ -191,8 +213,8 @@ class FailureHandler:
         verdict = settle(rules, learned)
         if verdict is not None:
             return verdict, "disabled" if self.llm is None else "skipped"
-        llm, status = self._ask_llm(lines, block, fallbacks)
-        return tiebreak(rules, learned, llm), status
+        llm, status = self._ask_llm(lines, block, fallbacks, calls)
+        return tiebreak(rules, learned, llm, self.rules.reasons_in(lines) if llm else set()), status
 
     def diagnose(self, log_path: str | os.PathLike[str], job_meta: JobMeta | Mapping[str, Any]) -> Diagnosis:
         meta = job_meta if isinstance(job_meta, JobMeta) else JobMeta.model_validate(job_meta)
@@ -209,9 +231,13 @@ class FailureHandler:
                 timings["total"] = _since(t_all)
                 root.set_attribute("schedmate.failure.status", "unreadable")
                 return Diagnosis(**base, status="unreadable", message=f"cannot read log: {type(exc).__name__}: {exc}")
-            with index:
+            with index, llm_deadline(self.config.time_budget_s):
                 diagnosis = self._diagnose(index, meta, base, timings)
-            diagnosis = diagnosis.model_copy(update={"timings_s": {**timings, "total": _since(t_all)}})
+                notes = list(index.check_changes())
+            update: dict[str, Any] = {"timings_s": {**timings, "total": _since(t_all)}}
+            if notes:
+                update |= {"notes": notes, "fallbacks": [*diagnosis.fallbacks, *notes]}
+            diagnosis = diagnosis.model_copy(update=update)
             root.set_attribute("schedmate.failure.status", diagnosis.status)
             if diagnosis.category is not None:
                 root.set_attribute("schedmate.failure.category", diagnosis.category.value)
@@ -221,6 +247,7 @@ class FailureHandler:
 
     def _diagnose(self, index: LogIndex, meta: JobMeta, base: dict[str, Any], timings: dict[str, float]) -> Diagnosis:
         fallbacks: list[str] = []
+        calls: list[CallCounts] = []
         base["total_lines"] = len(index)
         with self._step("failure.locate", timings, "locate") as span:
             try:
@@ -237,7 +264,7 @@ class FailureHandler:
 
         with self._step("failure.classify", timings, "classify") as span:
             view = classification_view(index, located, self.config.window_lines)
-            verdict, llm_status = self.classify_window(view.lines, view.block, view.root, fallbacks)
+            verdict, llm_status = self.classify_window(view.lines, view.block, view.root, fallbacks, calls)
             if self.config.method == "learned" and verdict.source != "rules":
                 root_cause = clean_line(view.lines[view.root]).text.strip()
             else:
@@ -272,13 +299,38 @@ class FailureHandler:
             plan=plan,
             actions=actions,
             fallbacks=fallbacks,
+            llm_calls=sum(calls, CallCounts()),
         )
 
-    def _ask_llm(self, window: list[str], focus: int, fallbacks: list[str]) -> tuple[LLMVerdict | None, LLMStatus]:
+    def _ask_llm(
+        self, window: list[str], focus: int, fallbacks: list[str], calls: list[CallCounts] | None = None
+    ) -> tuple[LLMVerdict | None, LLMStatus]:
         if self.llm is None:
             return None, "disabled"
+        calls = calls if calls is not None else []
+        breaker, endpoint = getattr(self.llm.model, "breaker", None), getattr(self.llm.model, "endpoint", "")
+        before = breaker.counts(endpoint) if breaker is not None else None
+        verdict, status = self._ask_llm_once(window, focus, fallbacks)
+        if breaker is not None and before is not None:
+            calls.append(breaker.counts(endpoint) - before)
+        else:  # a model without a breaker: one call per question, as far as we can tell
+            calls.append(_counts_of(status))
+        return verdict, status
+
+    def _ask_llm_once(self, window: list[str], focus: int, fallbacks: list[str]) -> tuple[LLMVerdict | None, LLMStatus]:
+        assert self.llm is not None
+        left = time_left()
+        if left is not None and left <= 0:
+            fallbacks.append("LLM skipped: the diagnosis' time budget is spent: rules only")
+            return None, "out_of_time"
         try:
             return self.llm.classify(window, focus), "ok"
+        except LLMSkipped as exc:
+            if exc.reason == "budget":
+                fallbacks.append("LLM skipped: the diagnosis' time budget is spent: rules only")
+                return None, "out_of_time"
+            fallbacks.append(f"LLM skipped ({_short(exc)}): rules only")
+            return None, "circuit_open"
         except LLMUnavailable as exc:
             fallbacks.append(f"LLM unavailable ({_short(exc)}): rules only")
             return None, "unavailable"
@@ -331,6 +383,16 @@ class FailureHandler:
                 yield span
             finally:
                 timings[key] = _since(t0)
+
+
+def _counts_of(status: LLMStatus) -> CallCounts:
+    if status == "ok" or status in ("invalid_output", "rejected"):
+        return CallCounts(made=1, answered=1)
+    if status == "unavailable":
+        return CallCounts(made=1, failed=1)
+    if status in ("circuit_open", "out_of_time"):
+        return CallCounts(skipped=1)
+    return CallCounts()
 
 
 def _since(t0: float) -> float:

@@ -39,8 +39,8 @@ traceback headers; only the keyword lines none of these settles go to the embedd
 in one batch per probe (embedding unseen templates is what a probe costs: about 0.1 s each on a
 busy 2-core CPU, against microseconds for the rest).
 
-Cost: the file is memory-mapped and indexed once into line offsets (numpy, no Python loop over
-lines); each probe reads and judges only its chunk. One *classifier call* is one judged chunk
+Cost: the file is read (`os.pread`, never mmap: see `LogIndex`) and indexed once into line
+offsets (numpy, no Python loop over lines); each probe reads and judges only its chunk. One *classifier call* is one judged chunk
 (one `FailureLineJudge.flags`, at most one `classify_lines` batch); a 1M-line log takes about
 2·log2(lines/chunk) calls. Baselines in the same class: `locate_linear` (classify every chunk from the start until
 the first failure) and `locate_tail` (the first failure within the last 500 lines).
@@ -48,7 +48,6 @@ the first failure) and `locate_tail` (the first failure within the last 500 line
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 from collections.abc import Sequence
@@ -80,11 +79,13 @@ from schedmate.agents.failure.rules import (
 from schedmate.embeddings.classifier import Category, LineClassifier, LineLabel
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.embeddings.templates import mask_variables
+from schedmate.logfile import open_regular, pread_exact
 from schedmate.tracing import get_tracer
 
 Method = Literal["binary", "linear", "tail"]
-_INDEX_BLOCK = 1 << 26  # bytes scanned per numpy pass while indexing newlines
+_INDEX_BLOCK = 1 << 22  # bytes read (one reused buffer, cache-sized) and scanned per numpy pass while indexing
 _LINE_CAP = 4 * DEFAULT_MAX_CHARS  # bytes read per line: what normalise_line keeps anyway
+DEFAULT_MAX_INDEX_LINES = 32_000_000  # line offsets an index holds (8 bytes each: 256 MB at most)
 _LEAD = 3  # context lines read before a chunk (not classified): a warning that excuses a traceback
 _RULES = RulesClassifier()
 
@@ -282,29 +283,78 @@ def classification_window(index: LogIndex, located: Located, lines: int = 200) -
 
 
 class LogIndex:
-    """A log file memory-mapped and indexed once into line start offsets.
+    """A log file indexed once into line start offsets, read through `os.pread`.
 
     Lines are physical lines split on `\\n` (blank ones included, so numbers match the file).
     Reading a line returns at most `line_cap` bytes of it, so a 100 MB line or a binary blob
     without newlines costs no more than a short one.
+
+    Never `mmap`: the file may be truncated, rotated or rewritten by another process while we
+    read it (log rotation, a restarted job), and a mapped page past the new end is a SIGBUS.
+    A short read is just fewer bytes: lines past the new end read as empty, and `notes` says
+    what changed (`check_changes` compares the file with what was indexed). Memory is bounded:
+    one index block while indexing, and at most `max_lines` offsets (8 bytes each); a log with
+    more lines keeps its last `max_lines` (the earlier ones read as empty, with a note).
     """
 
-    def __init__(self, data: bytes | mmap.mmap, *, line_cap: int = _LINE_CAP, _owner: object = None) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        *,
+        line_cap: int = _LINE_CAP,
+        _fd: int | None = None,
+        _starts: np.ndarray | None = None,
+        _size: int | None = None,
+        _trailing_newline: bool | None = None,
+        _skipped: int = 0,
+        _path: str | None = None,
+        _ident: tuple[int, int, int] | None = None,
+    ) -> None:
         self._data = data
-        self._owner = _owner
+        self._fd = _fd
+        self._path = _path
+        self._ident = _ident  # (device, inode, mtime_ns) when indexed
         self.line_cap = line_cap
-        self.size = len(data)
-        self.starts = _line_starts(data)
+        self.size = len(data) if _size is None else _size
+        self.starts = _line_starts(data) if _starts is None else _starts
+        self.skipped = _skipped  # leading lines not indexed (more than `max_lines`): read as empty
+        if _trailing_newline is None:
+            _trailing_newline = self.size > 0 and data[self.size - 1 : self.size] == b"\n"
+        self._trailing_newline = _trailing_newline
+        self.notes: list[str] = []
+        if _skipped:
+            self.notes.append(
+                f"log has more than {len(self.starts)} lines: only its last {len(self.starts)} were indexed "
+                f"(the first {_skipped} are not searched)"
+            )
+        self.short_reads = 0
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, line_cap: int = _LINE_CAP) -> LogIndex:
-        """Map `path` read-only. Raises OSError when it cannot be read."""
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                return cls(b"", line_cap=line_cap)
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        return cls(mm, line_cap=line_cap, _owner=mm)
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        line_cap: int = _LINE_CAP,
+        max_lines: int = DEFAULT_MAX_INDEX_LINES,
+        index_block: int = _INDEX_BLOCK,
+    ) -> LogIndex:
+        """Index the regular file `path`, reading `index_block` bytes at a time. Raises OSError
+        when it cannot be read and `NotRegularFile` (a ValueError) for a FIFO, device, socket or
+        directory, without blocking."""
+        if max_lines < 1 or index_block < 1:
+            raise ValueError("max_lines and index_block must be >= 1")
+        fd = open_regular(path)
+        try:
+            st = os.fstat(fd)
+            starts, size, trailing, skipped = _index_fd(fd, st.st_size, max_lines, index_block)
+        except BaseException:
+            os.close(fd)
+            raise
+        index = cls(b"", line_cap=line_cap, _fd=fd, _starts=starts, _size=size, _trailing_newline=trailing,
+                    _skipped=skipped, _path=os.fspath(path), _ident=(st.st_dev, st.st_ino, st.st_mtime_ns))  # fmt: skip
+        if size < st.st_size:
+            index._note(f"log shrank while it was indexed (truncated or rewritten): read its first {size} bytes")
+        return index
 
     @classmethod
     def from_lines(cls, lines: Sequence[str | bytes], *, line_cap: int = _LINE_CAP) -> LogIndex:
@@ -313,37 +363,100 @@ class LogIndex:
         return cls(b"\n".join(raw) + (b"\n" if raw else b""), line_cap=line_cap)
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return self.skipped + len(self.starts)
 
-    def _end(self, i: int) -> int:
-        if i + 1 < len(self.starts):
-            return int(self.starts[i + 1]) - 1
-        return self.size - 1 if self.size and self._data[self.size - 1 : self.size] == b"\n" else self.size
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _read(self, start: int, end: int) -> bytes:
+        if self._fd is None:
+            return bytes(self._data[start:end])
+        if end <= start:
+            return b""
+        try:
+            out = pread_exact(self._fd, end - start, start)
+        except OSError as exc:  # an I/O error mid-read (a vanished network mount): what was read stands
+            self.short_reads += 1
+            self._note(f"log read failed at byte {start} ({exc.strerror or exc}): diagnosis of what was read")
+            return b""
+        if len(out) < end - start:
+            self.short_reads += 1
+            self._note(
+                f"log shrank while it was read (truncated, rotated or rewritten by another process): "
+                f"diagnosis of the part read before byte {start + len(out)}"
+            )
+        return out
+
+    def _end(self, k: int) -> int:
+        """End offset (exclusive, newline excluded) of indexed line `k`."""
+        if k + 1 < len(self.starts):
+            return int(self.starts[k + 1]) - 1
+        return self.size - 1 if self._trailing_newline else self.size
 
     def line(self, i: int) -> bytes:
         """Line `i` without its newline, capped at `line_cap` bytes."""
-        start = int(self.starts[i])
-        return bytes(self._data[start : min(self._end(i), start + self.line_cap)])
+        k = i - self.skipped
+        if k < 0:
+            return b""
+        start = int(self.starts[k])
+        return self._read(start, min(self._end(k), start + self.line_cap))
 
     def lines(self, a: int, b: int) -> list[bytes]:
-        """Lines `a..b-1`; one slice and split when they are short, else capped one by one."""
+        """Lines `a..b-1`; one read and split when they are short, else capped one by one."""
         a, b = max(0, a), min(b, len(self))
         if a >= b:
             return []
-        start, end = int(self.starts[a]), self._end(b - 1)
-        if end - start <= (b - a) * self.line_cap:
-            out = bytes(self._data[start:end]).split(b"\n")
-            if len(out) == b - a and all(len(x) <= self.line_cap for x in out):
-                return out
-        return [self.line(i) for i in range(a, b)]
+        head: list[bytes] = []
+        if a < self.skipped:
+            head = [b""] * (min(b, self.skipped) - a)
+            a = self.skipped
+            if a >= b:
+                return head
+        ka, kb = a - self.skipped, b - self.skipped
+        start, end = int(self.starts[ka]), self._end(kb - 1)
+        if end - start <= (kb - ka) * self.line_cap:
+            data = self._read(start, end)
+            if len(data) == end - start:
+                out = data.split(b"\n")
+                if len(out) == kb - ka and all(len(x) <= self.line_cap for x in out):
+                    return head + out
+        return head + [self.line(i) for i in range(a, b)]
 
     def text(self, i: int) -> str:
         return normalise_line(self.line(i)).text
 
+    def check_changes(self) -> list[str]:
+        """Compare the file with what was indexed; note (and return) what changed since:
+        shrunk, grown or rewritten in place, or the path now naming another file (rotated)."""
+        if self._fd is None or self._ident is None:
+            return self.notes
+        try:
+            st = os.fstat(self._fd)
+        except OSError:
+            return self.notes
+        if st.st_size < self.size:
+            self._note(
+                f"log shrank from {self.size} to {st.st_size} bytes while it was read (truncated or rewritten): "
+                "the diagnosis may miss or misplace lines"
+            )
+        elif st.st_mtime_ns != self._ident[2]:
+            grown = "grew" if st.st_size > self.size else "was rewritten"
+            self._note(f"log {grown} while it was read: the diagnosis covers its first {self.size} bytes as read")
+        if self._path is not None:
+            try:
+                now = os.stat(self._path)
+                moved = (now.st_dev, now.st_ino) != self._ident[:2]
+            except OSError:
+                moved = True
+            if moved:
+                self._note("log was rotated, replaced or removed while it was read: diagnosis of the file as opened")
+        return self.notes
+
     def close(self) -> None:
-        if isinstance(self._owner, mmap.mmap):
-            self._owner.close()
-        self._owner = None
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = None
 
     def __enter__(self) -> LogIndex:
         return self
@@ -352,17 +465,49 @@ class LogIndex:
         self.close()
 
 
-def _line_starts(data: bytes | mmap.mmap) -> np.ndarray:
-    """Start offsets of every line, found with numpy over fixed-size blocks (bounded memory)."""
+def _line_starts(data: bytes) -> np.ndarray:
+    """Start offsets of every line of in-memory `data` (numpy, no Python loop over lines)."""
     size = len(data)
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    parts = [np.zeros(1, dtype=np.int64)]
-    for base in range(0, size, _INDEX_BLOCK):
-        block = np.frombuffer(data, dtype=np.uint8, count=min(_INDEX_BLOCK, size - base), offset=base)
-        parts.append(np.flatnonzero(block == 10).astype(np.int64) + (base + 1))
-    starts = np.concatenate(parts)
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1])
     return starts[:-1] if starts[-1] == size else starts  # a trailing newline opens no new line
+
+
+def _index_fd(fd: int, size: int, max_lines: int, block_bytes: int = _INDEX_BLOCK) -> tuple[np.ndarray, int, bool, int]:
+    """(line starts, bytes indexed, ends with a newline, leading lines dropped) of the first
+    `size` bytes of `fd`, read with `os.preadv` into one reused block (bounded memory). Stops
+    early, without error, when the file shrinks underneath; keeps at most `max_lines` starts."""
+    if size == 0:
+        return np.zeros(0, dtype=np.int64), 0, False, 0
+    block = bytearray(max(1, min(block_bytes, size)))
+    view = memoryview(block)
+    parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+    held = 1
+    dropped = 0
+    pos = 0
+    last = 0
+    while pos < size:
+        n = os.preadv(fd, [view[: min(len(block), size - pos)]], pos)
+        if n <= 0:
+            break  # truncated while we index: what was read is the log
+        arr = np.frombuffer(block, dtype=np.uint8, count=n)
+        found = np.flatnonzero(arr == 10).astype(np.int64) + (pos + 1)
+        parts.append(found)
+        held += len(found)
+        last = block[n - 1]
+        pos += n
+        if held > max_lines + 1 + (max_lines >> 2):  # one spare: the last start may be the file's end
+            merged = np.concatenate(parts)
+            dropped += len(merged) - (max_lines + 1)
+            parts, held = [merged[-(max_lines + 1) :].copy()], max_lines + 1
+    starts = np.concatenate(parts)
+    if len(starts) and starts[-1] == pos:
+        starts = starts[:-1]  # a trailing newline opens no new line
+    if len(starts) > max_lines:
+        dropped += len(starts) - max_lines
+        starts = starts[-max_lines:].copy()
+    return starts, pos, pos > 0 and last == 10, dropped
 
 
 # Warning level (c10 `[W ...]`, glog `W0501`, `UserWarning:`; record prefixes that `clean_line`

@@ -11,8 +11,10 @@ Safety model:
   component), which pick actions from fixed tables. Hosts named in the log are ignored.
 - **Confirm before isolating.** A node is cordoned only when one of *our* diagnostics fails on
   it; with an uncertain verdict (LLM only, ungrounded) even the resubmission waits for a failed
-  diagnostic. Framework and script failures get no action (the user must fix them), and
-  resubmission stops after `max_auto_resubmits` attempts.
+  diagnostic. Framework and script failures get no action (the user must fix them), nor does an
+  infrastructure verdict whose root-cause line the rules read as a script error (`KeyError`):
+  a script error never yields a plan that touches nodes. Resubmission stops after
+  `max_auto_resubmits` attempts.
 - **Dry-run by default.** `execute_plan` runs actions only with `execute=True` and an executor.
 """
 
@@ -153,6 +155,13 @@ def plan_recovery(verdict: FailureVerdict, meta: JobMeta, policy: RecoveryPolicy
         return RecoveryPlan(**base, notes=("failure not classified: no automatic action",))
     if verdict.category is not FailureCategory.INFRASTRUCTURE:
         note = f"{verdict.category.value} failure: the user must fix it; no automatic action"
+        return RecoveryPlan(**base, notes=(note,))
+    evidence = verdict.rules
+    if evidence is not None and evidence.category is FailureCategory.SCRIPT and verdict.source != "rules":
+        # the log's own root-cause line is a script error (`KeyError: 'k'`): whatever else called
+        # it infrastructure (the LLM, a guess), no node is diagnosed, cordoned or resubmitted for it
+        note = (f"the root-cause line is a script error ({evidence.reason.value}: {evidence.evidence[:120]!r}); "
+                f"the {verdict.source} verdict 'infrastructure' contradicts it: no automatic action")  # fmt: skip
         return RecoveryPlan(**base, notes=(note,))
     component = verdict.component or Component.UNKNOWN
     nodes = list(dict.fromkeys([*meta.suspect_nodes, *meta.nodes]))[: policy.max_nodes]

@@ -269,14 +269,18 @@ class RulesClassifier:
                 return rule
         return None
 
-    def reasons_in(self, lines: Sequence[str | bytes]) -> set[FailureReason]:
-        """Every reason some rule finds anywhere in `lines` (the grounding check for LLM answers)."""
-        found: set[FailureReason] = set()
+    def reasons_in(self, lines: Sequence[str | bytes]) -> dict[FailureReason, str]:
+        """Every reason some rule finds anywhere in `lines`, with the first line (cleaned) that
+        shows it: the grounding check for LLM answers, and the line a grounded answer quotes.
+        Text addressed to a model (`looks_like_instruction`) grounds nothing."""
+        found: dict[FailureReason, str] = {}
         for line in lines:
             stripped = clean_line(line).text.strip()
-            if self._prefilter and not _may_match(stripped):
+            if (self._prefilter and not _may_match(stripped)) or looks_like_instruction(stripped):
                 continue
-            found.update(rule.reason for rule in self.rules if rule.pattern.search(stripped))
+            for rule in self.rules:
+                if rule.reason not in found and rule.pattern.search(stripped):
+                    found[rule.reason] = stripped
         return found
 
     def classify(self, lines: Sequence[str | bytes], focus: int = 0) -> RuleVerdict | None:

@@ -24,6 +24,7 @@ from schedmate.agents.tracker.llm_extractor import EXAMPLE_VALUES, ProgressMetri
 from schedmate.agents.tracker.regex_extractors import Extraction, strip_timestamp
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.llm_errors import LLMError
+from schedmate.logfile import open_regular
 from schedmate.structured import Method, extract
 
 TAIL_LINES = 30
@@ -64,10 +65,10 @@ class TailReading:
 def read_tail(source: str | Path | Sequence[str | bytes], max_lines: int = TAIL_LINES, max_chars: int = TAIL_CHARS) -> list[str]:
     """The last non-empty normalised lines (oldest first) within `max_chars`."""
     if isinstance(source, (str, Path)):
-        with open(source, "rb") as fh:
+        with open(open_regular(source), "rb") as fh:  # a FIFO or device is refused, never read
             size = fh.seek(0, 2)
             fh.seek(max(0, size - 64 * 1024))
-            raws: Sequence[str | bytes] = fh.read().split(b"\n")
+            raws: Sequence[str | bytes] = fh.read(64 * 1024).split(b"\n")
     else:
         raws = source
     out: list[str] = []

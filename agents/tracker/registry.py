@@ -81,6 +81,7 @@ class PollResult:
     rotated: bool = False
     truncated: bool = False
     missing: bool = False
+    error: str | None = None  # the path is not a regular file (a FIFO, device, directory): not read
 
 
 @dataclass(slots=True)
@@ -157,12 +158,14 @@ class JobLogRegistry:
             new: list[tuple[int | None, int | None, bytes, float | None]] = []
             used = 0
             rotated = truncated = missing = False
+            error: str | None = None
             while used < self.max_poll_bytes:
                 got = job.tail.read(min(self.max_read_bytes, self.max_poll_bytes - used))
                 used += got.bytes_read
                 rotated |= got.rotated
                 truncated |= got.truncated
                 missing |= got.missing
+                error = got.error or error
                 job.partial_dropped += got.partial_dropped
                 new.extend((ln.lineno, ln.offset, ln.raw, now) for ln in got.lines)
                 if not got.more:
@@ -181,7 +184,7 @@ class JobLogRegistry:
             span.set_attribute(ATTR_BYTES, used)
             span.set_attribute(ATTR_ROTATED, rotated)
             span.set_attribute(ATTR_TRUNCATED, truncated)
-        return PollResult(job_id, len(new), len(tracked), used, rotated, truncated, missing)
+        return PollResult(job_id, len(new), len(tracked), used, rotated, truncated, missing, error)
 
     def poll_all(self) -> list[PollResult]:
         return [self.poll(job_id) for job_id in list(self._jobs)]

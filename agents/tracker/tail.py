@@ -15,6 +15,8 @@ happens to real logs while a job runs:
   to its last `\\r` redraw and capped at `max_line_bytes` while it streams (the assembler of
   `schedmate.embeddings.logtext`), so memory stays bounded whatever the file holds; decoding
   and binary detection happen downstream in `normalise_line`;
+- **not a log** (a FIFO, device, socket or directory at the path): never opened, so never a
+  hang; `TailRead.error` says what the path is (checked on every open, rotations included);
 - **bounded reads**: at most `max_read_bytes` per call (`TailRead.more` says there is more);
   `start="end"` / `start=N` attaches to the last bytes of an existing big log instead of
   reading it all (line numbers still count the skipped prefix unless `count_skipped_lines=False`).
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, _LineAssembler
+from schedmate.logfile import NotRegularFile, open_regular
 
 DEFAULT_MAX_READ_BYTES = 8 << 20
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -59,6 +62,7 @@ class TailRead:
     missing: bool = False
     more: bool = False
     partial_dropped: int = 0
+    error: str | None = None  # the path names something that is not a regular file (never read)
 
 
 class LogTail:
@@ -113,8 +117,12 @@ class LogTail:
         rotated = truncated = missing = False
         dropped = 0
         used = 0
-        if self._fh is None and not self._open(initial=True):
-            return TailRead(missing=True)
+        if self._fh is None:
+            try:
+                if not self._open(initial=True):
+                    return TailRead(missing=True)
+            except NotRegularFile as exc:
+                return TailRead(error=str(exc))
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -131,7 +139,11 @@ class LogTail:
             rotated = True
             self.generation += 1
             self._lineno = 0
-            if not self._open(initial=False):
+            try:
+                opened = self._open(initial=False)
+            except NotRegularFile as exc:
+                return TailRead(lines, used, rotated=True, partial_dropped=dropped, error=str(exc))
+            if not opened:
                 return TailRead(lines, used, rotated=True, missing=True, partial_dropped=dropped)
         elif st is not None and st.st_size < self._pos:
             truncated = True
@@ -154,8 +166,9 @@ class LogTail:
     # -- internals --------------------------------------------------------------------------
 
     def _open(self, *, initial: bool) -> bool:
+        """Open the path (False: it does not exist); `NotRegularFile` for a FIFO, device, ..."""
         try:
-            fh = open(self.path, "rb", buffering=0)  # noqa: SIM115 -- held across calls
+            fh = open(open_regular(self.path), "rb", buffering=0)  # noqa: SIM115 -- held across calls
         except FileNotFoundError:
             return False
         st = os.fstat(fh.fileno())

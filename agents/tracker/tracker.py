@@ -85,6 +85,7 @@ from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, rob
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
+from schedmate.logfile import NotRegularFile, open_regular
 from schedmate.structured import Method as LLMMethod
 from schedmate.tracing import get_tracer
 
@@ -399,9 +400,9 @@ class MetricTracker:
     # -- reading ----------------------------------------------------------------------------
 
     def _observe_file(self, path: Path, state: _PassState, max_lines: int | None) -> TrackerResult:
-        try:
-            fh = open(path, "rb")  # noqa: SIM115
-        except OSError as exc:
+        try:  # a FIFO, device or directory is refused without blocking (`open_regular`)
+            fh = open(open_regular(path), "rb")  # noqa: SIM115
+        except (OSError, NotRegularFile) as exc:
             return NoSignal(f"cannot read log: {type(exc).__name__}: {exc}", state.stats, state.llm_status)
         with fh:
             size = os.fstat(fh.fileno()).st_size
@@ -412,6 +413,8 @@ class MetricTracker:
             good = self._select(cands, state, max_lines)
             if reader.hit_scan_limit:
                 state.notes.append(f"scanned only the last {self.max_scan_bytes} bytes of the log")
+            if reader.shrank:
+                state.notes.append("log shrank while it was read (truncated or rotated): the reading uses the lines read before")
             if reader.lowest_offset <= self.max_count_bytes:
                 base = _count_newlines(fh, reader.lowest_offset)
                 good = [_renumber(g, base, reader.lines_read) for g in good]
@@ -945,6 +948,7 @@ class _ReverseLines:
         self.long_lines = 0
         self.lowest_offset = size
         self.hit_scan_limit = False
+        self.shrank = False  # a read came back short: the file was truncated under us
 
     def __iter__(self) -> Iterator[tuple[int | None, int | None, bytes]]:
         pos = self.size
@@ -955,7 +959,11 @@ class _ReverseLines:
         while pos > floor:
             start = max(floor, pos - self.block)
             self.fh.seek(start)
-            parts = self.fh.read(pos - start).split(b"\n")
+            data = self.fh.read(pos - start)
+            if len(data) != pos - start:
+                self.shrank = True  # truncated under us: offsets no longer hold; what was read stands
+                return
+            parts = data.split(b"\n")
             pos = start
             if len(parts) == 1:  # no newline in this block: the carried line grows
                 if not dropping:

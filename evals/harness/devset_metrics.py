@@ -45,6 +45,7 @@ from schedmate.devset import DevSetError, ProgressItem, load_progress_items
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.structured import Method
 from schedmate.evals.harness.common import latency_summary, ratio
+from schedmate.llm_breaker import describe_llm, model_call_counts
 
 TOLERANCE = 0.10
 N_LINES = 20
@@ -272,6 +273,7 @@ def run_devset_metrics(
     """Score every system on the real excerpts; returns (summary, per-item rows). `llm_method`:
     how structured answers are asked for (`schedmate.structured`; "text" for plain chat models)."""
     t_start = time.perf_counter()
+    llm_before = model_call_counts(llm)  # what this run's LLM calls did, for the report's LLM line
     folder = Path(folder)
     items, errors = load_items(folder)
     items = items[:limit] if limit is not None else items
@@ -309,6 +311,8 @@ def run_devset_metrics(
         "items": len(rows),
         "load_errors": errors,
         "llm": llm is not None,
+        "llm_calls": (None if llm_before is None or (now := model_call_counts(llm)) is None
+                      else asdict(now - llm_before)),  # fmt: skip
         "tolerance": TOLERANCE,
         "systems": {s: {"all": _score(rows, s), "high_medium": _score(sure, s)} for s in systems},
         "by_framework": {f: _score([r for r in rows if r["framework"] == f], main) for f in frameworks},
@@ -341,7 +345,7 @@ def markdown(summary: dict[str, Any]) -> list[str]:
     out = [
         "## Metrics on the real development set",
         "",
-        f"Folder `{summary['folder']}`: {summary['items']} labelled excerpts; LLM: {'yes' if summary['llm'] else 'no'}; "
+        f"Folder `{summary['folder']}`: {summary['items']} labelled excerpts; {describe_llm(summary['llm'], summary.get('llm_calls'))}; "
         f"correct = within ±{int(100 * summary['tolerance'])}% of the last training line's value; wall {summary['wall_s']} s.",
     ]
     if summary["load_errors"]:

@@ -70,6 +70,7 @@ from schedmate.evals.harness.devset_failures import run_devset_failures
 from schedmate.loglabels import LogLabels
 from schedmate.logspec import LogStatus
 from schedmate.taxonomy import ALLOWED_COMPONENTS, FailureCategory
+from schedmate.llm_breaker import CallCounts, model_call_counts
 from schedmate.llm_errors import LLMError
 
 CATEGORIES = [c.value for c in FailureCategory]
@@ -224,6 +225,12 @@ class _Systems:
         return pure, mixed
 
 
+def _calls_since(llm: Any, before: CallCounts | None) -> dict[str, int] | None:
+    """The LLM calls made since `before` (made, answered, failed, timed out, skipped), or None."""
+    after = model_call_counts(llm)
+    return None if after is None or before is None else asdict(after - before)
+
+
 def _bound(n_lines: int, chunk: int) -> float:
     return max(2.0, 2.0 * math.log2(max(1.0, n_lines / chunk)))
 
@@ -312,6 +319,7 @@ def run_failures(
     when `devset` names a folder, on the real dev set too (`summary["devset"]`, its per-item rows
     under `summary["devset_rows"]`); returns (summary, per-log rows of the generated corpus)."""
     t_start = time.perf_counter()
+    llm_before = model_call_counts(llm)  # what this run's LLM calls did, for the report's LLM line
     config = config or FailureHandlerConfig()
     labels = load_corpus(data_dir, limit)
     t_cls = time.perf_counter()
@@ -343,6 +351,7 @@ def run_failures(
         "failed_logs": len(rows),
         "clean_logs": sum(1 for lab in labels if lab.status is not LogStatus.FAILED),
         "llm": llm is not None,
+        "llm_calls": _calls_since(llm, llm_before),
         "chunk": config.chunk,
         "window_lines": config.window_lines,
         "tail_lines": tail_lines,

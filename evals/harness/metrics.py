@@ -50,6 +50,7 @@ from schedmate.evals.harness.common import (
     ratio,
     rmsre,
 )
+from schedmate.llm_breaker import model_call_counts
 from schedmate.loglabels import LogLabels
 
 SUCCESS_TOLERANCE = 0.2
@@ -220,6 +221,7 @@ def run_metrics(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score the tracker and the baselines on every log of the corpus; returns (summary, rows)."""
     t_start = time.perf_counter()
+    llm_before = model_call_counts(llm)  # what this run's LLM calls did, for the report's LLM line
     labels = load_corpus(data_dir, limit)
     t_cls = time.perf_counter()
     classifier = classifier if classifier is not None else default_classifier()
@@ -248,6 +250,8 @@ def run_metrics(
         "data_dir": str(data_dir),
         "logs": len(rows),
         "llm": llm is not None,
+        "llm_calls": (None if llm_before is None or (now := model_call_counts(llm)) is None
+                      else asdict(now - llm_before)),  # fmt: skip
         "n_lines": N_LINES,
         "success_tolerance": SUCCESS_TOLERANCE,
         "noise_split": {"median_noise_level": None if not levels else round(cut, 4), "clean": len(clean), "noisy": len(noisy)},

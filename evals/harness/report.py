@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from schedmate.llm_breaker import describe_llm
+
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 
@@ -25,6 +27,14 @@ def _ms(lat: dict[str, Any] | None, key: str) -> str:
     return f"{1000 * lat[key]:.1f}"
 
 
+def _silent_llm(summary: dict[str, Any]) -> str:
+    """` | LLM answered nothing (...)` when an LLM was configured and gave no answer, else ''."""
+    calls = summary.get("llm_calls")
+    if not summary.get("llm") or not calls or calls.get("answered"):
+        return ""
+    return " | LLM " + describe_llm(True, calls).removeprefix("LLM: configured but ")
+
+
 def summary_line(suite: str, summary: dict[str, Any]) -> str:
     s = summary["systems"]
     if suite == "failures":
@@ -36,7 +46,7 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
                 parts.append(f"{name}: infra-F1 {_f(m['infra']['f1'], True)} acc {_f(m['infra']['accuracy'], True)} "
                              f"cat-F1 {_f(m['category_macro_f1'], True)}" + (f" ±5 {_f(w5, True)}" if w5 is not None else "")
                              + f" {_ms(m['latency'], 'mean_s')} ms/log")  # fmt: skip
-        line = f"eval failures: {summary['failed_logs']} failed logs | " + " | ".join(parts)
+        line = f"eval failures: {summary['failed_logs']} failed logs | " + " | ".join(parts) + _silent_llm(summary)
         pools = []
         for pool, ps in (summary.get("pools") or {}).items():
             sub = []
@@ -64,7 +74,7 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
     for name in ("tracker", "regex-only", "last-lines"):
         m = s[name]["all"]
         parts.append(f"{name}: success {_f(m['success_rate'], True)}% RMSRE {_f(m['rmsre'])} {_ms(m['latency'], 'mean_s')} ms/log")
-    return f"eval metrics: {summary['logs']} logs | " + " | ".join(parts)
+    return f"eval metrics: {summary['logs']} logs | " + " | ".join(parts) + _silent_llm(summary)
 
 
 def _failures_md(s: dict[str, Any]) -> list[str]:
@@ -73,7 +83,7 @@ def _failures_md(s: dict[str, Any]) -> list[str]:
         "",
         f"Corpus `{s['data_dir']}`: {s['logs']} logs, {s['failed_logs']} failed (category mix {s['category_mix']}), "
         f"failed-log sizes {s['n_lines']['min']}–{s['n_lines']['max']} lines (median {s['n_lines']['median']}); "
-        f"LLM: {'yes' if s['llm'] else 'no'}; chunk {s['chunk']} lines, classifier window {s['window_lines']} lines, "
+        f"{describe_llm(s['llm'], s.get('llm_calls'))}; chunk {s['chunk']} lines, classifier window {s['window_lines']} lines, "
         f"no-locator tail {s['tail_lines']} lines; wall {s['wall_s']} s.",
         "",
         "Infrastructure vs not (paper Table 4) and categories. A missing verdict counts as 'not infrastructure' and wrong.",
@@ -182,7 +192,7 @@ def _metrics_md(s: dict[str, Any]) -> list[str]:
     out = [
         "## Metrics",
         "",
-        f"Corpus `{s['data_dir']}`: {s['logs']} logs; LLM: {'yes' if s['llm'] else 'no'}; newest {s['n_lines']} progress "
+        f"Corpus `{s['data_dir']}`: {s['logs']} logs; {describe_llm(s['llm'], s.get('llm_calls'))}; newest {s['n_lines']} progress "
         f"events; success = step time within ±{int(100 * s['success_tolerance'])}% of the truth at the log's end, or "
         f"'no signal' on a log without progress; RMSRE over logs with progress where an estimate was given. Clean/noisy "
         f"halves split at median noise level {ns['median_noise_level']} ({ns['clean']} / {ns['noisy']} logs); wall {s['wall_s']} s.",
