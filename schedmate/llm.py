@@ -12,8 +12,10 @@ per-endpoint `CircuitBreaker` (`.breaker`; `schedmate.llm_breaker`) and honour t
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -187,7 +189,8 @@ def _chat_openai(
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         timeout=config.timeout_s,
-        max_retries=config.max_retries,
+        max_retries=0,  # retried here instead: never after a timeout (a stalled endpoint costs one timeout)
+        transport_retries=config.max_retries,
         use_responses_api=False,
         extra_body=extra_body,
         callbacks=[handler],
@@ -199,25 +202,37 @@ class GuardedChatOpenAI(ChatOpenAI):
 
     A call with the circuit open, or with no time left under `llm_deadline`, raises
     `LLMSkipped` at once (no request). Otherwise each attempt's timeout is the smaller of the
-    configured one and the time left split over the client's retries; the outcome (answered,
-    failed, timed out) is recorded on the breaker. Answers the model gives badly are the
-    caller's business (`structured.extract`): an answer is a success here."""
+    configured one and the time left split over the retries; the call's outcome (answered,
+    failed, timed out) is recorded on the breaker once. Connection failures, 429 and 5xx are
+    retried (`transport_retries`, with a short backoff); a timeout is not: an endpoint that
+    accepted the request and said nothing for the whole timeout will not answer the next try
+    either. Answers the model gives badly are the caller's business (`structured.extract`): an
+    answer is a success here."""
 
     breaker: Any = Field(default=None, exclude=True)
     endpoint: str = Field(default="", exclude=True)
+    transport_retries: int = Field(default=0, exclude=True)
 
-    def _guard(self, kwargs: dict[str, Any]) -> None:
+    def _guard(self, kwargs: dict[str, Any], *, first: bool = True) -> None:
         left = time_left()
         if left is not None:
             if left <= 0.05:
                 if self.breaker is not None:
                     self.breaker.skipped(self.endpoint)
                 raise LLMSkipped("LLM call skipped: the diagnosis' time budget is spent", reason="budget")
-            per_try = left / (1 + (self.max_retries or 0))
+            per_try = left / (1 + self.transport_retries)
             configured = self.request_timeout if isinstance(self.request_timeout, (int, float)) else None
             kwargs["timeout"] = per_try if configured is None else min(float(configured), per_try)
-        if self.breaker is not None:
+        if first and self.breaker is not None:
             self.breaker.before_call(self.endpoint)
+
+    def _retry_after(self, exc: BaseException, attempt: int) -> float | None:
+        """Seconds to wait before retrying after `exc`, or None when it is not worth a retry."""
+        if attempt >= self.transport_retries or not _is_outage(exc) or _is_timeout(exc):
+            return None
+        if isinstance(exc, LLMError):
+            return None
+        return min(0.5 * 2**attempt, 4.0)
 
     def _record(self, exc: BaseException | None) -> None:
         if self.breaker is None:
@@ -236,14 +251,20 @@ class GuardedChatOpenAI(ChatOpenAI):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        self._guard(kwargs)
-        try:
-            result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        except BaseException as exc:
-            self._record(exc)
-            raise
-        self._record(None)
-        return result
+        for attempt in range(self.transport_retries + 1):
+            self._guard(kwargs, first=attempt == 0)
+            try:
+                result = super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+            except BaseException as exc:
+                wait = self._retry_after(exc, attempt)
+                if wait is None:
+                    self._record(exc)
+                    raise
+                time.sleep(wait)
+                continue
+            self._record(None)
+            return result
+        raise AssertionError("unreachable")
 
     async def _agenerate(
         self,
@@ -252,14 +273,20 @@ class GuardedChatOpenAI(ChatOpenAI):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        self._guard(kwargs)
-        try:
-            result = await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        except BaseException as exc:
-            self._record(exc)
-            raise
-        self._record(None)
-        return result
+        for attempt in range(self.transport_retries + 1):
+            self._guard(kwargs, first=attempt == 0)
+            try:
+                result = await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+            except BaseException as exc:
+                wait = self._retry_after(exc, attempt)
+                if wait is None:
+                    self._record(exc)
+                    raise
+                await asyncio.sleep(wait)
+                continue
+            self._record(None)
+            return result
+        raise AssertionError("unreachable")
 
 
 def _is_timeout(exc: BaseException) -> bool:

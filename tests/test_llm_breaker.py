@@ -26,7 +26,7 @@ from schedmate.llm_errors import LLMSkipped, LLMUnavailable
 from schedmate.structured import extract
 from schedmate.tests.llm_stub import Reply, StubLLM
 
-EP = "http://10.0.0.1:8000/v1"
+EP = "http://llm-a.example:8000/v1"  # a breaker key only: nothing connects to it
 KEYERROR_LOG = [*(f"step {i} loss 2.{i % 10}" for i in range(50)), "ERROR: worker exited unexpectedly during step 50"]
 META = {"job_id": "j1", "nodes": ["n1", "n2"]}
 
@@ -181,3 +181,28 @@ def test_an_answering_endpoint_is_counted_as_answered(classifier: object) -> Non
     finally:
         stub.stop()
     assert d.llm_status == "ok" and d.llm_calls == CallCounts(made=1, answered=1)
+
+
+def test_a_stalled_endpoint_costs_one_timeout_not_one_per_retry(stalled: str) -> None:
+    """Transport retries are for refused connections and 5xx; a request the endpoint accepted and
+    never answered is not sent again (the issue's 91 s per diagnosis was 3 x 30 s)."""
+    chat = make_chat_model(LLMConfig(backend="openai", model="m", base_url=stalled, api_key="k", timeout_s=1.0,
+                                     max_retries=2))
+    t0 = time.perf_counter()
+    with pytest.raises(Exception):
+        chat.invoke("hello")
+    assert time.perf_counter() - t0 < 2.5  # one 1 s timeout, not three
+
+
+def test_a_refused_connection_is_retried_then_counted_as_one_failure() -> None:
+    with socket.socket() as s:  # a loopback port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    chat = make_chat_model(LLMConfig(backend="openai", model="m", base_url=url, api_key="k", timeout_s=1.0,
+                                     max_retries=2, breaker_failures=2))
+    with pytest.raises(Exception):
+        chat.invoke("hello")
+    assert chat.breaker.state(url) == "closed"  # three tries, one failed call
+    with pytest.raises(Exception):
+        chat.invoke("hello")
+    assert chat.breaker.state(url) == "open"
