@@ -9,14 +9,14 @@
    vs FIFO, QSSF, Tiresias (real advisor and failure handler);
 5. one failed job's log is diagnosed end to end (locate → classify → similar → dry-run plan),
    with the local LLM when it is installed (rules alone otherwise: the report says which);
-6. `report.md` and `report.html` (tables + JCT CDF plots) and `report.json` under `out`.
+6. `report.html` (for people: verdict first, tables, plots, quoted log lines, the plan as steps;
+   `main_report.py`), `report.md` and `report.json` under `out`.
 
 Every step is timed; a step that fails is reported as failed and the rest still runs.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import time
 import traceback
@@ -164,6 +164,9 @@ COLS = ["arm", "mean_jct_mean", "mean_wait_mean", "p99_jct_mean", "makespan_mean
 
 
 def write_report(report: MainJobReport) -> None:
+    from schedmate.htmlreport.plans import plan_steps
+    from schedmate.integrations.main_report import write_main_html
+
     out = report.out
     plots = sorted(p for p in out.rglob("*.png") if "cache" not in p.parts)
     md: list[str] = ["# SchedMate main job", ""]
@@ -185,49 +188,15 @@ def write_report(report: MainJobReport) -> None:
                f"- log: `{d['log']}` ({d['lines']} lines); truth: {d['truth']['reason']} at line {d['truth']['first_error_line']}",
                f"- found: **{d['category']} / {d['reason']}** (component {d['component']}) at line {d['line']}; "
                f"LLM: {d['llm_status']}", f"- root cause: `{d['root_cause']}`",
-               f"- recovery plan (dry-run): `{json.dumps(d['plan'], default=str)[:400]}`"]
+               "", "Recovery plan (dry run, never executed):", ""]
+        md += [f"{i}. {step}" for i, step in enumerate(plan_steps(d['plan']), 1)]
     if report.agents:
         keys = ("jobs", "distinct_artefacts", "agent_runs", "cache_hits", "advise_matched", "advise_unmatched",
                 "track_runs", "diagnose_runs")
         md += ["", "## Agent work", "", ", ".join(f"{k}: {report.agents[k]}" for k in keys if k in report.agents)]
     md += ["", "## Plots", ""] + [f"![{p.stem}]({p.relative_to(out)})" for p in plots]
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    (out / "report.html").write_text(_html(md), encoding="utf-8")
     (out / "report.json").write_text(json.dumps({
         "steps": report.steps, "lucid": _rows(report.lucid), "standalone": _rows(report.standalone),
         "diagnosis": report.diagnosis, "agents": report.agents}, indent=2, default=str) + "\n", encoding="utf-8")
-
-
-def _html(md: list[str]) -> str:
-    """A minimal rendering of the markdown above (headings, tables, bullets, images)."""
-    body: list[str] = []
-    in_table = False
-    for line in md:
-        if line.startswith("|"):
-            cells = [html.escape(c.strip()) for c in line.strip("|").split("|")]
-            if set("".join(cells)) <= {"-"}:
-                continue
-            if not in_table:
-                body.append("<table>")
-                in_table = True
-            body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-            continue
-        if in_table:
-            body.append("</table>")
-            in_table = False
-        if line.startswith("## "):
-            body.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("# "):
-            body.append(f"<h1>{html.escape(line[2:])}</h1>")
-        elif line.startswith("!["):
-            src = line[line.index("(") + 1: -1]
-            body.append(f'<img src="{html.escape(src)}" style="max-width:48%">')
-        elif line.startswith("- "):
-            body.append(f"<p>• {html.escape(line[2:])}</p>")
-        elif line:
-            body.append(f"<p>{html.escape(line)}</p>")
-    if in_table:
-        body.append("</table>")
-    style = "body{font-family:sans-serif;max-width:1100px;margin:auto}td{border:1px solid #ccc;padding:3px 8px}"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>SchedMate</title><style>{style}</style></head>" \
-           f"<body>{''.join(body)}</body></html>\n"
+    write_main_html(out)  # the report for people: verdict first (integrations/main_report.py)

@@ -63,4 +63,6 @@ def test_main_job_writes_a_report_with_every_step(tmp_path: Path) -> None:
     assert abs(diag["line"] - diag["truth"]["first_error_line"]) <= 5
     md = (tmp_path / "report.md").read_text()
     assert "Case 1" in md and "![" in md and (tmp_path / "report.html").stat().st_size > 500
+    html = (tmp_path / "report.html").read_text()  # for people: verdict first, plan as steps (tests/test_report_html.py)
+    assert html.index('id="verdict"') < html.index("Case 1") and '<ol class="steps">' in html
     assert saved["agents"]["agent_runs"] + saved["agents"]["cache_hits"] > 0
