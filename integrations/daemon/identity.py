@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
+from schedmate.logfile import pread_exact  # noqa: F401 -- re-exported for the follower
+
 HEAD_BYTES = 1024
 MARK_BYTES = 256
 MIN_HEAD_BYTES = 32  # below this a head proves nothing (a copy is not looked for)
@@ -40,19 +42,6 @@ def job_id_from_name(name: str) -> str:
 
 def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
-
-
-def pread_exact(fd: int, size: int, offset: int) -> bytes:
-    """Up to `size` bytes at `offset` (fewer only at end of file)."""
-    parts: list[bytes] = []
-    while size > 0:
-        got = os.pread(fd, size, offset)
-        if not got:
-            break
-        parts.append(got)
-        size -= len(got)
-        offset += len(got)
-    return b"".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
