@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -38,7 +39,8 @@ DEFAULT_POLICIES = "fifo,sjf,srtf,qssf,tiresias"
 
 
 def fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    """One line on stderr (user text is not markup; no wrapping), exit 2."""
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -75,14 +77,23 @@ def _fmt_s(x: float) -> str:
     return f"{x / 3600:.2f}h" if x >= 3600 else f"{x:.0f}s"
 
 
-def summary_table(summaries: dict, title: str) -> Table:  # type: ignore[type-arg]
-    table = Table(title=title)
-    for col in ("policy", "jobs", "mean JCT", "median JCT", "p99 JCT", "mean queue", "makespan", "GPU util", "unfair", "restarts", "wall"):
+def summary_table(summaries: dict, title: str, warnings: Any = None) -> Table:  # type: ignore[type-arg]
+    """One row per policy; `cancelled` counts jobs that never ran (e.g. larger than the cluster), whose
+    JCT is not in the JCT columns: `jobs` alone would count them as ordinary jobs. `warnings` (a
+    `TraceWarnings`) counts and lists implausible jobs under the table."""
+    caption = None
+    if warnings:
+        caption = "; ".join(f"{len(ids)} {what}: {', '.join(j for j, *_ in ids[:5])}" + (" ..." if len(ids) > 5 else "")
+                            for what, ids in (("job(s) far outside the trace's span", warnings.time_outliers),
+                                              ("job(s) larger than the cluster (cancelled)", warnings.oversized)) if ids)
+    table = Table(title=title, caption=caption and f"warning: {escape(caption)}", caption_style="yellow")
+    for col in ("policy", "jobs", "cancelled", "mean JCT", "median JCT", "p99 JCT", "mean queue", "makespan", "GPU util", "unfair", "restarts", "wall"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for name, s in summaries.items():
         table.add_row(
             name,
             str(s.jobs),
+            f"[yellow]{s.cancelled}[/]" if s.cancelled else "0",
             _fmt_s(s.mean_jct),
             _fmt_s(s.median_jct),
             _fmt_s(s.p99_jct),
@@ -115,13 +126,23 @@ def simulate(
     from schedmate.schedulers.compare import compare_policies
     from schedmate.schedulers.engine import SimConfig
     from schedmate.schedulers.lucid.interference import LucidInterference
+    from schedmate.schedulers.placement import PLACERS
     from schedmate.schedulers.traces import generate_trace, load_trace
+    from schedmate.schedulers.traces.plausibility import check_plausibility
 
-    with user_errors():
-        spec = ClusterSpec.parse(cluster)
-        names = [p.strip() for p in policies.split(",") if p.strip()]
-        if not names:
-            raise ValueError("no policy given")
+    from .cli_checks import check_choice, check_cluster, check_count, check_limit, check_out_dir, check_policies
+
+    with user_errors():  # every argument is checked before the first simulation starts
+        names = check_policies(policies)
+        spec = ClusterSpec.parse(check_cluster(cluster))
+        check_limit(limit)
+        check_count(jobs, "--jobs", maximum=10_000_000)
+        check_choice(placer, "--placer", tuple(PLACERS))
+        check_out_dir(out)
+        if not (math.isfinite(load) and load > 0):
+            raise ValueError(f"--load must be a positive number, not {load}")
+        if colocate_info is not None and not colocate_info.is_file():
+            raise FileNotFoundError(f"--colocate-info {colocate_info}: no such file")
         if trace.startswith("synthetic"):
             profile = trace.partition(":")[2] or "seren"
             loaded = generate_trace(jobs, seed=seed, profile=profile, cluster_gpus=spec.total_gpus, load=load)
@@ -134,12 +155,15 @@ def simulate(
         # Lucid's lookup ignores GPU count (the measured pairs are all 1-GPU), as its simulator does.
         interference = LucidInterference.from_csv(colocate_info) if colocate_info else None
         console.print(f"{len(loaded.jobs)} jobs from {loaded.source} on {spec.total_gpus} GPUs ({len(spec.nodes)} nodes)")
+        for warning in check_plausibility(loaded.jobs, spec).lines():
+            err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
         with progress_bar() as update:
             comparison = compare_policies(
                 loaded.jobs, spec, names, config=SimConfig(seed=seed), placer=placer,
                 interference=interference, out_dir=out, progress=update,
             )
-    console.print(summary_table(comparison.summaries, f"{loaded.source}: {len(loaded.jobs)} jobs, {spec.total_gpus} GPUs"))
+    console.print(summary_table(comparison.summaries, f"{loaded.source}: {len(loaded.jobs)} jobs, {spec.total_gpus} GPUs",
+                                comparison.warnings))
     console.print(f"wrote {', '.join(str(f) for f in comparison.files)}")
     engine_s = sum(r.wall_seconds for r in comparison.results.values())
     console.print(
@@ -176,7 +200,11 @@ def trace_info(
         table.add_row(k, str(v))
     console.print(table)
     for reason in loaded.skipped_reasons[:5]:
-        err.print(f"[yellow]skipped:[/] {reason}")
+        err.print(f"[yellow]skipped:[/] {escape(reason)}")
+    from schedmate.schedulers.traces.plausibility import check_plausibility
+
+    for warning in check_plausibility(loaded.jobs).lines():
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
 @app.command()
@@ -186,13 +214,26 @@ def demo(
     history: Annotated[int, typer.Option(help="Historical jobs ingested into Redis first.")] = 300,
     seed: int = 0,
     llm: Annotated[bool, typer.Option("--llm/--no-llm", help="Diagnose the failed job with the local LLM.")] = True,
+    otel: Annotated[str | None, typer.Option(help="Telemetry exporter: console, otlp or none (default: OTEL_* variables).",
+                                             show_default=False)] = None,
 ) -> None:
     """The main job on embedded defaults: the whole pipeline (history → agents → Lucid/standalone case
     studies → one failure diagnosed) and a report (report.md / report.html)."""
     from schedmate.integrations.pipeline import MainJobConfig, run_main_job
+    from schedmate.telemetry import TelemetryConfig, TelemetryConfigError, telemetry_session
 
+    from .cli_checks import check_count, check_out_dir
+
+    with user_errors():
+        check_out_dir(out)
+        check_count(jobs, "--jobs", maximum=1_000_000)
+        check_count(history, "--history", minimum=0, maximum=1_000_000)
     t0 = time.perf_counter()
-    with err.status("SchedMate main job") as status:
+    try:
+        TelemetryConfig.resolve(otel)
+    except TelemetryConfigError as exc:
+        raise fail(str(exc)) from None
+    with telemetry_session(otel), err.status("SchedMate main job") as status:
         def say(msg: str) -> None:
             status.update(msg[:100])
             err.log(msg)
@@ -281,9 +322,15 @@ def corpus_generate(
     """Write realistic training logs with exact labels (metrics truth, failure root cause)."""
     from schedmate.synthetic.logs.generator import generate_corpus
 
-    if pool not in ("dev", "heldout", "both"):
-        raise fail(f"--pool must be dev, heldout or both, not {pool!r}")
-    with user_errors():
+    from .cli_checks import check_choice, check_count, check_fraction, check_out_dir
+
+    with user_errors():  # arguments first: a bad --out must not cost the generation
+        check_choice(pool, "--pool", ("dev", "heldout", "both"))
+        check_out_dir(out)
+        check_count(n, "--n", maximum=1_000_000)
+        check_count(min_lines, "--min-lines", maximum=10_000_000)
+        check_count(max_lines, "--max-lines", minimum=min_lines, maximum=10_000_000)
+        check_fraction(failed_fraction, "--failed-fraction")
         progress, update = _count_progress("writing logs")
         with progress:
             generate_corpus(out, n, seed, min_lines=min_lines, max_lines=max_lines,
@@ -303,7 +350,12 @@ def corpus_jobs(
     """Write realistic training repositories with their truth metadata and run histories."""
     from schedmate.synthetic.jobs import generate_job_corpus
 
+    from .cli_checks import check_choice, check_count, check_out_dir
+
     with user_errors():
+        check_out_dir(out)
+        check_count(n, "--n", maximum=1_000_000)
+        check_choice(users_mode, "--users-mode", ("family", "shared"))
         progress, update = _count_progress("writing jobs")
         with progress:
             manifest = generate_job_corpus(out, n, seed, progress=update, users_mode=users_mode)  # type: ignore[arg-type]
@@ -318,13 +370,38 @@ EvalLLM = Annotated[bool, typer.Option("--llm/--no-llm", help="Also run the LLM 
 EvalLimit = Annotated[int | None, typer.Option(help="Only the first N logs.")]
 
 
+def _warn_vanished(summary: dict[str, Any]) -> None:
+    """Logs deleted while the eval ran were left out of the scores: say which."""
+    gone = summary.get("vanished_logs") or []
+    if gone:
+        err.print(f"[yellow]warning:[/] {len(gone)} log(s) disappeared during the run and were not scored: "
+                  f"{escape(', '.join(gone[:3]))}" + (" ..." if len(gone) > 3 else ""), highlight=False)
+
+
+def _check_corpus(data: Path, out: Path, limit: int | None) -> None:
+    """Before any scoring: --limit and --out are sane, and every label line and log file of the corpus
+    is there (one line naming the file and line otherwise, exit 2)."""
+    from schedmate.evals.harness.common import CorpusError, load_corpus
+
+    from .cli_checks import check_limit, check_out_dir
+
+    with user_errors():
+        check_limit(limit)
+        check_out_dir(out)
+    if not (data / "labels.jsonl").is_file():
+        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    try:
+        load_corpus(data, limit)
+    except CorpusError as exc:
+        raise fail(str(exc)) from None
+
+
 def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -> None:
     from contextlib import ExitStack
 
     from schedmate.evals.harness import run_failure_eval, run_metrics_eval
 
-    if not (data / "labels.jsonl").is_file():
-        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    _check_corpus(data, out, limit)
     progress, update = _count_progress(f"scoring {suite}")
     with ExitStack() as stack, progress:
         model = None
@@ -336,6 +413,7 @@ def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -
         run = run_failure_eval if suite == "failures" else run_metrics_eval
         summary = run(data, out, llm=model, limit=limit, progress=update)
     console.print(summary["summary_line"])
+    _warn_vanished(summary)
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
 
 
@@ -366,8 +444,7 @@ def eval_failures(
 
     from schedmate.evals.harness import DEFAULT_DEVSET, run_failure_eval
 
-    if not (data / "labels.jsonl").is_file():
-        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    _check_corpus(data, out, limit)
     folder = None if no_devset else (devset or DEFAULT_DEVSET)
     if folder is not None and devset is not None and not devset.is_dir():
         raise fail(f"--devset {devset} is not a folder")
@@ -381,6 +458,7 @@ def eval_failures(
             model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
         summary = run_failure_eval(data, out, llm=model, limit=limit, progress=update, devset=folder)
     console.print(summary["summary_line"])
+    _warn_vanished(summary)
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
 
 
@@ -402,8 +480,7 @@ def eval_metrics(
     from schedmate.evals.harness import run_metrics_eval
     from schedmate.evals.harness.devset_metrics import DEFAULT_FOLDER, run_devset_metrics, write_devset_report
 
-    if not (data / "labels.jsonl").is_file():
-        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
+    _check_corpus(data, out, limit)
     if devset is not None and not devset.is_dir():
         raise fail(f"--devset {devset} is not a folder")
     folder = None if no_devset else (devset or DEFAULT_FOLDER)
@@ -418,6 +495,7 @@ def eval_metrics(
         summary = run_metrics_eval(data, out, llm=model, limit=limit, progress=update)
         real = run_devset_metrics(folder, llm=model, progress=update, limit=limit) if folder is not None else None
     console.print(summary["summary_line"])
+    _warn_vanished(summary)
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
     if real is None:
         return
@@ -447,6 +525,25 @@ def eval_metrics(
             pct(d["throughput"]["accuracy"]) if d else "–", str(d["no_signal"]) if d else "–",
         )  # fmt: skip
     console.print(table)
+
+
+@contextmanager
+def _store_errors(what: str) -> Iterator[None]:
+    """Redis failing mid-run (killed, out of memory) is one line naming the server, not a traceback; the
+    evals start their own temporary redis-server, so the hint is to rerun, not `schedmate redis start`."""
+    import redis
+
+    from schedmate.embeddings.redis_server import RedisServerError
+    from schedmate.embeddings.store import StoreError
+
+    try:
+        yield
+    except RedisServerError as exc:
+        raise fail(f"{what} could not start its temporary redis-server: {exc}") from None
+    except (StoreError, redis.ConnectionError, redis.TimeoutError) as exc:
+        cause = str(exc).split("; is it running?")[0]
+        raise fail(f"{what} lost its temporary Redis mid-run ({cause}); the server was killed or ran out of memory "
+                   f"(see `dmesg`), nothing of this run was written; run the command again") from None
 
 
 @eval_app.command("advisor")
@@ -486,13 +583,26 @@ def eval_advisor(
         update(steps, None)
         progress.console.log(msg)
 
+    from .cli_checks import check_count, check_out_dir
+
     kwargs: dict[str, Any] = {"seed": seed} if seed is not None else {}
+    try:
+        [int(t) for t in threads.split(",") if t]
+    except ValueError:
+        raise fail(f"--threads must be comma-separated counts such as 1,2,4, not {threads!r}") from None
     cfg = AdvisorEvalConfig(n_history=history, n_new=new, threshold=threshold, agent_jobs=agent_jobs, llm=llm_cfg,
                             agent=agent_cfg, threads=tuple(int(t) for t in threads.split(",") if t), progress=say,
                             users_mode=users_mode, rate_point=rate_point, **kwargs)
     if rate_point not in ("mean", "p50", "plan", "dev"):
         raise fail(f"--rate-point must be mean, p50, plan or dev, not {rate_point!r}")
-    with progress:
+    with user_errors():
+        check_out_dir(out)
+        check_count(history, "--history", maximum=1_000_000)
+        check_count(new, "--new", maximum=1_000_000)
+        check_count(agent_jobs, "--agent-jobs", minimum=0, maximum=new)
+        if not cfg.threads or min(cfg.threads) < 1:
+            raise ValueError(f"--threads must be positive counts such as 1,2,4, not {threads!r}")
+    with progress, _store_errors("the advisor eval"):
         report = run_advisor_eval(data, out, cfg)
     console.print(summary_line(report))
     console.print(f"wrote {out}/advisor_eval.json and advisor_eval.md")
@@ -540,6 +650,23 @@ def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, hi
                            precomputed=out / "insights" if precomputed else None)
 
 
+def _check_experiment(out: Path, seeds: int, *, limit: int | None = None, jobs: int | None = None,
+                      gpus: int | None = None, rate: float | None = None) -> None:
+    """The arguments every case study shares, checked before any run (one line, exit 2)."""
+    from .cli_checks import MAX_CLUSTER_GPUS, check_count, check_fraction, check_limit, check_out_dir
+
+    with user_errors():
+        check_out_dir(out)
+        check_count(seeds, "--seeds", maximum=1000)
+        check_limit(limit)
+        if jobs is not None:
+            check_count(jobs, "--jobs", maximum=10_000_000)
+        if gpus is not None:
+            check_count(gpus, "--gpus", maximum=MAX_CLUSTER_GPUS)
+        if rate is not None:
+            check_fraction(rate, "--detection-rate")
+
+
 def _say() -> Callable[[str], None]:
     return lambda msg: err.log(msg)
 
@@ -565,6 +692,7 @@ def experiment_lucid(
     from schedmate.integrations.experiments.lucid import run_lucid_experiment
 
     out = out or Path("results/experiment-lucid")
+    _check_experiment(out, seeds, jobs=jobs, gpus=gpus)
     names = [t.strip() for t in traces.split(",") if t.strip()]
     with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
         result = run_lucid_experiment(
@@ -595,6 +723,7 @@ def experiment_sia(
     from schedmate.integrations.experiments.sia import DEFAULT_WORKLOADS, SiaExperimentConfig, run_sia_experiment
 
     out = out or Path("results/experiment-sia")
+    _check_experiment(out, seeds, limit=limit, rate=detection_rate)
     cfg = SiaExperimentConfig(
         workloads=tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS,
         seeds=tuple(range(first_seed, first_seed + seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
@@ -631,6 +760,7 @@ def experiment_standalone(
         return [float(x) for x in text.split(",") if x.strip()]
 
     out = out or Path("results/experiment-standalone")
+    _check_experiment(out, seeds, limit=limit, jobs=jobs, gpus=gpus)
     chosen = [a.strip() for a in arms.split(",") if a.strip()] if arms else list(ARMS)
     with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
         result = run_standalone_experiment(out, make_source=make, source_label=make.label, trace=trace, limit=limit,
@@ -657,6 +787,7 @@ def experiment_ares(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0
     from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
 
     out = out or Path("results/experiment-ares")
+    _check_experiment(out, seeds)
     cfg = AresExperimentConfig.quick() if quick else AresExperimentConfig()
     cfg = replace(cfg, seeds=tuple(range(first_seed, first_seed + seeds)))
     result = run_ares_experiment(out, cfg, progress=lambda m: console.log(m))
@@ -670,6 +801,7 @@ def experiment_arnold(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int =
     from schedmate.schedulers.arnold.experiment import run_arnold_experiment
 
     out = out or Path("results/experiment-arnold")
+    _check_experiment(out, seeds)
     doc = run_arnold_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
     console.print(f"{_criteria_line(doc)}; wrote {out}/arnold.json")
 
@@ -680,6 +812,7 @@ def experiment_arena(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 
     from schedmate.schedulers.arena.experiment import run_arena_experiment
 
     out = out or Path("results/experiment-arena")
+    _check_experiment(out, seeds)
     doc = run_arena_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
     console.print(f"{_criteria_line(doc)}; wrote {out}/arena.json")
 
@@ -690,6 +823,7 @@ def experiment_suika(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 
     from schedmate.schedulers.suika.experiment import run_suika_experiment
 
     out = out or Path("results/experiment-suika")
+    _check_experiment(out, seeds)
     doc = run_suika_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
     console.print(f"{_criteria_line(doc)}; wrote {out}/suika.json")
 

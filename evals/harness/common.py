@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -10,24 +11,60 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.loglabels import LogLabels, iter_labels
+from schedmate.loglabels import LABELS_FILE, LogLabels
 
 Progress = Callable[[int, int], None]
 
 
-def load_corpus(data_dir: str | Path, limit: int | None = None) -> list[LogLabels]:
-    """The labels of a corpus directory (first `limit` logs in labels.jsonl order)."""
+class CorpusError(ValueError):
+    """A corpus the harness cannot score: the message names the file, the line and what was expected."""
+
+
+def load_corpus(data_dir: str | Path, limit: int | None = None, *, check_logs: bool = True) -> list[LogLabels]:
+    """The labels of a corpus directory (first `limit` logs in labels.jsonl order).
+
+    Everything is checked before any scoring starts (a bad line 900 used to surface after minutes of
+    work): a line that is not a label object raises `CorpusError` naming `labels.jsonl:<line>`, and,
+    with `check_logs`, so does a label whose log file is missing or not a regular file."""
+    from pydantic import ValidationError
+
+    labels_file = Path(data_dir) / LABELS_FILE
     out: list[LogLabels] = []
-    for lab in iter_labels(data_dir):
-        if limit is not None and len(out) >= limit:
-            break
-        out.append(lab)
+    try:
+        with open(labels_file, encoding="utf-8") as f:
+            for no, line in enumerate(f, start=1):
+                if limit is not None and len(out) >= limit:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line.rstrip("\r\n"))
+                except json.JSONDecodeError as exc:
+                    raise CorpusError(f"{labels_file}:{no}: expected one JSON label object per line; not JSON "
+                                      f"({exc.msg} at column {exc.colno})") from None
+                try:
+                    out.append(LogLabels.model_validate(row))
+                except ValidationError as exc:
+                    e = exc.errors()[0]
+                    field = ".".join(map(str, e["loc"]))
+                    what = f"field `{field}`: {e['msg']}" if field else e["msg"]
+                    raise CorpusError(f"{labels_file}:{no}: expected one JSON label object per line "
+                                      f"(as `schedmate corpus generate` writes); {what}") from None
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{labels_file}: not UTF-8 text (byte {exc.start})") from None
+    if check_logs:
+        missing = [f"{Path(data_dir) / lab.path if lab.path else '(no path)'} (label {lab.id})" for lab in out
+                   if lab.path is None or not log_path(data_dir, lab).is_file()]
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise CorpusError(f"{len(missing)} log file(s) named in {labels_file} are missing or not regular files: "
+                              f"{', '.join(missing[:3])}{more}; nothing was scored")
     return out
 
 
 def log_path(data_dir: str | Path, lab: LogLabels) -> Path:
     if lab.path is None:
-        raise ValueError(f"log {lab.id} has no path")
+        raise CorpusError(f"log {lab.id} has no path in {LABELS_FILE}")
     p = Path(lab.path)
     return p if p.is_absolute() else Path(data_dir) / p
 

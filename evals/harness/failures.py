@@ -333,8 +333,12 @@ def run_failures(
     rows: list[dict[str, Any]] = []
     clean: dict[str, Counter] = {"locator": Counter(), "last-500": Counter(), "linear-scan": Counter()}
     clean_lat: dict[str, list[float]] = {k: [] for k in clean}
+    vanished: list[str] = []  # logs deleted after `load_corpus` checked them: the rest is still scored
     for i, lab in enumerate(labels):
         path = log_path(data_dir, lab)
+        if not path.is_file():
+            vanished.append(str(path))
+            continue
         if lab.status is LogStatus.FAILED:
             rows.append(_diagnose_failed(sy, lab, path, llm is not None))
         elif include_clean:
@@ -347,9 +351,11 @@ def run_failures(
         systems += ["pure-llm-tail", "no-locator-llm"]
     summary: dict[str, Any] = {
         "data_dir": str(data_dir),
-        "logs": len(labels),
+        "logs": len(labels) - len(vanished),
+        "vanished_logs": vanished,
         "failed_logs": len(rows),
-        "clean_logs": sum(1 for lab in labels if lab.status is not LogStatus.FAILED),
+        "clean_logs": sum(1 for lab in labels
+                          if lab.status is not LogStatus.FAILED and str(log_path(data_dir, lab)) not in vanished),
         "llm": llm is not None,
         "llm_calls": _calls_since(llm, llm_before),
         "chunk": config.chunk,

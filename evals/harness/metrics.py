@@ -228,8 +228,12 @@ def run_metrics(
     load_s = time.perf_counter() - t_cls
     tracker = MetricTracker(classifier, llm, max_lines=N_LINES)
     rows: list[dict[str, Any]] = []
+    vanished: list[str] = []  # logs deleted after `load_corpus` checked them: the rest is still scored
     for i, lab in enumerate(labels):
         path = log_path(data_dir, lab)
+        if not path.is_file():
+            vanished.append(str(path))
+            continue
         preds = {"tracker": _tracker(tracker, path, lab), "regex-only": _regex_only(path, lab),
                  "last-lines": _last_lines(path, lab)}  # fmt: skip
         if llm is not None:
@@ -249,6 +253,7 @@ def run_metrics(
     summary: dict[str, Any] = {
         "data_dir": str(data_dir),
         "logs": len(rows),
+        "vanished_logs": vanished,
         "llm": llm is not None,
         "llm_calls": (None if llm_before is None or (now := model_call_counts(llm)) is None
                       else asdict(now - llm_before)),  # fmt: skip
