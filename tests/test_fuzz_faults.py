@@ -14,16 +14,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from schedmate.tests.net_stubs import stalled_endpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,30 +139,8 @@ def test_redis_killed_mid_run_loses_no_acknowledged_record(tmp_path):
 @pytest.fixture
 def stalled_llm() -> Iterator[str]:
     """An OpenAI-compatible URL on loopback that accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.2)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-    stop.set()
-    thread.join(2)
-    for conn in held:
-        conn.close()
-    server.close()
+    with stalled_endpoint() as url:
+        yield url
 
 
 def test_a_stalled_llm_mid_run_still_gets_a_rules_diagnosis_in_bounded_time(classifier, stalled_llm):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -25,6 +24,7 @@ from schedmate.llm_breaker import CallCounts, CircuitBreaker, llm_deadline, time
 from schedmate.llm_errors import LLMSkipped, LLMUnavailable
 from schedmate.structured import extract
 from schedmate.tests.llm_stub import Reply, StubLLM
+from schedmate.tests.net_stubs import stalled_endpoint
 
 EP = "http://llm-a.example:8000/v1"  # a breaker key only: nothing connects to it
 KEYERROR_LOG = [*(f"step {i} loss 2.{i % 10}" for i in range(50)), "ERROR: worker exited unexpectedly during step 50"]
@@ -45,32 +45,9 @@ class Clock:
 
 @pytest.fixture
 def stalled() -> Iterator[str]:
-    """An OpenAI-compatible URL whose server accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-                held.append(conn)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-    stop.set()
-    thread.join(2)
-    for conn in held:
-        conn.close()
-    server.close()
+    """An OpenAI-compatible URL on loopback that accepts connections and never answers."""
+    with stalled_endpoint() as url:
+        yield url
 
 
 def chat_for(url: str, timeout_s: float = 1.0, **extra: object):  # type: ignore[no-untyped-def]
