@@ -16,7 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from schedmate.schedulers.job import JobState
 
-__all__ = ["AdvisorInsight", "FailureInsight", "InsightSource", "TrackerReading"]
+__all__ = ["NO_FAILSLOW", "AdvisorInsight", "FailSlowSignal", "FailSlowSource", "FailureInsight", "InsightSource",
+           "TrackerReading", "failslow_of"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,45 @@ class FailureInsight:
     component: str | None = None
     action: str | None = None  # first allow-listed recovery action proposed (dry-run)
     latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class FailSlowSignal:
+    """The fail-slow detector's verdict on a running job, from its own log (`agents.tracker.failslow`).
+
+    `scope`: "none" (no slowdown seen), "job" (job-wide), "rank" or "host" (localised: `rank`, `host`).
+    `since_line` / `since_step`: where the slowed regime began in the log; `ratio`: step time now /
+    before (1.25 = 25% slower)."""
+
+    detected: bool
+    ratio: float | None = None
+    confidence: float = 0.0
+    since_line: int | None = None
+    since_step: int | None = None
+    scope: str = "none"
+    rank: int | None = None
+    host: str | None = None
+    reason: str = ""
+
+
+NO_FAILSLOW = FailSlowSignal(detected=False, reason="no signal")
+
+
+@runtime_checkable
+class FailSlowSource(Protocol):
+    """An `InsightSource` that also reads fail-slow signals (an optional capability: sources
+    without it answer "no signal" through `failslow_of`)."""
+
+    def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
+        """Whether `job` runs slower than it did, from its log as written by `now`; with `since`,
+        only a slowdown that began after that time (e.g. when the scheduler packed a job onto it)."""
+
+
+def failslow_of(source: object, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
+    """`source.failslow(...)`, or `NO_FAILSLOW` for a source that does not read fail-slow signals."""
+    if isinstance(source, FailSlowSource):
+        return source.failslow(job, now=now, since=since)
+    return NO_FAILSLOW
 
 
 @runtime_checkable

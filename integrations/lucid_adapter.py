@@ -17,7 +17,9 @@ so with a source that knows nothing the run is plain Lucid, decision for decisio
    "too early" apart from "never" (both are None; `SimulationInsights` needs a few log lines
    after the event), so a check without a complete reading is retried `retries` times at
    doubling delays; then the pair is kept and counted untracked (no reading, or no "before") or
-   `no_reading_after` (a "before" but no "after").
+   `no_reading_after` (a "before" but no "after"). First, when the source reads fail-slow
+   signals (`insights.FailSlowSource`), a sustained slowdown of A that began after packing, with
+   a ratio beyond 1/θ, evicts B without waiting for the before/after reading.
 
 The adapter never reads a speed from the engine: the check asks the source for A's throughput
 around the packing time, and the source reads A's log (in simulation, written by the simulator
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.integrations.insights import AdvisorInsight, InsightSource, failslow_of
 from schedmate.schedulers.decisions import Decision, Evict, Preempt
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.lucid import Lucid, Metrics
@@ -94,6 +96,7 @@ class Cancellation:
     warmup_s: float = 0.0  # extra wait after a restart's overhead ends
     retries: int = 3  # re-checks (at 2x, 4x, 8x the first delay) while the reading is incomplete
     discard_progress: bool = True  # B's progress is lost on eviction (False: the engine's Evict keeps it)
+    use_failslow: bool = True  # a fail-slow signal on A since packing (ratio > 1/theta) evicts B at once
 
 
 @dataclass
@@ -115,6 +118,7 @@ class AdapterStats:
     no_reading_after: int = 0  # a "before" but no "after" by the last retry: pair kept
     ended_before_check: int = 0  # pair split (a job ended) before its check
     evictions: int = 0
+    failslow_evictions: int = 0  # evictions decided on the fail-slow detector's signal
     eviction_wasted_gpu_s: float = 0.0  # lost progress × GPUs of evicted jobs
     ratios: list[float] = field(default_factory=list)  # measured after/before, in check order
 
@@ -281,6 +285,13 @@ class LucidSchedMate(Lucid):
         if job.phase is not Phase.RUNNING or job.colocated_with != host.job_id:
             self.sm.ended_before_check += 1
             return None
+        if self.cancellation.use_failslow:
+            signal = failslow_of(self.source, host, now=view.now, since=check.packed_at)
+            if signal.detected and signal.ratio is not None and signal.ratio * self.cancellation.theta > 1.0:
+                self.sm.checks += 1
+                self.sm.ratios.append(1.0 / signal.ratio)
+                self.sm.failslow_evictions += 1
+                return self._evict(job, view)
         reading = self.source.track(host, event_at=check.packed_at, now=view.now)
         ratio = reading.ratio if reading is not None else None
         if ratio is None:

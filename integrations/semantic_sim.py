@@ -84,7 +84,7 @@ from schedmate.integrations.artefacts import (
     plan_artefact, repo_hash, unit_hash,
 )
 from schedmate.integrations.insight_cache import ContentCache
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.integrations.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
 from schedmate.integrations.simlogs import FAILED_LOGS_KEY, running_log, split_lines
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
@@ -261,6 +261,16 @@ def _final_status(job: JobState) -> FinalStatus:
             Phase.CANCELLED: FinalStatus.CANCELLED}.get(job.phase, job.spec.status)
 
 
+def _last_speed_change(job: JobState, now: float) -> float | None:
+    """When the running attempt's speed last changed (its start when it never did), or None."""
+    last = None
+    for t, speed, _ in job.speed_log:
+        if t > now:
+            break
+        last = None if speed <= 0 else t
+    return last
+
+
 class SimulationInsights:
     """`InsightSource` over the real agents (see the module docstring)."""
 
@@ -427,6 +437,30 @@ class SimulationInsights:
             self._counts["track_no_signal"] += 1
             return None
         return TrackerReading(before=rec["before"], after=rec["after"])
+
+    def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
+        """The fail-slow detector on the job's log as the simulator wrote it by `now` (`simlogs`),
+        around `since` or, without it, around the current attempt's last speed change: only what
+        the log shows, never the speed itself. A slowdown that began before `since` is not one."""
+        from schedmate.agents.tracker.failslow import FailSlowDetector
+
+        self._counts["failslow_calls"] += 1
+        art = self._seen(job, "failslow")
+        if art is None:
+            return NO_FAILSLOW
+        event_at = since if since is not None else _last_speed_change(job, now)
+        made = running_log(art, job, event_at=event_at, now=now, seed=self.config.seed) if event_at is not None else None
+        if made is None:
+            self._counts["failslow_no_history"] += 1
+            return NO_FAILSLOW
+        alerts = [a for a in FailSlowDetector().feed_many(split_lines(made.text))
+                  if a.since_line >= made.event_line - 2 * max(1, art.log_interval)]
+        if not alerts:
+            return FailSlowSignal(detected=False, reason="no sustained slowdown in the log")
+        self._counts["failslow_detected"] += 1
+        a = alerts[-1]
+        return FailSlowSignal(detected=True, ratio=a.ratio, confidence=a.confidence, since_line=a.since_line,
+                              since_step=a.since_step, scope=a.scope, rank=a.rank, host=a.host, reason=a.describe())
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         """The Failure Handler on the log the failed attempt wrote (`job.info["failed_logs"]`,

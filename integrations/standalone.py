@@ -51,8 +51,8 @@ import numpy as np
 
 from schedmate.integrations.experiments.common import detected
 from schedmate.integrations.failures_sim import is_infrastructure
-from schedmate.integrations.insights import InsightSource
-from schedmate.schedulers.decisions import Cordon, Decision
+from schedmate.integrations.insights import InsightSource, failslow_of
+from schedmate.schedulers.decisions import Cordon, Decision, Uncordon
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policies.realloc import reallocate
@@ -106,6 +106,10 @@ class StandaloneConfig:
     round_s: float = 60.0  # SRPT rounds
     reestimate: bool = True  # SRPT: re-ask advice for waiting jobs as history grows
     min_history: int = 20  # SRPT: finished jobs before the fallback uses their service
+    failslow: bool = False  # SJF: move a fail-slow job off its suspect node (see `_SchedMate._failslow`)
+    failslow_check_s: float = 300.0  # how often running jobs' logs are checked for a slowdown
+    failslow_min_ratio: float = 1.1  # act on slowdowns at least this large
+    failslow_cordon_s: float = 3600.0  # a suspect node is out of placement this long, then tried again
 
 
 @dataclass
@@ -140,6 +144,10 @@ class _SchedMate(Policy):
         self._cordon_now: list[int] = []
         self._resumed_at: dict[str, float] = {}  # job id -> progress when it was resumed
         self._jobs: dict[str, SchedMateJob] = {}
+        self.failslow_counts: dict[str, int] = {"checks": 0, "detected": 0, "migrated": 0, "requeued": 0, "cordons": 0}
+        self._fs_next = 0.0
+        self._fs_cordoned: dict[int, float] = {}  # node -> until
+        self._fs_acted: set[tuple[str, float]] = set()  # (job, attempt start) already moved
 
     # -------------------------------------------------------------- state
     def job_state(self, job_id: str) -> SchedMateJob:
@@ -242,6 +250,47 @@ class _SchedMate(Policy):
         ready, state.ready_at = state.ready_at, None
         return ready
 
+    def _failslow(self, plan: Plan, view: ClusterView) -> None:
+        """Every `failslow_check_s`, ask the source whether each running job is fail-slow (from its
+        log; `insights.failslow_of`). A single-node job slowed by at least `failslow_min_ratio` makes
+        its node a suspect: the node is cordoned for `failslow_cordon_s` and the job migrated to
+        other GPUs (keeping its progress, paying the restart cost), or put back in the queue with
+        its priority when nothing else fits. A multi-node job's log does not say which node, so
+        it is left alone."""
+        cfg = self.config
+        for node, until in list(self._fs_cordoned.items()):
+            if view.now >= until:
+                del self._fs_cordoned[node]
+                plan.usable[node] = True
+                plan.decisions.append(Uncordon(node))
+        running = [j for j in view.running() if j.colocated_with is None]
+        if view.now < self._fs_next or not running:
+            return
+        self._fs_next = view.now + cfg.failslow_check_s
+        view.wake_at(self._fs_next)
+        for job in running:
+            nodes = {n for n, _ in job.placement}
+            attempt = (job.job_id, job.speed_log[-1][0] if job.speed_log else 0.0)
+            if len(nodes) != 1 or job.job_id in plan.started or attempt in self._fs_acted:
+                continue
+            self.failslow_counts["checks"] += 1
+            signal = failslow_of(self.source, job, now=view.now)
+            if not signal.detected or (signal.ratio or 0.0) < cfg.failslow_min_ratio:
+                continue
+            self.failslow_counts["detected"] += 1
+            self._fs_acted.add(attempt)
+            (node,) = nodes
+            if plan.usable[node]:
+                plan.usable[node] = False
+                plan.decisions.append(Cordon(node))
+                self._fs_cordoned[node] = view.now + cfg.failslow_cordon_s
+                self.failslow_counts["cordons"] += 1
+            if plan.try_resize(job, job.num_gpus):
+                self.failslow_counts["migrated"] += 1
+            else:
+                plan.preempt(job)
+                self.failslow_counts["requeued"] += 1
+
     def _apply_cordons(self, plan: Plan) -> None:
         for node in dict.fromkeys(self._cordon_now):
             if plan.usable[node]:
@@ -307,6 +356,8 @@ class StandaloneSchedMate(_SchedMate):
         self._refresh_fallbacks(view)
         plan = view.plan()
         self._apply_cordons(plan)
+        if self.config.failslow:
+            self._failslow(plan, view)
         heap, skipped = self._heap, []
         while heap and plan.free_total > 0:
             entry = heap[0]

@@ -472,11 +472,14 @@ def _make_tracker(llm_model: Any) -> Any:
 
 
 def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as_json: bool) -> None:
-    """Poll the log; print a line whenever the reading changes. Ctrl-C (or `timeout`) ends cleanly."""
+    """Poll the log; print a line whenever the reading changes, and a fail-slow alert (ratio, the
+    line where the slowdown began) when the detector raises one. Ctrl-C (or `timeout`) ends cleanly."""
+    from schedmate.agents.tracker.failslow import FailSlowMonitor
     from schedmate.agents.tracker.registry import JobLogRegistry
 
     reg = JobLogRegistry(tracker, attach_bytes=None)
     reg.register("job", path, start="begin")
+    slow = FailSlowMonitor(path)
     deadline = None if timeout is None else time.monotonic() + timeout
     last: dict[str, Any] | None = None
     updates = 0
@@ -485,13 +488,19 @@ def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as
             polled = reg.poll("job")
             if polled.missing:
                 err.print(f"{path} is gone; waiting for it to reappear", markup=False)
-            if last is None or polled.new_progress_lines:
+            alerts = slow.poll()
+            if last is None or polled.new_progress_lines or alerts:
                 summary = _track_summary(reg.report("job", poll=False))
+                if slow.detector.alerts:  # the newest fail-slow alert rides along in each JSON update
+                    summary["failslow"] = dataclasses.asdict(slow.detector.current())
                 if summary != last:
                     updates += 1
                     summary["update"] = updates
                     _print_json(summary) if as_json else _render_track(path, summary, stamp=f"[{time.strftime('%H:%M:%S')}] ")
                     last = {k: v for k, v in summary.items() if k != "update"}
+            for alert in [] if as_json else alerts:
+                console.print(f"[{time.strftime('%H:%M:%S')}] {path.name}: {alert.describe()}", markup=False,
+                              highlight=False)
             if deadline is not None and time.monotonic() >= deadline:
                 break
             time.sleep(interval)
@@ -499,6 +508,7 @@ def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as
         pass
     finally:
         reg.close()
+        slow.close()
     if not as_json:
         err.print(f"stopped following {path} after {updates} update(s)", markup=False)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.integrations.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
 from schedmate.integrations.service.client import SchedMateClient, ServiceError
 from schedmate.schedulers.job import FinalStatus, JobState, Phase
 
@@ -55,6 +55,7 @@ class LiveInsights:
         self.client = client
         self.resolver = resolver
         self._counts: Counter[str] = Counter()
+        self._monitors: dict[str, Any] = {}  # job id -> FailSlowMonitor over its log
 
     def advise(self, job: JobState) -> AdvisorInsight | None:
         ref = self.resolver(job)
@@ -94,6 +95,33 @@ class LiveInsights:
             self._counts["track_no_signal"] += 1
             return None
         return TrackerReading(before=resp.before, after=resp.after)
+
+    def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
+        """The fail-slow detector over the job's log, read here (the log path must be readable by
+        this process; the service has no fail-slow call yet), incrementally between calls.
+        `since`: on the clock of `time.time()` (when this source first read the onset line)."""
+        from schedmate.agents.tracker.failslow import FailSlowMonitor
+
+        ref = self.resolver(job)
+        self._counts["failslow_calls"] += 1
+        if not ref.log:
+            self._counts["failslow_no_log"] += 1
+            return NO_FAILSLOW
+        mon = self._monitors.get(job.job_id)
+        if mon is None:
+            mon = self._monitors[job.job_id] = FailSlowMonitor(ref.log)
+        try:
+            mon.poll()
+        except OSError:
+            self._counts["failslow_errors"] += 1
+            return NO_FAILSLOW
+        alert = mon.detector.current()
+        if alert is None or (since is not None and (mon.onset_time(alert) or 0.0) < since):
+            return FailSlowSignal(detected=False, reason="no sustained slowdown in the log")
+        self._counts["failslow_detected"] += 1
+        return FailSlowSignal(detected=True, ratio=alert.ratio, confidence=alert.confidence,
+                              since_line=alert.since_line, since_step=alert.since_step, scope=alert.scope,
+                              rank=alert.rank, host=alert.host, reason=alert.describe())
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         log = (job.info.get(FAILED_LOGS_KEY) or {}).get(attempt) or self.resolver(job).log
