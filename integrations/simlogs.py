@@ -108,14 +108,15 @@ def running_log(art: Artefact, job: JobState, *, event_at: float, now: float, se
     n_lines = int(events / (1.0 - noise) * 1.3) + 60
     labels = None
     for _ in range(4):  # size the file so it holds the window (line planning ignores the slowdown)
-        _, labels = generate_log(base.model_copy(update={"n_lines": n_lines}), gen_seed)
+        _, labels = generate_log(base.model_copy(update={"n_lines": n_lines, "slowdown_factor": 1.0}), gen_seed)
         if labels.truth.steps_in_log >= nb + na + interval:
             break
         n_lines = int(n_lines * 1.6 * (nb + na + interval) / max(labels.truth.steps_in_log, 1))
     assert labels is not None
     total = labels.truth.steps_in_log
     if total <= nb or factor <= 1.0 + 1e-9:
-        spec = base.model_copy(update={"n_lines": n_lines})
+        # 1.0, not None: None lets LogSpec draw a random slowdown the simulation never had
+        spec = base.model_copy(update={"n_lines": n_lines, "slowdown_factor": 1.0})
     else:
         spec = base.model_copy(update={"n_lines": n_lines, "slowdown_factor": round(factor, 6),
                                        "slowdown_at": min(max(nb / total, 1e-6), 1 - 1e-6)})

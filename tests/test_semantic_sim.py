@@ -199,6 +199,21 @@ def test_an_unslowed_job_reads_about_one(source: SimulationInsights) -> None:
     assert reading is not None and reading.ratio == pytest.approx(1.0, rel=0.1)
 
 
+def test_no_unslowed_job_gets_a_slowdown_its_simulation_never_had(source: SimulationInsights) -> None:
+    """The log is written from the simulated history only: a job whose speed never changed must
+    read about 1.0, every one of them (the log generator must not draw a random slowdown)."""
+    ratios = {}
+    for s in TRACE:
+        art = source.artefact(s.job_id)
+        assert art is not None
+        reading = source.track(packed(s, speed_after=1.0), event_at=4000.0,
+                               now=4000.0 + 80 * art.log_interval * art.step_time_s)
+        if reading is not None and reading.ratio is not None:
+            ratios[s.job_id] = reading.ratio
+    assert len(ratios) >= len(TRACE) // 2
+    assert {j: r for j, r in ratios.items() if not 0.85 <= r <= 1.15} == {}
+
+
 def fail(source: SimulationInsights, job: JobState, attempt: int, reason: str, folder: Path) -> JobState:
     """The world's side of a failure: the attempt writes its log (the source is never told why)."""
     art = source.artefact(job.job_id)
