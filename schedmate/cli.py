@@ -362,7 +362,7 @@ def corpus_jobs(
     console.print(f"wrote {len(manifest.records)} jobs under {out}")
 
 
-eval_app = typer.Typer(help="Score the Metric Tracker / Failure Handler on a labelled log corpus.", no_args_is_help=True)
+eval_app = typer.Typer(help="Score the agents on labelled data (failures, metrics, advisor, fail-slow) and run the nightly suites.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 EvalData = Annotated[Path, typer.Option("--data", help="Corpus folder (labels.jsonl + logs/).")]
 EvalOut = Annotated[Path, typer.Option("--out", help="Where report.json / report.md go.")]
