@@ -782,15 +782,33 @@ def _criteria_line(doc: dict[str, Any]) -> str:
 
 
 @experiment_app.command("ares")
-def experiment_ares(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+def experiment_ares(
+    out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray", help="Run the (load, seed) points as Ray tasks: 'local' starts a cluster here, else a Ray address.",
+        show_default=False)] = None,
+) -> None:
     """Ares (elastic fair queuing) against the spec's baselines: JCT, finish-time fairness, criteria."""
+    from contextlib import ExitStack
+
     from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
 
     out = out or Path("results/experiment-ares")
     _check_experiment(out, seeds)
     cfg = AresExperimentConfig.quick() if quick else AresExperimentConfig()
     cfg = replace(cfg, seeds=tuple(range(first_seed, first_seed + seeds)))
-    result = run_ares_experiment(out, cfg, progress=lambda m: console.log(m))
+    with ExitStack() as stack:
+        map_points = None
+        if ray_address:
+            from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+            from schedmate.integrations.ray.sweep import RayMap
+
+            try:
+                stack.enter_context(ray_cluster(RayConfig(ray_address, gpus=0)))
+            except RayUnavailable as exc:
+                raise fail(str(exc)) from None
+            map_points = RayMap()
+        result = run_ares_experiment(out, cfg, progress=lambda m: console.log(m), map_points=map_points)
     console.print(str(result))
     console.print(f"{_criteria_line(json.loads((out / 'ares.json').read_text()))}; wrote {out}/ares.json")
 

@@ -300,3 +300,19 @@ def test_cli_sweep_runs_on_the_cluster_and_bad_input_is_one_line(cluster: RayCon
     assert bad_jobs.exit_code == 2 and "cannot read jobs" in bad_jobs.output
     with pytest.raises(RayUnavailable):
         RayConfig(" ")
+
+
+def test_an_experiment_fans_its_seed_points_out_over_ray_with_the_serial_answers(
+        cluster: RayConfig, tmp_path: Path) -> None:
+    from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
+
+    cfg = AresExperimentConfig(seeds=(0, 1), rhos=(1.0,), n_jobs=24, gpus=16, plots=False)
+    serial = run_ares_experiment(tmp_path / "serial", cfg)
+    fanned = run_ares_experiment(tmp_path / "ray", cfg, map_points=RayMap(cpus_per_item=0.5))
+
+    def same(rows: list[dict[str, object]]) -> list[dict[str, object]]:  # timings are measured, not simulated
+        return [{k: v for k, v in r.items() if not k.endswith("seconds")} for r in rows]
+
+    assert len(serial.rows) == len(fanned.rows) > 0
+    assert same(fanned.rows) == same(serial.rows)
+    assert {k: c["pass"] for k, c in fanned.criteria.items()} == {k: c["pass"] for k, c in serial.criteria.items()}

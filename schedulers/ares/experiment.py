@@ -264,22 +264,39 @@ class AresExperimentResult:
         return self.summary
 
 
+Point = tuple[float, int, "AresExperimentConfig", bool]
+MapPoints = Callable[[Callable[[Point], Any], Sequence[Point]], Any]
+
+
+def _run_point(point: Point) -> tuple[list[dict[str, Any]], dict[str, SimResult] | None]:
+    """One (ρ, seed): every arm on its workload; the results only where CDF plots need them.
+    A top-level function of plain arguments, so a process pool or a Ray task can run it."""
+    rho, seed, cfg, keep = point
+    wl = generate_workload(seed, rho=rho, n_jobs=cfg.n_jobs, gpus=cfg.gpus)
+    trace_rows, results = run_trace(wl, _trace(rho), cfg)
+    kept = {a: results[a] for a in (ARES, FILL, FIFO, SRTF, LAS, EFS, OPTIMUS)} if keep else None
+    return trace_rows, kept
+
+
 def run_ares_experiment(
-    out_dir: Path, config: AresExperimentConfig | None = None, *, progress: Callable[[str], None] | None = None
+    out_dir: Path, config: AresExperimentConfig | None = None, *, progress: Callable[[str], None] | None = None,
+    map_points: MapPoints | None = None,
 ) -> AresExperimentResult:
+    """`map_points(fn, points)`: where the (ρ, seed) runs happen (default: here, one after another;
+    `integrations.ray.sweep.RayMap()` fans them out over a Ray cluster). Runs are independent, so
+    where they run cannot change the answers."""
     cfg = config or AresExperimentConfig()
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     cdf: dict[str, dict[str, SimResult]] = {}
-    for rho in cfg.rhos:
-        for seed in cfg.seeds:
-            wl = generate_workload(seed, rho=rho, n_jobs=cfg.n_jobs, gpus=cfg.gpus)
-            trace_rows, results = run_trace(wl, _trace(rho), cfg)
-            rows += trace_rows
-            if seed == cfg.seeds[0]:
-                cdf[_trace(rho)] = {a: results[a] for a in (ARES, FILL, FIFO, SRTF, LAS, EFS, OPTIMUS)}
-            say(f"rho={rho:g} seed={seed}: " + ", ".join(f"{r['arm']} {r['mean_jct_h']:.2f}h" for r in trace_rows))
+    points: list[Point] = [(rho, seed, cfg, seed == cfg.seeds[0]) for rho in cfg.rhos for seed in cfg.seeds]
+    answers = map_points(_run_point, points) if map_points is not None else (_run_point(p) for p in points)
+    for (rho, seed, _, _), (trace_rows, kept) in zip(points, answers, strict=True):
+        rows += trace_rows
+        if kept is not None:
+            cdf[_trace(rho)] = kept
+        say(f"rho={rho:g} seed={seed}: " + ", ".join(f"{r['arm']} {r['mean_jct_h']:.2f}h" for r in trace_rows))
     agg = aggregate(rows)
     crit = evaluate_criteria(agg, cfg.rhos)
     examples = check_examples()
