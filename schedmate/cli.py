@@ -781,33 +781,42 @@ def _criteria_line(doc: dict[str, Any]) -> str:
     return f"spec criteria passed {passed}/{len(crit)}" + (f"; not met: {', '.join(failed)}" if failed else "")
 
 
-@experiment_app.command("ares")
-def experiment_ares(
-    out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False,
-    ray_address: Annotated[str | None, typer.Option(
-        "--ray", help="Run the (load, seed) points as Ray tasks: 'local' starts a cluster here, else a Ray address.",
-        show_default=False)] = None,
-) -> None:
-    """Ares (elastic fair queuing) against the spec's baselines: JCT, finish-time fairness, criteria."""
+RayOpt = Annotated[str | None, typer.Option(
+    "--ray", help="Run the independent (seed, point) runs as Ray tasks: 'local' starts a cluster here, else a Ray "
+                  "address. Same answers as without.", show_default=False)]
+
+
+@contextmanager
+def ray_points(address: str | None) -> Iterator[Any]:
+    """A `map_points` over the Ray cluster at `address` for the block (None: run here, in order)."""
+    if not address:
+        yield None
+        return
+    from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+    from schedmate.integrations.ray.sweep import RayMap
+
     from contextlib import ExitStack
 
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(ray_cluster(RayConfig(address, gpus=0)))
+        except RayUnavailable as exc:
+            raise fail(str(exc)) from None
+        yield RayMap()
+
+
+@experiment_app.command("ares")
+def experiment_ares(
+    out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False, ray_address: RayOpt = None,
+) -> None:
+    """Ares (elastic fair queuing) against the spec's baselines: JCT, finish-time fairness, criteria."""
     from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
 
     out = out or Path("results/experiment-ares")
     _check_experiment(out, seeds)
     cfg = AresExperimentConfig.quick() if quick else AresExperimentConfig()
     cfg = replace(cfg, seeds=tuple(range(first_seed, first_seed + seeds)))
-    with ExitStack() as stack:
-        map_points = None
-        if ray_address:
-            from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster
-            from schedmate.integrations.ray.sweep import RayMap
-
-            try:
-                stack.enter_context(ray_cluster(RayConfig(ray_address, gpus=0)))
-            except RayUnavailable as exc:
-                raise fail(str(exc)) from None
-            map_points = RayMap()
+    with ray_points(ray_address) as map_points:
         result = run_ares_experiment(out, cfg, progress=lambda m: console.log(m), map_points=map_points)
     console.print(str(result))
     console.print(f"{_criteria_line(json.loads((out / 'ares.json').read_text()))}; wrote {out}/ares.json")
@@ -825,13 +834,16 @@ def experiment_arnold(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int =
 
 
 @experiment_app.command("arena")
-def experiment_arena(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+def experiment_arena(
+    out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False, ray_address: RayOpt = None,
+) -> None:
     """Arena (co-designed scheduling and adaptive parallelism) against FCFS, Gavel, EF-LS and Sia."""
     from schedmate.schedulers.arena.experiment import run_arena_experiment
 
     out = out or Path("results/experiment-arena")
     _check_experiment(out, seeds)
-    doc = run_arena_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
+    with ray_points(ray_address) as map_points:
+        doc = run_arena_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick, map_points=map_points)
     console.print(f"{_criteria_line(doc)}; wrote {out}/arena.json")
 
 

@@ -18,7 +18,7 @@ import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -117,7 +117,17 @@ def run_one(cluster_name: str, arm: str, seed: int, *, load: float = 1.3, worklo
     return row
 
 
-def _runs(seeds: Sequence[int], quick: bool, workload: WorkloadSpec | None) -> list[dict[str, Any]]:
+MapPoints = Callable[[Callable[[Any], Any], Sequence[Any]], Any]
+
+
+def _run_point(point: tuple[str, str, int, float, WorkloadSpec | None]) -> dict[str, Any]:
+    """One (cluster, arm, seed, load) run; top-level so a Ray task can run it."""
+    cl, arm, seed, load, workload = point
+    return run_one(cl, arm, seed, load=load, workload=workload)
+
+
+def _runs(seeds: Sequence[int], quick: bool, workload: WorkloadSpec | None,
+          map_points: MapPoints | None = None) -> list[dict[str, Any]]:
     plan: list[tuple[str, str, float]] = []
     for cl in CLUSTERS:
         plan += [(cl, a, 1.3) for a in MAIN_ARMS]
@@ -126,7 +136,8 @@ def _runs(seeds: Sequence[int], quick: bool, workload: WorkloadSpec | None) -> l
     plan += [("R1", a, 0.5) for a in LOW_LOAD_ARMS]
     if not quick:
         plan += [("R2", a, 1.3) for a in SENSITIVITY_ARMS]
-    return [run_one(cl, arm, s, load=load, workload=workload) for s in seeds for cl, arm, load in plan]
+    points = [(cl, arm, s, load, workload) for s in seeds for cl, arm, load in plan]
+    return list(map_points(_run_point, points)) if map_points is not None else [_run_point(p) for p in points]
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -238,12 +249,15 @@ def evaluate_criteria(agg: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
 
 
 def run_arena_experiment(out_dir: str | Path, seeds: Sequence[int] = (0, 1, 2), quick: bool = False,
-                         *, workload: WorkloadSpec | None = None) -> dict[str, Any]:
-    """Run every arm over `seeds`; write arena.json / arena.csv / arena.png; return the document."""
+                         *, workload: WorkloadSpec | None = None, map_points: MapPoints | None = None
+                         ) -> dict[str, Any]:
+    """Run every arm over `seeds`; write arena.json / arena.csv / arena.png; return the document.
+    `map_points(fn, points)`: where the independent runs happen (default here, in order; e.g.
+    `integrations.ray.sweep.RayMap()` over a Ray cluster)."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows = _runs(seeds, quick, workload)
+    rows = _runs(seeds, quick, workload, map_points)
     agg = aggregate(rows)
     criteria = evaluate_criteria(agg)
     doc = {
