@@ -848,13 +848,16 @@ def experiment_arena(
 
 
 @experiment_app.command("suika")
-def experiment_suika(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False) -> None:
+def experiment_suika(
+    out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False, ray_address: RayOpt = None,
+) -> None:
     """Suika (incremental rescheduling of 3D-parallel jobs) against Suika-DP, Sia, Rubick and non-elastic FIFO."""
     from schedmate.schedulers.suika.experiment import run_suika_experiment
 
     out = out or Path("results/experiment-suika")
     _check_experiment(out, seeds)
-    doc = run_suika_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
+    with ray_points(ray_address) as map_points:
+        doc = run_suika_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick, map_points=map_points)
     console.print(f"{_criteria_line(doc)}; wrote {out}/suika.json")
 
 

@@ -23,7 +23,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -147,12 +147,26 @@ def _plot(agg: Sequence[dict[str, Any]], first: dict[str, dict[str, float]], pat
     plt.close(fig)
 
 
+def _seed_runs(point: tuple[TraceConfig, int]) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+    """Every arm on one seed's trace: rows and per-job JCTs (top-level, so a Ray task can run it)."""
+    trace, seed = point
+    jobs = generate_trace(trace, seed)
+    rows, jcts = [], {}
+    for arm in ARM_ORDER:
+        row, jct, _ = run_arm(ARMS[arm], jobs, trace.num_gpus, seed)
+        rows.append(row)
+        jcts[arm] = jct
+    return rows, jcts
+
+
 def run_suika_experiment(
-    out_dir: str | Path, seeds: Sequence[int] = (0, 1, 2), quick: bool = False, *, trace: TraceConfig | None = None
+    out_dir: str | Path, seeds: Sequence[int] = (0, 1, 2), quick: bool = False, *, trace: TraceConfig | None = None,
+    map_points: Callable[[Callable[[Any], Any], Sequence[Any]], Any] | None = None,
 ) -> dict[str, Any]:
     """Run every arm on every seed's trace; write suika.json, suika.csv and suika.png; return the JSON.
 
-    `trace` overrides the §5.2 trace (tests use a tiny one)."""
+    `trace` overrides the §5.2 trace (tests use a tiny one); `map_points(fn, points)` says where the
+    seeds run (default here, in order; e.g. `integrations.ray.sweep.RayMap()`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trace = trace or (QUICK_TRACE if quick else TraceConfig())
@@ -160,13 +174,10 @@ def run_suika_experiment(
     rows: list[dict[str, Any]] = []
     first: dict[str, dict[str, float]] = {}
     delay_fracs = []
-    for seed in seeds:
-        jobs = generate_trace(trace, seed)
-        jcts: dict[str, dict[str, float]] = {}
-        for arm in ARM_ORDER:
-            row, jct, _ = run_arm(ARMS[arm], jobs, trace.num_gpus, seed)
-            rows.append(row)
-            jcts[arm] = jct
+    points = [(trace, seed) for seed in seeds]
+    answers = map_points(_seed_runs, points) if map_points is not None else (_seed_runs(p) for p in points)
+    for seed, (seed_rows, jcts) in zip(seeds, answers, strict=True):
+        rows += seed_rows
         allowance = 60.0 + next(r["mean_stall"] for r in rows if r["seed"] == seed and r["arm"] == SUIKA)
         base = jcts[NONEL]
         delay_fracs.append(float(np.mean([jcts[SUIKA][k] - base[k] <= allowance for k in base])))
