@@ -21,6 +21,10 @@ it hold up on real logs is around it:
   readings, and 80% of all of them are above the baseline (`min_ratio`, `share_ratio`): a
   sustained shift, not a burst of spikes. A lasting shift below `min_ratio` (drift) becomes the
   new baseline;
+- **silent pauses held back**: a reading at least `spike_ratio` x the baseline (a checkpoint or
+  evaluation nobody announced, a one-off stall) is held for one reading: alone it is dropped; two
+  in a row are both read (a sustained slowdown of that size is still caught, one reading later).
+  Clipping alone did not suffice: a stall on top of a few-percent drift tipped CUSUM over `h`;
 - **thresholds scale with the noise**: k = ln(1 + `target_shift`) / 2 in units of the baseline
   scale (at least `min_k`), h = ln(`arl0`) / 2k (at least `min_h`): a noisy stream accumulates
   more readings before it alarms, a clean one alarms within a few;
@@ -107,6 +111,7 @@ class FailSlowConfig:
     min_share: float = 0.8  # ... and this share of the readings since onset at least `share_ratio` x baseline
     share_ratio: float = 1.05  # (a burst of spikes lifts the median, not the lower quartile)
     min_events: int = 4  # observations since onset needed to alarm
+    spike_ratio: float = 2.0  # a reading this far above baseline waits for a second one (silent pause)
     pause_skip: int = 1  # observations skipped per stream after a pause line
     max_streams: int = 512  # rank streams kept (a huge job's log cannot grow memory without bound)
     jobwide_share: float = 0.5  # alarmed share of ranks at which a slowdown is job-wide
@@ -214,6 +219,7 @@ class _Stream:
     host: str | None = None
     alarms: int = 0
     recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=32))  # (line, ln t)
+    held: Observation | None = None  # a spike awaiting the next reading (silent pause or slowdown?)
 
 
 class FailSlowDetector:
@@ -285,7 +291,7 @@ class FailSlowDetector:
 
     # -- one stream ---------------------------------------------------------------------------
     def _restart(self, st: _Stream) -> None:
-        st.in_warmup, st.warm_seen, st.s = True, 0, 0.0
+        st.in_warmup, st.warm_seen, st.s, st.held = True, 0, 0.0, None
         st.warm.clear()
         st.since.clear()
 
@@ -310,6 +316,19 @@ class FailSlowDetector:
             if len(st.base) >= c.baseline_events:
                 self._rebaseline(st)
             return None
+        held, st.held = st.held, None
+        if y - st.mu >= math.log(c.spike_ratio):
+            if held is None:
+                st.held = obs  # alone, a silent pause: judged on the next reading
+                return None
+            first = self._cusum(st, held, math.log(held.value))
+            return self._cusum(st, obs, y) or first
+        return self._cusum(st, obs, y)
+
+    def _cusum(self, st: _Stream, obs: Observation, y: float) -> FailSlowAlert | None:
+        """One CUSUM step on an in-control-baselined stream; an alarm when it passes every check."""
+        c = self.config
+        assert st.mu is not None
         sigma = max(st.sigma, c.min_sigma)
         z = (y - st.mu) / sigma
         k = max(c.min_k, math.log1p(c.target_shift) / 2 / sigma)
