@@ -6,8 +6,8 @@ here are pure functions of (seed, job): no I/O, no models.
 **Bounded distinct artefacts.** A 10,000-job trace must not mean 10,000 agent runs. A trace job's
 workload *family* is chosen per job by its GPU request (`mapping.assign_workload`, the paper's
 size-class rule); the *config* is then the canonical one of its cell
-(family, GPUs, length bucket, variant): the job's *planned* work (`planned_work`: a completed
-job's run time; an early exit's run time / U(0.1, 0.9), spec §8) is quantised to a log-scale grid
+(family, GPUs, length bucket, variant): the job's *planned* work (`planned_work`: the world's plan,
+drawn from an earlier window, never the job's own outcome; issue 22) is quantised to a log-scale grid
 (`ratio`, default ×2 per bucket) and one of `variants` code styles is drawn from (seed, job id).
 The config is generated for a canonical job id naming that cell, so all jobs of one cell get the
 same repository bytes, the same command and the same log spec — identical content, identical
@@ -52,7 +52,7 @@ from schedmate.taxonomy import FailureCategory, FailureReason, category_of, comp
 from schedmate.schedulers.job import FinalStatus, JobSpec
 
 __all__ = [
-    "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
+    "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "GENERIC_PLAN", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
     "calibrate_infra", "content_hash", "failure_log_key", "failure_log_spec", "failure_truth", "length_bucket",
     "modelled_metrics", "plan_artefact", "planned_work", "steady_metrics", "repo_hash", "unit_hash",
 ]
@@ -157,27 +157,30 @@ def _default_interval(steps_total: int) -> int:
     return next((i for i in (100, 50, 20, 10) if i * 40 <= steps_total), 1)
 
 
-EARLY_EXIT_FRACTION = (0.1, 0.9)  # spec §8: an early exit stopped at U(0.1, 0.9) of its plan
+EARLY_EXIT_FRACTION = (0.1, 0.9)  # kept for callers that model a stop point as a share of the plan
+GENERIC_PLAN = (1800.0, 0.35, 1.5)  # median s at 1 GPU, log-median growth per GPU doubling, log sigma
 
 
 def planned_work(spec: JobSpec, seed: int) -> float:
     """Seconds of work the job was *launched for*: what its config states.
 
-    A trace records when a job stopped, not what it planned. A completed job ran its plan. A job
-    that ended early (failed or cancelled) planned more than it ran: spec §8 "Early exits" draws
-    the stop point as U(0.1, 0.9) of the plan, independently of anything else about the job (one
-    hash draw per job), so plan = run time / U. A trace that knows the plan says so in
-    `attributes["planned_work"]`. This is the world's side of the simulation: the artefact is
-    rendered from the plan, and nothing downstream of `plan_artefact` sees the outcome.
+    A trace records when a job stopped, not what it planned, so the plan never comes from the
+    job's own run time or state. The simulated world (`integrations.world.realise`) draws it
+    from an earlier window of the same trace and writes it in `attributes["planned_work"]`; a job
+    that went through no world gets a plan drawn from a generic, outcome-free distribution
+    (log-normal, median `GENERIC_PLAN[0]` x 2**(`GENERIC_PLAN[1]` x log2 GPUs), log sigma
+    `GENERIC_PLAN[2]`; one hash draw per job): its code then tells the advisor nothing about
+    how long it ran, which is the honest default for a trace the world has not modelled.
     """
     known = spec.attributes.get("planned_work")
     if known is not None:
         return float(known)
-    if spec.status is FinalStatus.COMPLETED:
-        return spec.total_work
-    lo, hi = EARLY_EXIT_FRACTION
-    stopped_at = lo + (hi - lo) * unit_hash("early-exit", seed, spec.job_id)
-    return spec.total_work / stopped_at
+    median, growth, sigma = GENERIC_PLAN
+    u = min(max(unit_hash("generic-plan", seed, spec.job_id), 1e-9), 1 - 1e-9)
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(u)
+    return float(median * 2.0 ** (growth * math.log2(max(1, spec.num_gpus))) * math.exp(sigma * z))
 
 
 def plan_artefact(spec: JobSpec, seed: int, *, ratio: float = DEFAULT_RATIO, variants: int = DEFAULT_VARIANTS,

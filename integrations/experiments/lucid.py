@@ -54,7 +54,10 @@ from schedmate.integrations.experiments.common import (
 from schedmate.integrations.insights import InsightSource
 from schedmate.integrations.lucid_adapter import Cancellation, Flags, LucidSchedMate
 from schedmate.integrations.artefacts import plan_artefact, steady_metrics
+from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.integrations.experiments.sources import SemanticSources
 from schedmate.integrations.workloads import artefact_workloads
+from schedmate.integrations.world import EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
@@ -80,6 +83,7 @@ SWEEP = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 MAIN_ARMS = ("lucid", "lucid+sm")
 ABLATION_ARMS = ("lucid+sm/bypass", "lucid+sm/duration", "lucid+sm/cancel", "lucid+sm/theta0.65")
 BASELINE_ARMS = ("tiresias", "qssf")
+ORACLE_ARMS = ("lucid+oracle",)
 
 
 # ================================================================================= models
@@ -203,6 +207,10 @@ def _arm_policy(arm: str, setup: LucidSetup, table: WorkloadTable, seed: int, so
         return Lucid(**opts)
     if arm in BASELINE_ARMS:
         return make_policy(arm)
+    if arm == "lucid+oracle":  # Lucid+SM on true durations and metrics: the headroom over the real agents
+        policy = LucidSchedMate(oracle_source(table)([], seed, 1.0), cancellation=Cancellation(theta=setup.theta), **opts)
+        policy.name = arm
+        return policy
     flags, theta, rate = Flags(), setup.theta, setup.detection_rate
     if arm == "lucid+sm/bypass":
         flags = Flags.only("bypass_profiling")
@@ -243,16 +251,31 @@ def _extra(policy: Policy) -> dict[str, Any]:
 # ================================================================================= experiment
 
 
-def _load_trace(name: str, n_jobs: int, seed: int, window_days: float) -> list[JobSpec] | None:
+def _load_trace(name: str, n_jobs: int, seed: int, window_days: float, *, earlier: bool = False) -> list[JobSpec] | None:
+    """The evaluated window, or with `earlier` the disjoint window just before it (same length;
+    for the synthetic trace an independent draw of the same generator)."""
+    back = -window_days if earlier else 0.0
     if name == "synthetic":
-        return synthetic_jobs(n_jobs, seed, profile="helios", cluster_gpus=64, load=1.0, max_gpus=8)
+        return synthetic_jobs(n_jobs, seed + (10_007 if earlier else 0), profile="helios", cluster_gpus=64, load=1.0, max_gpus=8)
     if name == "helios":
         path = shared_file("helios-venus-derived", "helios_trace.csv")
-        return load_window(path, days=window_days, last_days=30) if path else None
+        return load_window(path, days=window_days, last_days=30, offset_days=back) if path else None
     if name == "philly":
         path = shared_file("sia", "traces", "philly.csv")
-        return load_window(path, days=window_days, offset_days=27.0) if path else None
+        return load_window(path, days=window_days, offset_days=27.0 + back) if path else None
     raise ValueError(f"unknown trace {name!r}; choose from {', '.join(TRACES)}")
+
+
+def world_window(trace: str, n_jobs: int, seed: int, window_days: float,
+                 model: WorldModel | None = None) -> tuple[list[JobSpec], list[JobSpec]] | None:
+    """(the evaluated window as the world runs it, the earlier window's jobs as history), or None
+    when the trace file is absent (`integrations.world`: plans from the earlier window only)."""
+    evaluated = _load_trace(trace, n_jobs, seed, window_days)
+    earlier = _load_trace(trace, n_jobs, seed, window_days, earlier=True)
+    if evaluated is None or not earlier:
+        return None
+    model = model or WorldModel(early=EarlyStops.for_trace(trace))
+    return realise(evaluated, seed, earlier, model), history_window(earlier, seed, model)
 
 
 def run_lucid_experiment(
@@ -301,16 +324,22 @@ def run_lucid_experiment(
     say = progress or (lambda _msg: None)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     sweep_arms = tuple(f"lucid+sm/d={d:g}" for d in sweep)
-    arm_list = list(arms) if arms is not None else [*MAIN_ARMS, *ABLATION_ARMS, *BASELINE_ARMS, *sweep_arms]
+    arm_list = list(arms) if arms is not None else [*MAIN_ARMS, *ABLATION_ARMS, *BASELINE_ARMS, *ORACLE_ARMS, *sweep_arms]
     rows: list[RunRow] = []
     details: dict[str, Any] = {"source": source_label, "skipped_traces": {}, "sizing": {}, "trace_jobs": {}}
     plots: dict[str, dict[str, SimResult]] = {}
     started = time.perf_counter()
+    histories = Histories()
+    if isinstance(make_source, SemanticSources) and make_source.history_for is None:
+        make_source.history_for = histories  # history from the earlier window, never the evaluated one
+    quality: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    details["world"] = {"rules": "integrations/world.py", **dataclasses.asdict(WorldModel())}
     for trace in traces:
-        base = _load_trace(trace, n_jobs, seed_list[0], window_days)
-        if base is None:
-            details["skipped_traces"][trace] = "trace file absent under ../shared/data"
+        first_world = world_window(trace, n_jobs, seed_list[0], window_days)
+        if first_world is None:
+            details["skipped_traces"][trace] = "trace file (or its earlier window) absent under ../shared/data"
             continue
+        base = first_world[0]
         gpus = (cluster_gpus or {}).get(trace)
         if gpus is None:
             first, first_table = workload_of(base, seed_list[0])
@@ -328,8 +357,11 @@ def run_lucid_experiment(
         else:
             details["sizing"][trace] = {"gpus": gpus, "fixed": True}
         for seed in seed_list:
-            specs = base if seed == seed_list[0] or trace != "synthetic" else _load_trace(trace, n_jobs, seed, window_days)
-            jobs, seed_table = workload_of(specs or [], seed)
+            evaluated, history = (first_world if seed == seed_list[0] else
+                                  world_window(trace, n_jobs, seed, window_days) or ([], []))
+            jobs, seed_table = workload_of(evaluated, seed)
+            histories.add(jobs, seed, history)
+            details.setdefault("world_stops", {})[f"{trace}/seed{seed}"] = stop_shares(jobs)
             interference = HeavyPairInterference.from_shared_data(seed_table, setup.gamma)
             details["trace_jobs"][f"{trace}/seed{seed}"] = len(jobs)
             results: dict[str, SimResult] = {}
@@ -345,11 +377,18 @@ def run_lucid_experiment(
                 results[arm] = result
                 waits = wait_stats(result)
                 extra = {"mean_wait": waits.mean_wait, "wait_share": waits.share, **_extra(policy)}
+                source = getattr(policy, "source", None)
+                if isinstance(source, AdviceLog):
+                    q = estimate_quality(source.advice_log(), jobs)
+                    quality.setdefault(trace, {}).setdefault(arm, []).append(q)
+                    extra["advisor_quality"] = without_errors(q)
                 rows.append(RunRow(trace, arm, seed, gpus, summarize(result), extra))
-                _close(getattr(policy, "source", None))
+                _close(source)
             if seed == seed_list[0]:
                 plots[f"{trace}_seed{seed}"] = results
     details["wall_seconds"] = round(time.perf_counter() - started, 1)
+    details["advisor_quality"] = {t: {a: without_errors(merge_quality(qs)) for a, qs in arms_q.items()}
+                                  for t, arms_q in quality.items()}
     details["speedup_lucid_over_sm"] = speedups(rows, "lucid", "lucid+sm")
     details["profiler_gpu_s_saved_measured"] = _profiler_saving(rows)
     summary = _summary_line(rows, details, len(seed_list))
@@ -427,4 +466,9 @@ def _summary_line(rows: Sequence[RunRow], details: Mapping[str, Any], n_seeds: i
             f"(speedup {np.mean(sp) if sp else math.nan:.2f}x, min {min(sp) if sp else math.nan:.2f}x), "
             f"evictions {np.mean(ev) if ev else 0:.0f}, profiler GPU-h saved {np.mean(saved) / 3600 if saved else 0:.1f}"
         )
+        q = details.get("advisor_quality", {}).get(trace, {}).get("lucid+sm")
+        if q is not None:
+            parts[-1] += f"; {quality_line(q)}"
+        if "lucid+oracle" in {r.arm for r in rows if r.trace == trace}:
+            parts[-1] += f"; Lucid+SM with oracle durations {mean('lucid+oracle') / 3600:.2f} h"
     return f"lucid experiment [{details['source']}; {n_seeds} seed(s)]: " + "; ".join(parts)

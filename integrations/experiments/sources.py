@@ -6,13 +6,15 @@ content hash in `cache_dir`, so every run after the first makes no agent call fo
 artefact) and ingests a prior history. It owns what it built and closes it all on `close()`
 (experiments differ in whether they close a source themselves).
 
-**History, and why it is not the trace itself.** The advisor predicts from earlier jobs. A
-history copied from the evaluated jobs (even with noise) would hand each job its own duration.
-`independent_history` instead draws each historical job's GPU request and its duration from
-*different* trace jobs of the same size class, so the history has the trace's distribution but
-no job's own outcome; matches then come from the job's artefact (family, GPUs, configured
-length, code style). During the run, adapters `record` finished jobs, which become history for
-later jobs, as in a deployment.
+**History comes from an earlier window, never the evaluated one.** The advisor predicts from
+earlier jobs. The case studies pass `history_for`: the jobs of an earlier, disjoint window of the
+same trace (or an independent draw of the same generator) as the world ran them
+(`integrations.world.history_window`: plans, step-time spread and early stops by the same rules
+as the evaluated jobs), the most recent `history` of them. Without it, `independent_history`
+draws each historical job's GPU request and duration from *different* trace jobs of one size
+class (the evaluated window's mix, no job's own outcome; kept for the adapters' experiments that
+have no earlier window yet). During the run, adapters `record` finished jobs, which become
+history for later jobs, as in a deployment.
 
 **Precomputed mode.** With `precomputed` set, each source is saved there on `close()` as
 `insights-<hash of jobs, seed, rate>-<n-th request>.json` and, when that file already exists, replayed instead
@@ -24,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +76,11 @@ class SemanticSources:
     work_dir: Path | None = None
     progress: Any = None  # callable(done, total) for artefact extraction
     precomputed: Path | None = None  # save each source here / replay it when saved before
+    # the history each source starts with: `history_for(evaluated jobs, seed)` gives earlier jobs
+    # as the world ran them (an earlier, disjoint window: `integrations.world`); None falls back to
+    # `independent_history` (the evaluated window's mix, no job's own outcome) for the adapters'
+    # experiments that have no earlier window yet
+    history_for: Callable[[Sequence[JobSpec], int], Sequence[JobSpec]] | None = None
     _open: list[tuple[SimulationInsights, Path | None]] = field(default_factory=list, init=False, repr=False)
     _calls: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     _models: dict[str, Any] | None = field(default=None, init=False, repr=False)  # MiniLM + classifier, loaded once
@@ -112,7 +119,10 @@ class SemanticSources:
         source = SimulationInsights(cfg, **self._models)
         self._open.append((source, saved))
         source.prepare(specs, progress=self.progress)
-        source.ingest_history(independent_history(specs, self.history, seed=seed))
+        if self.history_for is not None:
+            source.ingest_history(list(self.history_for(specs, seed))[-self.history:])
+        else:
+            source.ingest_history(independent_history(specs, self.history, seed=seed))
         return source
 
     def _redis_url(self) -> str:
