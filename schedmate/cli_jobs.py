@@ -30,14 +30,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["history_app", "register_job_commands"]
+from schedmate.agents.stack import DEFAULT_POOL_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, AgentStack, AgentStackConfig
+
+__all__ = ["advise_config", "agent_stack", "history_app", "register_job_commands"]
 
 console = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 history_app = typer.Typer(help="The job history (Redis job store) that `advise` and `diagnose` search.",
                           no_args_is_help=True)
 
-Z90 = 1.2816  # standard normal quantile of 0.9: a log-normal 10-90 % interval is median * exp(-/+ Z90 * sigma)
 JOB_STATES = {"COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled", "TIMEOUT": "failed",
               "OUT_OF_MEMORY": "failed", "NODE_FAIL": "failed", "PREEMPTED": "cancelled", "BOOT_FAIL": "failed",
               "DEADLINE": "failed"}  # sacct states of a finished job -> FinalStatus; others (RUNNING, ...) are skipped
@@ -108,6 +109,19 @@ def _dur(seconds: float | None) -> str:
 
 
 # ============================================================================== models and store
+
+
+def advise_config(*, threshold: float = DEFAULT_THRESHOLD, top_k: int = DEFAULT_TOP_K) -> AgentStackConfig:
+    """The agent stack's config for `advise` (its defaults; --threshold / --top-k override)."""
+    return AgentStackConfig(threshold=threshold, top_k=top_k, pool_k=max(DEFAULT_POOL_K, 4 * top_k))
+
+
+def agent_stack(config: AgentStackConfig | None = None, *, chat_model: Any = None, lazy: bool = False) -> AgentStack:
+    """The agents of one command (`agents.stack`); with `lazy`, MiniLM loads only when a line
+    classifier is first used (a log the regexes read never loads it)."""
+    classifier = _LazyClassifier(load_embedder) if lazy else None
+    return AgentStack(config, classifier=classifier, chat_model=chat_model) if lazy else \
+        AgentStack(config, embedder=load_embedder(), chat_model=chat_model)
 
 
 def load_embedder() -> Any:
@@ -232,21 +246,13 @@ class AdviceReport:
     notes: list[str] = field(default_factory=list)
 
 
-def _quantiles(values: list[float]) -> tuple[float, float] | None:
-    import numpy as np
-
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None
-    return float(np.percentile(vals, 10)), float(np.percentile(vals, 90))
-
-
-def _open_llm(stack: ExitStack, notes: list[str], **config: Any) -> Any:
-    """The local chat model, or None with a note saying why (the command then runs without it)."""
-    from schedmate.llm import LLMConfig, open_chat_model
+def _open_llm(stack: ExitStack, notes: list[str], config: Any = None) -> Any:
+    """The local chat model (`config`, default the agent stack's), or None with a note saying why
+    (the command then runs without it)."""
+    from schedmate.llm import open_chat_model
 
     try:
-        return stack.enter_context(open_chat_model(LLMConfig(**config)))
+        return stack.enter_context(open_chat_model(config if config is not None else AgentStackConfig().with_llm().llm))
     except Exception as exc:  # noqa: BLE001 -- no LLM is a degraded answer, not a failed command
         notes.append(f"LLM unavailable ({type(exc).__name__}: {str(exc)[:160]}): answered without it")
         return None
@@ -260,13 +266,13 @@ def _extract(repo: Path, command: str, gpus: int | None, nodes: int | None, llm:
     notes = list(static.errors)
     if not llm:
         return dict(static.fields), evidence, "static", notes
-    from schedmate.agents.advisor.agent import MetadataExtractor
-
+    config = AgentStackConfig().with_llm()
     with ExitStack() as stack:
-        chat = _open_llm(stack, notes)
+        chat = _open_llm(stack, notes, config.llm)
         if chat is None:
             return dict(static.fields), evidence, "static", notes
-        res = MetadataExtractor(chat).extract(repo, command, gpus=gpus, nodes=nodes, static=static)
+        extractor = AgentStack(config, chat_model=chat).extractor()
+        res = extractor.extract(repo, command, gpus=gpus, nodes=nodes, static=static)
     sources = res.sources()
     for k, v in res.fields.items():
         if v != static.fields.get(k):
@@ -275,7 +281,7 @@ def _extract(repo: Path, command: str, gpus: int | None, nodes: int | None, llm:
 
 
 def _advise(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: bool, loc: HistoryLocation | None,
-            threshold: float, top_k: int) -> AdviceReport:
+            config: Any) -> AdviceReport:
     from schedmate.agents.advisor.static_extractor import MANDATORY
 
     fields, evidence, extractor, notes = _extract(repo, command, gpus, nodes, llm)
@@ -290,15 +296,14 @@ def _advise(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: 
         report.notes.append("no fingerprint could be extracted: nothing to match against the history")
         return report
     with _served(loc) as url:
-        _match_history(report, url, fields, gpus, nodes, threshold, top_k)
+        _match_history(report, url, fields, gpus, nodes, config)
     return report
 
 
 def _match_history(report: AdviceReport, url: str, fields: dict[str, Any], gpus: int | None, nodes: int | None,
-                   threshold: float, top_k: int) -> None:
-    from schedmate.agents.advisor.estimator import JobQuery, estimate_from_matches
-    from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan
-    from schedmate.agents.advisor.retriever import SimilarJobRetriever
+                   config: Any) -> None:
+    """Similar past jobs and the deployed estimate (`agents.stack.estimate_job`) from the history at `url`."""
+    from schedmate.agents.stack import AgentStack, estimate_job
     from schedmate.embeddings.store import DEFAULT_PREFIX, JobStore
 
     dim = _stored_dim(url, DEFAULT_PREFIX)
@@ -307,14 +312,10 @@ def _match_history(report: AdviceReport, url: str, fields: dict[str, Any], gpus:
     if not total:
         report.notes.append(f"the job history at {url} is empty: metadata only")
         return
-    embedder = load_embedder()
-    with JobStore.connect(url, embedder.dim) as store:
-        retriever = SimilarJobRetriever(store, embedder, threshold=threshold, top_k=top_k)
-        known = {k: v for k, v in fields.items() if v is not None}
-        matches = retriever.query(known, gpus=gpus, nodes=nodes).matches
-        # rate x plan reads a wider pool: its tiers match on fields, so no similarity threshold
-        pool = retriever.query(known, gpus=gpus, nodes=nodes, threshold=-1.0, top_k=max(12, 4 * top_k)).matches
-    for m in matches:
+    stack = AgentStack(config, embedder=load_embedder())
+    with JobStore.connect(url, stack.embedder.dim) as store:
+        est = estimate_job(fields, gpus, nodes, stack.retriever(store), config)
+    for m in est.similar:
         rec = m.record
         if rec is None:
             continue
@@ -323,37 +324,16 @@ def _match_history(report: AdviceReport, url: str, fields: dict[str, Any], gpus:
                                "final_status": rec.outcome.final_status.value if rec.outcome.final_status else None,
                                "model_name": rec.workload.get("model_name"), "dataset": rec.workload.get("dataset"),
                                "gpus": rec.submitted.get("gpus"), "user": rec.submitted.get("user")})
-    if matches:
+    if est.similar:
         listed = ", ".join(f"{s['job_id']} ({s['similarity']:.3f}, {_dur(s['duration_s'])})" for s in report.similar)
-        report.why.append(f"{len(matches)} past job(s) with fingerprint cosine >= {threshold}: {listed}")
+        report.why.append(f"{len(est.similar)} past job(s) with fingerprint cosine >= {config.threshold}: {listed}")
     else:
-        report.why.append(f"no past job with fingerprint cosine >= {threshold} among {total}")
-
-    rate = estimate_rate_plan(Plan.from_fields(fields, gpus), [RateSample.from_record(m.record) for m in pool
-                                                                 if m.record is not None])
-    if rate is not None:
-        lo = rate.startup_s + rate.train_s * math.exp(-Z90 * rate.spread)
-        hi = rate.startup_s + rate.train_s * math.exp(Z90 * rate.spread)
-        utils = [m.record.outcome.sm_util for m in pool if m.record is not None and m.job_id in rate.sample_ids
-                 and m.record.outcome.sm_util is not None]
-        report.estimate = {"method": "rate x plan", "duration_s": rate.duration_s, "interval_s": [lo, hi],
-                           "interval": "10-90 % (log-normal over the matched jobs' spread)",
-                           "sm_util": rate.sm_util, "sm_util_interval": _quantiles(utils), "based_on": rate.sample_ids}
-        report.why.append(
-            f"rate x plan ({rate.tier}): {fields.get('iterations')} {fields.get('iteration_type')} at the step time "
-            f"measured on {', '.join(rate.sample_ids)}; startup {_dur(rate.startup_s)}, log-spread {rate.spread:.2f}"
-            + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
+        report.why.append(f"no past job with fingerprint cosine >= {config.threshold} among {total}")
+    report.estimate = est.report()
+    if report.estimate is None:
+        report.notes.append("no estimate: no similar past job; the scheduler keeps its default")
         return
-    est = estimate_from_matches(JobQuery(job_id="new", gpus=gpus, nodes=nodes), matches)
-    if est.source == "history":
-        durs = [m.record.outcome.duration for m in matches if m.record and m.record.outcome.duration is not None]
-        utils = [m.record.outcome.sm_util for m in matches if m.record and m.record.outcome.sm_util is not None]
-        report.estimate = {"method": "mean of similar jobs", "duration_s": est.duration_s,
-                           "interval_s": _quantiles(durs), "interval": "10-90 % of the similar jobs' durations",
-                           "sm_util": est.sm_util, "sm_util_interval": _quantiles(utils), "based_on": est.match_ids}
-        report.why.append(f"no measured step time to scale by the plan: {est.note}")
-        return
-    report.notes.append("no estimate: no similar past job; the scheduler keeps its default")
+    report.why.extend(est.why)
 
 
 def _render_advice(r: AdviceReport) -> None:
@@ -391,8 +371,8 @@ def advise(
     gpus: Annotated[int | None, typer.Option(help="GPUs requested.", min=1)] = None,
     nodes: Annotated[int | None, typer.Option(help="Nodes requested.", min=1)] = None,
     llm: Annotated[bool, typer.Option("--llm", help="Also run the LLM extraction agent (local model).")] = False,
-    threshold: Annotated[float, typer.Option(help="Fingerprint cosine a past job needs to count as similar.")] = 0.85,
-    top_k: Annotated[int, typer.Option(help="Similar jobs to use at most.", min=1)] = 3,
+    threshold: Annotated[float, typer.Option(help="Fingerprint cosine a past job needs to count as similar.")] = DEFAULT_THRESHOLD,
+    top_k: Annotated[int, typer.Option(help="Similar jobs to use at most.", min=1)] = DEFAULT_TOP_K,
     history_dir: HistoryDirOpt = None,
     redis_url: RedisUrlOpt = None,
     as_json: JsonOpt = False,
@@ -408,7 +388,7 @@ def advise(
         if not -1.0 <= threshold <= 1.0:
             raise UserError(f"--threshold is a cosine in [-1, 1], not {threshold}")
         loc = _location(history_dir, redis_url, create=False)
-        report = _advise(repo, cmd, gpus, nodes, llm, loc, threshold, top_k)
+        report = _advise(repo, cmd, gpus, nodes, llm, loc, advise_config(threshold=threshold, top_k=top_k))
     if as_json:
         _print_json(report.__dict__)
     else:
@@ -466,9 +446,8 @@ def _num(x: float | None) -> str:
 
 
 def _make_tracker(llm_model: Any) -> Any:
-    from schedmate.agents.tracker.tracker import MetricTracker
-
-    return MetricTracker(_LazyClassifier(load_embedder), llm_model)  # type: ignore[arg-type]
+    config = AgentStackConfig() if llm_model is None else AgentStackConfig().with_llm()
+    return agent_stack(config, chat_model=llm_model, lazy=True).tracker()
 
 
 def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as_json: bool) -> None:
@@ -528,7 +507,7 @@ def track(
     with _user_errors(), ExitStack() as stack:
         _readable_file(log, "log")
         notes: list[str] = []
-        chat = _open_llm(stack, notes) if llm else None
+        chat = _open_llm(stack, notes, AgentStackConfig().with_llm().llm) if llm else None
         for n in notes:
             err.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
         tracker = _make_tracker(chat)
@@ -626,7 +605,6 @@ def diagnose(
             raise UserError(f"--method must be learned, rules or llm, not {method!r}")
         if method == "llm" and not llm:
             raise UserError("--method llm needs --llm")
-        from schedmate.agents.failure.handler import FailureHandler, FailureHandlerConfig
         from schedmate.agents.failure.recovery import JobMeta
 
         try:
@@ -634,14 +612,12 @@ def diagnose(
         except ValidationError as exc:
             raise UserError(f"bad job metadata: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
         notes: list[str] = []
-        # a busy CPU needs more than the default 30 s for a 3k-character window (as in `schedmate demo`)
-        chat = _open_llm(stack, notes, timeout_s=240.0, max_retries=0) if llm else None
+        config = AgentStackConfig(failure_method=method, record_failures=record)  # type: ignore[arg-type]
+        config = config.with_llm() if llm else config
+        chat = _open_llm(stack, notes, config.llm) if llm else None
         if method == "llm" and chat is None:
             raise UserError(f"--method llm needs the LLM: {notes[0]}")
-        from schedmate.embeddings.classifier import LineClassifier
-
-        handler = FailureHandler(LineClassifier(load_embedder()), chat_model=chat, store_url=url,
-                                 config=FailureHandlerConfig(method=method, record_history=record))  # type: ignore[arg-type]
+        handler = agent_stack(config, chat_model=chat).handler(store_url=url)
         d = handler.diagnose(log, meta)
         if d.status == "unreadable":
             raise UserError(f"{log}: {d.message}")

@@ -6,6 +6,8 @@
     ...
     advisor.record(job_id, advice.fingerprint, JobOutcome(duration=..., sm_util=...), gpus=8)
 
+The estimate is the deployed one (`estimator.estimate_from_pool`, settings from the agent stack's
+config: `schedmate.agents.stack`); without one, the host's `fallback` estimator answers (named).
 Every failure on the way (extractor without a fingerprint, store down) becomes a fallback estimate
 whose note says why; `advise` never raises for an operational problem.
 """
@@ -13,11 +15,13 @@ whose note says why; `advise` never raises for an operational problem.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from schedmate.agents.advisor.estimator import Estimate, FallbackEstimator, JobQuery, estimate_from_matches
+from schedmate.agents.advisor.estimator import (
+    Estimate, FallbackEstimator, JobEstimate, JobQuery, estimate_from_matches, estimate_from_pool,
+)
 from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever
 from schedmate.agents.advisor.static_extractor import MANDATORY, extract_static
 from schedmate.embeddings.store import JobOutcome, StoreError
@@ -37,10 +41,16 @@ class Advice:
 
 class SchedulingAdvisor:
     def __init__(self, retriever: SimilarJobRetriever, *, extractor: Any = None,
-                 fallback: FallbackEstimator | None = None) -> None:
+                 fallback: FallbackEstimator | None = None, config: Any = None) -> None:
+        from schedmate.agents.stack import AgentStackConfig
+
         self.retriever = retriever
         self.extractor = extractor  # a MetadataExtractor; None: static extractor only
         self.fallback = fallback
+        # threshold and k: the retriever's; pool size and estimator: the stack's (deployed defaults)
+        base = config or AgentStackConfig()
+        self.config = replace(base, threshold=retriever.threshold, top_k=max(1, retriever.top_k),
+                              pool_k=max(base.pool_k, retriever.top_k))
 
     def advise(self, job: JobQuery, repo: Path | str, command: str) -> Advice:
         t0 = time.perf_counter()
@@ -55,17 +65,25 @@ class SchedulingAdvisor:
         t1 = time.perf_counter()
         missing = [f for f in MANDATORY if fields.get(f) is None]
         reason = None
-        matches: list[Any] = []
+        pool: list[Any] = []
         if len(missing) == len(MANDATORY):
             reason = "no fingerprint could be extracted"
         else:
+            from schedmate.agents.stack import retrieve_pool
+
             try:
-                matches = self.retriever.query({k: v for k, v in fields.items() if v is not None}, gpus=job.gpus,
-                                               nodes=job.nodes).matches
+                pool = retrieve_pool(self.retriever, fields, job.gpus, job.nodes, self.config)
             except (StoreError, ConnectionError, OSError) as exc:
                 reason = f"job store unavailable ({type(exc).__name__})"
         t2 = time.perf_counter()
-        estimate = estimate_from_matches(job, matches, fallback=self.fallback, reason=reason)
+        if reason is None:
+            c = self.config
+            deployed = estimate_from_pool(fields, job.gpus, pool, threshold=c.threshold, top_k=c.top_k,
+                                          estimator=c.estimator)
+            estimate = _as_estimate(job, deployed, pool) if deployed.estimated else estimate_from_matches(
+                job, [], fallback=self.fallback, reason=deployed.note)
+        else:
+            estimate = estimate_from_matches(job, [], fallback=self.fallback, reason=reason)
         t3 = time.perf_counter()
         return Advice(estimate=estimate, fingerprint=dict(fields), sources=sources, llm_status=status,
                       latency_s=t3 - t0, stages_s={"extract": t1 - t0, "retrieve": t2 - t1, "estimate": t3 - t2})
@@ -76,3 +94,13 @@ class SchedulingAdvisor:
         meta = {k: v for k, v in fingerprint.items() if v is not None}
         self.retriever.ingest([HistoricalJob(job_id=job_id, metadata=meta, outcome=outcome, gpus=gpus, nodes=nodes,
                                              submitted=dict(submitted or {}))])
+
+
+def _as_estimate(job: JobQuery, est: JobEstimate, pool: list[Any]) -> Estimate:
+    """The deployed estimate in the advisor's `Estimate` shape (p50 / p90: the interval's ends)."""
+    scores = {m.job_id: m.score for m in pool}
+    lo_hi = est.interval_s or (None, None)
+    return Estimate(job_id=job.job_id, source="history", n_matches=len(est.based_on), match_ids=list(est.based_on),
+                    scores=[round(scores.get(j, 0.0), 4) for j in est.based_on], duration_s=est.duration_s,
+                    duration_p50_s=None if est.interval_s is None else est.duration_s, duration_p90_s=lo_hi[1],
+                    sm_util=est.sm_util, gpu_memory_gb=est.gpu_memory_gb, note=f"{est.method}: {est.note}")

@@ -9,12 +9,22 @@ extractor/store failed, the estimate says so and defers to the host scheduler's 
 `estimate_rate_from_matches` is the alternative that uses the new job's own numbers: the matched
 jobs' measured time per step x the job's planned iterations (`rate_estimator`), with the chance
 and position of an early exit from past runs (`early_exit`); see those modules for why.
+
+`estimate_from_pool` is the **deployed** estimator, the one `schedmate advise`, the service and the
+simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its pool):
+
+1. rate x plan over the retrieved pool (no similarity threshold: its tiers match on fields), with
+   only *completed* past runs giving a step-time rate (a deployed system knows each past job's
+   final status; a failed or cancelled run's wall time also holds how it ended);
+2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration (the
+   paper's rule, early exits included);
+3. else no estimate: the scheduler keeps its default.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -23,8 +33,13 @@ from pydantic import BaseModel, ConfigDict
 
 from schedmate.embeddings.store import Match
 
-__all__ = ["Estimate", "FallbackEstimator", "JobQuery", "MedianFallback", "estimate_from_matches",
-           "estimate_rate_from_matches"]
+__all__ = ["ESTIMATORS", "Estimate", "FallbackEstimator", "JobEstimate", "JobQuery", "MedianFallback",
+           "estimate_from_matches", "estimate_from_pool", "estimate_rate_from_matches", "format_duration"]
+
+ESTIMATORS = ("rate-plan", "mean")  # rate x plan with the mean-of-matches fallback | the mean alone
+RATE_PLAN = "rate x plan"
+MEAN_OF_MATCHES = "mean of similar jobs"
+Z90 = 1.2816  # standard normal quantile of 0.9: a log-normal 10-90 % interval is median * exp(-/+ Z90 * sigma)
 
 
 @dataclass(frozen=True)
@@ -160,3 +175,119 @@ class MedianFallback:
 
     def predict(self, job: JobQuery) -> tuple[float | None, float | None]:
         return self.duration, self.util
+
+
+# ===================================================================================== deployed estimator
+
+
+def format_duration(seconds: float | None) -> str:
+    """Seconds as people read them ("-", "45 s", "12.5 min", "3.20 h")."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.3g} s"
+
+
+def _quantiles(values: Sequence[float | None]) -> tuple[float, float] | None:
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return None
+    return float(np.percentile(vals, 10)), float(np.percentile(vals, 90))
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return float(np.mean(vals)) if vals else None
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """The deployed advisor's answer for one job (`estimate_from_pool`).
+
+    `method` is None when there is no estimate (the scheduler keeps its default; `note` says why).
+    `similar` are the <= k pool jobs with cosine >= `threshold`, best first, with or without an
+    outcome (what `schedmate advise` lists); `based_on` the jobs the estimate used.
+    """
+
+    method: str | None = None  # "rate x plan" | "mean of similar jobs" | None
+    duration_s: float | None = None
+    interval_s: tuple[float, float] | None = None
+    interval: str = ""
+    sm_util: float | None = None
+    sm_util_interval: tuple[float, float] | None = None
+    gpu_memory_gb: float | None = None
+    based_on: tuple[str, ...] = ()
+    similar: tuple[Match, ...] = ()
+    why: tuple[str, ...] = ()
+    note: str = ""
+    tier: str | None = None
+    threshold: float = 0.0
+
+    @property
+    def estimated(self) -> bool:
+        return self.method is not None and self.duration_s is not None
+
+    def report(self) -> dict[str, Any] | None:
+        """The `estimate` object of `schedmate advise --json` (None without an estimate)."""
+        if not self.estimated:
+            return None
+        return {"method": self.method, "duration_s": self.duration_s,
+                "interval_s": list(self.interval_s) if self.interval_s is not None else None,
+                "interval": self.interval, "sm_util": self.sm_util,
+                "sm_util_interval": self.sm_util_interval, "based_on": list(self.based_on)}
+
+    def records(self, pool: Sequence[Match]) -> list[Any]:
+        """The pool records of the jobs the estimate is based on (in `based_on` order)."""
+        by_id = {m.job_id: m.record for m in pool if m.record is not None}
+        return [by_id[j] for j in self.based_on if j in by_id]
+
+
+def _completed(record: Any) -> bool:
+    status = record.outcome.final_status
+    return status is not None and getattr(status, "value", status) == "completed"
+
+
+def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequence[Match], *, threshold: float,
+                       top_k: int, estimator: str = "rate-plan") -> JobEstimate:
+    """The deployed estimate of a job with extracted `fields` on `gpus` GPUs from `pool`: the
+    retrieved past jobs (records attached, best cosine first, no threshold applied). Pure: no
+    store, model or clock. See the module docstring for the rule."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, not {estimator!r}")
+    from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan
+
+    similar = tuple(m for m in pool if m.score >= threshold)[:top_k]
+    base: dict[str, Any] = {"similar": similar, "threshold": threshold}
+    if estimator == "rate-plan":
+        samples = [RateSample.from_record(m.record) for m in pool if m.record is not None and _completed(m.record)]
+        rate = estimate_rate_plan(Plan.from_fields(dict(fields), gpus), samples)
+        if rate is not None:
+            used = set(rate.sample_ids)
+            recs = [m.record for m in pool if m.record is not None and m.job_id in used]
+            lo = rate.startup_s + rate.train_s * math.exp(-Z90 * rate.spread)
+            hi = rate.startup_s + rate.train_s * math.exp(Z90 * rate.spread)
+            why = (f"rate x plan ({rate.tier}): {fields.get('iterations')} {fields.get('iteration_type')} at the step "
+                   f"time measured on {', '.join(rate.sample_ids)}; startup {format_duration(rate.startup_s)}, "
+                   f"log-spread {rate.spread:.2f}" + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
+            return JobEstimate(
+                method=RATE_PLAN, duration_s=rate.duration_s, interval_s=(lo, hi),
+                interval="10-90 % (log-normal over the matched jobs' spread)", sm_util=rate.sm_util,
+                sm_util_interval=_quantiles([r.outcome.sm_util for r in recs]),
+                gpu_memory_gb=_mean([r.outcome.gpu_memory for r in recs]), based_on=tuple(rate.sample_ids),
+                why=(why,), note=f"rate x plan over {len(rate.sample_ids)} completed job(s) ({rate.tier})",
+                tier=rate.tier, **base)
+    usable = [m for m in pool if m.score >= threshold and m.record is not None
+              and m.record.outcome.duration is not None][:top_k]
+    if usable:
+        outs = [m.record.outcome for m in usable]  # type: ignore[union-attr]
+        note = f"mean of {len(usable)} similar historical job(s)"
+        why = (f"no measured step time to scale by the plan: {note}",) if estimator == "rate-plan" else (note,)
+        return JobEstimate(
+            method=MEAN_OF_MATCHES, duration_s=_mean([o.duration for o in outs]),
+            interval_s=_quantiles([o.duration for o in outs]), interval="10-90 % of the similar jobs' durations",
+            sm_util=_mean([o.sm_util for o in outs]), sm_util_interval=_quantiles([o.sm_util for o in outs]),
+            gpu_memory_gb=_mean([o.gpu_memory for o in outs]), based_on=tuple(m.job_id for m in usable), why=why,
+            note=note, **base)
+    return JobEstimate(note="no similar past job with a recorded outcome and no completed one with a measured "
+                            "speed for this plan: the scheduler keeps its default", **base)
