@@ -29,8 +29,16 @@ share of failed-attempt GPU time (Acme ≈ 82%) are measured and reported (`Fail
 
 The world runs in `FailureSimulator`, an engine subclass that strikes failures at their times.
 On a failure the attempt's progress goes back to the last checkpoint and the policy's
-`on_failure` is asked (the failed node is told to it as `job.failed_node`: the host whose
-task died, which any scheduler sees). If the policy does not resume the job: an application
+`on_failure` is asked. The world does not tell the policy the culprit: `job.failed_node` is
+the job's node only when it ran on one node (the scheduler knows where a one-node job ran),
+else None, until a diagnosis names a node. `CauseDiagnosis` writes the failed log with the
+job's host names (`simlogs.node_hostname`; NCCL, torchrun and Slurm lines name hosts and ranks
+as real logs do, the root cause on the culprit's host) and sets `job.failed_node` to the node
+read from the lines the handler located (`simlogs.node_named`), never from the cause: a
+wrong or missing node is a wrong or missing cordon. Cordons are counted by what they hit
+(`policy_cordons_of_faulty_nodes` / `cordons_of_healthy_nodes`) and diagnoses by whether the named
+node is the culprit (`CauseDiagnosis.stats`: `fh_node_on_culprit`, `fh_node_on_other`,
+`fh_node_missing`, and how it was found, `fh_node_by_*`). If the policy does not resume the job: an application
 error ends it as FAILED; an infrastructure failure ends the attempt and the user resubmits the
 job `resubmit_delay` (D) later as a new arrival; JCT counts from the first submit.
 The causes stay in the world: a policy sees a diagnosis only through `CauseDiagnosis`, which
@@ -52,7 +60,15 @@ import numpy as np
 
 from schedmate.integrations.artefacts import unit_hash
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.integrations.simlogs import write_failed_log
+from schedmate.integrations.world import WORLD_KEY, EarlyStops
+from schedmate.integrations.simlogs import (
+    FAILED_LOGS_KEY,
+    HOSTED_LOGS_KEY,
+    host_nodes,
+    node_named,
+    split_lines,
+    write_failed_log,
+)
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Cordon, Uncordon
 from schedmate.schedulers.engine import _RESUBMIT, SimConfig, Simulator
@@ -190,6 +206,16 @@ def inject_failures(specs: Sequence[JobSpec], seed: int, model: FailureModel = F
     at = rng.uniform(0.0, 1.0, size=n_fail)
     app_u = rng.uniform(size=n_fail)
     reason_u = rng.uniform(size=n_fail)
+    # stop point (integrations.world.EarlyStops): a share of application errors strike within the
+    # first minutes (Acme: most script failures happen within minutes of starting), at start-up
+    # + Exp(mean); the rest at U(0, 1) of the work
+    stops = EarlyStops()
+    quick = rng.uniform(size=n_fail) < stops.quick_share
+    quick_s = rng.exponential(stops.quick_mean_s, size=n_fail)
+    for i, idx in enumerate(failing.tolist()):
+        if quick[i]:
+            startup = float((specs[idx].attributes.get(WORLD_KEY) or {}).get("startup_s", 60.0))
+            at[i] = min(1.0, (startup + quick_s[i]) / work[idx])
     out = [_completed(s) for s in specs]
     for i, idx in enumerate(failing.tolist()):
         category = FRAMEWORK if app_u[i] < model.framework_share else SCRIPT
@@ -416,7 +442,9 @@ class FailureSimulator(Simulator):
                 self.cordoned[node] = True
                 w.counts["ops_cordons"] += 1
                 self._start_repair(node, by="ops")
-        job.failed_node = node
+        # what a scheduler knows without a diagnosis: the node of a one-node job, nothing else
+        nodes = {n for n, _ in job.placement}
+        job.failed_node = next(iter(nodes)) if len(nodes) == 1 else None
         self._fail(job, cause)
 
     def _fail(self, job: JobState, cause: Cause) -> None:
@@ -436,6 +464,14 @@ class FailureSimulator(Simulator):
             job.phase = Phase.QUEUED
             self.waiting[job.job_id] = job
             self.policy.on_requeue(job, self.view)
+        elif (retry := _retry_delay(self.policy, job)) is not None:
+            # the policy asks for the attempt to be retried as it is, `retry` s later (a blind retry,
+            # or a handled failure under a policy that cannot hold a job itself)
+            self.world.counts["policy_retries"] += 1
+            job.phase = Phase.FAILED
+            self.policy.on_finish(job, self.view)
+            job.phase = Phase.PENDING
+            heapq.heappush(self._heap, (self.now + retry, _RESUBMIT, next(self._seq), job.job_id, job.version))
         elif cause.category != INFRASTRUCTURE or self.config.resubmit_delay is None:
             self._terminate(job, Phase.FAILED)  # the user's bug ends the job (the trace's failed jobs)
         else:
@@ -454,6 +490,7 @@ class FailureSimulator(Simulator):
         state.repair_at = self.now + (self.world.model.repair_s if state.faulty else self.world.model.check_s)
         self.world.counts[f"cordons_by_{by}"] += by == "policy"
         self.world.counts["cordons_of_healthy_nodes"] += not state.faulty
+        self.world.counts["policy_cordons_of_faulty_nodes"] += by == "policy" and state.faulty
         self._push(state.repair_at, "repair", node, 0)
 
     def _repair(self, node: int, _version: int) -> None:
@@ -484,16 +521,26 @@ class CauseDiagnosis:
     attempt's true cause (the world writes the log; the handler only reads it).
 
     Over `SimulationInsights` the world writes the attempt's log (`simlogs.write_failed_log`:
-    the job's log style, the cause's reason, a variant) and notes its path on the job; the
-    source's `diagnose` reads that file like any job's log (measured latency, content-hash
-    cache, replayed in precomputed mode). Any other source is asked as it is.
-    Everything else is delegated. `failure_truth` (counters only) is the world's cause.
+    the job's log style, the cause's reason, a variant, the job's host names) and notes its path
+    on the job; the source's `diagnose` reads that file like any job's log (measured latency,
+    content-hash cache, replayed in precomputed mode). Any other source is asked as it is.
+
+    The node: a diagnosis that says infrastructure sets `job.failed_node` to the node the log
+    names at the lines the handler located (`FailureInsight.node` when the source reads a host,
+    else `FailureInsight.line`/`block_line`, else the handler's own locator is run on the log
+    the source read, cached per log), read from the log with the job's host names
+    (`simlogs.node_named`). `hosts_for_source` False (default) gives the source the shared log
+    of the same failure (the generator's host names, identical line for line), so a failure's
+    diagnosis stays cached across jobs; True gives it the hosted log (one handler run per
+    failure). Everything else is delegated. `failure_truth` (counters only) is the world's cause.
     """
 
     source: InsightSource
     world: FailureWorld
+    hosts_for_source: bool = False
     calls: Counter[str] = field(default_factory=Counter)
     _log_dir: Path | None = field(default=None, repr=False)
+    _located: dict[str, tuple[int | None, int | None]] = field(default_factory=dict, repr=False)
 
     def advise(self, job: JobState) -> AdvisorInsight | None:
         return self.source.advise(job)
@@ -512,23 +559,72 @@ class CauseDiagnosis:
         cause = self.world.cause(job.job_id, attempt)
         by_cause = getattr(self.source, "diagnose_cause", None)
         if cause is not None and by_cause is not None:  # sensitivity sources (calibrated knobs)
-            return by_cause(job, attempt=attempt, cause=cause)
-        artefact = getattr(self.source, "artefact", None)
-        if cause is not None and artefact is not None:
-            art = artefact(job.job_id)
-            if art is None:
-                self.calls["no_artefact"] += 1
-                return None
-            # the world writes the attempt's log; the source only reads it (never the cause)
-            cfg = self.source.config  # type: ignore[attr-defined]
-            write_failed_log(job, attempt, art, cause.reason, self.log_dir(), seed=cfg.seed,
-                             variants=cfg.failure_variants, n_lines=cfg.failure_lines)
-        insight = self.source.diagnose(job, attempt=attempt)
+            insight = by_cause(job, attempt=attempt, cause=cause)
+        else:
+            artefact = getattr(self.source, "artefact", None)
+            if cause is not None and artefact is not None:
+                art = artefact(job.job_id)
+                if art is None:
+                    self.calls["no_artefact"] += 1
+                    return None
+                # the world writes the attempt's log; the source only reads it (never the cause)
+                cfg = self.source.config  # type: ignore[attr-defined]
+                write_failed_log(job, attempt, art, cause.reason, self.log_dir(), seed=cfg.seed,
+                                 variants=cfg.failure_variants, n_lines=cfg.failure_lines, culprit_node=cause.node,
+                                 hosts_for_source=self.hosts_for_source)
+            insight = self.source.diagnose(job, attempt=attempt)
         if insight is None:
             self.calls["no_failure_found"] += 1
-        else:
-            self.calls["said_infra"] += insight.infrastructure
+            return None
+        self.calls["said_infra"] += insight.infrastructure
+        if insight.infrastructure:
+            node, how = self._node(job, attempt, insight)
+            job.failed_node = node
+            self.calls[f"node_by_{how}"] += 1
+            if node is None:
+                self.calls["node_missing"] += 1
+            elif cause is not None:  # counters only
+                self.calls["node_on_culprit" if node == cause.node else "node_on_other"] += 1
         return insight
+
+    def _node(self, job: JobState, attempt: int, insight: FailureInsight) -> tuple[int | None, str]:
+        """The node the diagnosis points to (class docstring), and how it was found."""
+        hosts = host_nodes(job.placement)
+        if insight.node is not None:
+            return (hosts[insight.node], "handler") if insight.node in hosts else (None, "handler_unknown_host")
+        hosted = (job.info.get(HOSTED_LOGS_KEY) or {}).get(attempt)
+        if hosted is None:  # no log was written (sensitivity sources): what the scheduler knows
+            nodes = set(hosts.values())
+            return (nodes.pop(), "placement") if len(nodes) == 1 else (None, "none")
+        line, block = insight.line, insight.block_line
+        if line is None:
+            line, block = self._locate((job.info.get(FAILED_LOGS_KEY) or {}).get(attempt) or hosted)
+        try:
+            lines = split_lines(Path(hosted).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            lines = []
+        return node_named(lines, line, block, hosts)
+
+    def _locate(self, path: str) -> tuple[int | None, int | None]:
+        """(root line, block line) the handler's locator finds in `path` (cached per file; the
+        files are named by content). Used when the source's answer does not carry them."""
+        if path in self._located:
+            return self._located[path]
+        out: tuple[int | None, int | None] = (None, None)
+        handler = getattr(self.source, "_handler", None)
+        if callable(handler):
+            try:
+                from schedmate.agents.failure.locator import LogIndex
+
+                with LogIndex.open(path) as index:
+                    located = handler().locator.locate(index)
+                if located is not None:
+                    out = (located.line_no, located.block)
+                self.calls["locator_runs"] += 1
+            except Exception:  # noqa: BLE001 -- no located line is "no node", not a crash
+                self.calls["locator_errors"] += 1
+        self._located[path] = out
+        return out
 
     def log_dir(self) -> Path:
         if self._log_dir is None:
@@ -547,6 +643,13 @@ def _completed(spec: JobSpec) -> JobSpec:
     """The job as if it ran to completion: the trace's own failure or cancellation is dropped."""
     attributes: dict[str, Any] = {k: v for k, v in spec.attributes.items() if k != FAILURE_KEY}
     return replace(spec, status=FinalStatus.COMPLETED, duration=spec.total_work, work=None, attributes=attributes)
+
+
+def _retry_delay(policy: Policy, job: JobState) -> float | None:
+    """`policy.retry_delay(job)` when the policy has one: seconds until the failed attempt is
+    retried from its checkpoint (None: the world's no-handler path)."""
+    fn = getattr(policy, "retry_delay", None)
+    return fn(job) if callable(fn) else None
 
 
 def _pick(counts: Mapping[str, int], u: float) -> str:

@@ -61,6 +61,9 @@ class FailureInsight:
     component: str | None = None
     action: str | None = None  # first allow-listed recovery action proposed (dry-run)
     latency_s: float = 0.0
+    node: str | None = None  # the host the diagnosis names (when the source reads one from the log)
+    line: int | None = None  # 0-based root-cause line the handler located (`Located.line_no`)
+    block_line: int | None = None  # 0-based first line of its failure block (`Located.block`)
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,41 @@ time-weighted mean over the window shown), since the generator renders one chang
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
 from pathlib import Path
 
 from schedmate.integrations.artefacts import Artefact, content_hash, failure_log_key, failure_log_spec, unit_hash
 from schedmate.logspec import Framework, LogSpec, LogStatus
 from schedmate.schedulers.job import JobState
 
-__all__ = ["FAILED_LOGS_KEY", "RunningLog", "failed_log_text", "running_log", "split_lines", "write_failed_log"]
+__all__ = [
+    "FAILED_LOGS_KEY",
+    "HOSTED_LOGS_KEY",
+    "HOST_FORMAT",
+    "RunningLog",
+    "failed_log_text",
+    "host_nodes",
+    "node_hostname",
+    "running_log",
+    "split_lines",
+    "write_failed_log",
+]
 
 FAILED_LOGS_KEY = "failed_logs"  # JobState.info[...]: {attempt: path of the log the attempt wrote}
+HOSTED_LOGS_KEY = "failed_logs_hosts"  # {attempt: the same log with the job's own host names} (see CauseDiagnosis)
+HOST_FORMAT = "gpu-node-{:03d}"  # the simulated cluster's host names: node n is gpu-node-00n
+
+
+def node_hostname(node: int) -> str:
+    """The host name of simulated node `node` (what its processes print: NCCL, torchrun, Slurm)."""
+    return HOST_FORMAT.format(int(node))
+
+
+def host_nodes(placement: Sequence[tuple[int, int]]) -> dict[str, int]:
+    """{host name: node} of a placement: what a scheduler knows of the hosts its job ran on."""
+    return {node_hostname(n): int(n) for n, _ in placement}
 
 WINDOW_EVENTS = 40  # progress events shown before the event (a tailing tracker keeps recent ones)
 MAX_AFTER_EVENTS = 400  # and at most this many after it
@@ -143,26 +167,174 @@ def running_log(art: Artefact, job: JobState, *, event_at: float, now: float, se
 
 
 def failed_log_text(art: Artefact, reason: str, *, seed: int, job_id: str, attempt: int, variants: int = 2,
-                    n_lines: int = 500) -> str:
+                    n_lines: int = 500, hosts: Sequence[str] | None = None, culprit_host: str | None = None) -> str:
     """The log a failed attempt wrote: the job's log style and world size with `reason` as its
     root cause (one of `variants` logs per style, world size and cause, so identical failures
-    share a log and its cached diagnosis)."""
-    from schedmate.synthetic.logs.generator import generate_log
+    share a log and its cached diagnosis).
+
+    With `hosts` (the job's host names, placement order) the generator's host names are
+    replaced by the job's own, line for line: the generator's culprit host (the host of the
+    rank that printed the root cause, or the node Slurm names) becomes `culprit_host` (the
+    world's culprit node), its other hosts the job's other hosts in order (cycled when the log's
+    world is larger than the placement; a placement split over more nodes than the log's world
+    shows leaves the extra hosts unnamed). The text keeps every line, so its line numbers are
+    those of the shared log."""
+    text, ctx_hosts, culprit = _failed_log(art, reason, seed=seed, job_id=job_id, attempt=attempt,
+                                           variants=variants, n_lines=n_lines)
+    if not hosts:
+        return text
+    return _rename_hosts(text, ctx_hosts, culprit, list(hosts), culprit_host)
+
+
+def _failed_log(art: Artefact, reason: str, *, seed: int, job_id: str, attempt: int, variants: int,
+                n_lines: int) -> tuple[str, list[str], str | None]:
+    """(text, the generator's host names in node order, the culprit's host name) of a shared failed log."""
+    import numpy as np
+
+    from schedmate.synthetic.logs.context import JobContext
+    from schedmate.synthetic.logs.generator import _seed_sequence, generate_log
 
     variant = int(unit_hash("failure-log", seed, job_id, attempt) * max(1, variants))
     spec, gen_seed = failure_log_spec(failure_log_key(art, reason, variant), n_lines=n_lines)
-    return str(generate_log(spec, gen_seed)[0])
+    text, labels = generate_log(spec, gen_seed)
+    # the generator's own context (same seed stream as generate_log): its host names, node by node
+    ctx = JobContext.build(labels.spec, np.random.default_rng(_seed_sequence(gen_seed).spawn(8)[1]))
+    culprit = labels.failure.host if labels.failure is not None else None
+    return str(text), list(ctx.hosts), culprit
+
+
+def _rename_hosts(text: str, ctx_hosts: list[str], culprit: str | None, hosts: list[str],
+                  culprit_host: str | None) -> str:
+    if culprit_host is None or culprit_host not in hosts:
+        culprit_host = hosts[0]
+    gen = list(dict.fromkeys(ctx_hosts))
+    if culprit is not None and culprit not in gen:
+        gen.append(culprit)
+    others = [h for h in hosts if h != culprit_host] or [culprit_host]
+    mapping: dict[str, str] = {}
+    k = 0
+    for h in gen:
+        if h == culprit or (culprit is None and not mapping):
+            mapping[h] = culprit_host
+        else:
+            mapping[h] = others[k % len(others)]
+            k += 1
+    if not mapping:
+        return text
+    # longest first, whole names only (node-3 is not the start of node-33)
+    names = sorted(mapping, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w])")
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
 def write_failed_log(job: JobState, attempt: int, art: Artefact, reason: str, folder: Path, *, seed: int,
-                     variants: int = 2, n_lines: int = 500) -> Path:
+                     variants: int = 2, n_lines: int = 500, culprit_node: int | None = None,
+                     hosts_for_source: bool = False) -> Path:
     """World side of a failure: write the attempt's log under `folder` and note its path in
-    `job.info[FAILED_LOGS_KEY]`, where a source finds it as a live one finds a job's log file."""
-    text = failed_log_text(art, reason, seed=seed, job_id=job.job_id, attempt=attempt, variants=variants,
-                           n_lines=n_lines)
-    path = Path(folder) / f"failed-{content_hash(text.encode('utf-8'))[:20]}.log"
+    `job.info[FAILED_LOGS_KEY]`, where a source finds it as a live one finds a job's log file.
+
+    The log carries the job's host names (`node_hostname` of its placement; the root cause on
+    `culprit_node`'s host) and is noted under `HOSTED_LOGS_KEY`. The source reads that same log
+    when `hosts_for_source`; otherwise it reads the shared log of the same failure with the
+    generator's host names, which differs from the hosted one in host names only, line for line
+    (so identical failures share a log and its cached diagnosis: one handler run per shared log
+    instead of one per failure). The path returned is the one the source reads."""
+    text, ctx_hosts, culprit = _failed_log(art, reason, seed=seed, job_id=job.job_id, attempt=attempt,
+                                           variants=variants, n_lines=n_lines)
+    hosts = list(host_nodes(job.placement))
+    hosted = _rename_hosts(text, ctx_hosts, culprit, hosts,
+                           None if culprit_node is None else node_hostname(culprit_node)) if hosts else text
+    hosted_path = _write(Path(folder), hosted)
+    job.info.setdefault(HOSTED_LOGS_KEY, {})[attempt] = str(hosted_path)
+    path = hosted_path if hosts_for_source else _write(Path(folder), text)
+    job.info.setdefault(FAILED_LOGS_KEY, {})[attempt] = str(path)
+    return path
+
+
+def _write(folder: Path, text: str) -> Path:
+    path = folder / f"failed-{content_hash(text.encode('utf-8'))[:20]}.log"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    job.info.setdefault(FAILED_LOGS_KEY, {})[attempt] = str(path)
     return path
+
+
+# ----------------------------------------------------------------------------------- which node a log names
+
+_RANK_PREFIX = re.compile(r"^\s*(?:\[rank(\d+)\]:|\[1,(\d+)\]<std(?:out|err)>:|(\d+): )")
+_NCCL_RANK = re.compile(r"\[(?:PG \d+ )?Rank (\d+)\]")
+_TASK = re.compile(r"task (\d+)\b")
+_RANK_FIELD = re.compile(r"^\s*rank\s*:\s*(\d+)")
+CONTEXT_LINES = 20  # lines either side of the root line searched for a host name
+
+
+def node_named(lines: Sequence[str], line_no: int | None, block_line: int | None,
+               hosts: Mapping[str, int]) -> tuple[int | None, str]:
+    """The node a failed log points to, read from the lines a diagnosis located, and how it was
+    found. Scheduler side: only the text and the job's own host names (`hosts`, name -> node)
+    are used, never the world's cause.
+
+    In order: a host named on the root line (`line_no`: NCCL's `host:pid:tid`, Slurm's `Node
+    failure on host`, pdsh's `host: ` prefix); the rank that printed the root line (`[rankN]:`,
+    `[1,N]<stderr>:`, `N: `) and a line of the log that puts that rank on a host (torchrun's
+    failure summary `host : ... rank : N`, `srun: error: host: task N`, a line of that rank
+    naming a host); the host named nearest the root line within `CONTEXT_LINES` (block first);
+    the one host of the job the log names at all; the job's only node. (None, "none") when the
+    log does not say."""
+    if not hosts:
+        return None, "none"
+    names = sorted(hosts, key=len, reverse=True)
+    pat = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in names) + r")(?![\w])")
+
+    def named(text: str) -> str | None:
+        m = pat.search(text)
+        return m.group(1) if m else None
+
+    if line_no is not None and 0 <= line_no < len(lines):
+        root = lines[line_no]
+        h = named(root)
+        if h is not None:
+            return hosts[h], "root_line"
+        m = _RANK_PREFIX.match(root)
+        rank = next((int(g) for g in m.groups() if g is not None), None) if m else None
+        if rank is None:  # NCCL's and c10d's own `[Rank N]` / `[PG 0 Rank N]`
+            r = _NCCL_RANK.search(root)
+            rank = int(r.group(1)) if r else None
+        if rank is not None:
+            h = _host_of_rank(lines, rank, pat)
+            if h is not None:
+                return hosts[h], "rank_map"
+        start = block_line if block_line is not None and block_line <= line_no else line_no
+        for d in range(CONTEXT_LINES + 1):  # nearest first; the block and the lines after it before the ones before
+            for i in (line_no + d, start - d):
+                if 0 <= i < len(lines):
+                    h = named(lines[i])
+                    if h is not None:
+                        return hosts[h], "context"
+    seen = {pat.search(x).group(1) for x in lines if pat.search(x)}  # type: ignore[union-attr]
+    if len(seen) == 1:
+        return hosts[seen.pop()], "only_host"
+    if len(set(hosts.values())) == 1:
+        return next(iter(hosts.values())), "placement"
+    return None, "none"
+
+
+def _host_of_rank(lines: Sequence[str], rank: int, pat: re.Pattern[str]) -> str | None:
+    for i, line in enumerate(lines):
+        m = _RANK_FIELD.match(line)  # torchrun's failure summary: host : X / rank : N
+        if m and int(m.group(1)) == rank:
+            for j in range(max(0, i - 3), i):
+                h = pat.search(lines[j])
+                if h:
+                    return h.group(1)
+        if line.startswith("srun: error:"):
+            t = _TASK.search(line)
+            h = pat.search(line)
+            if t and h and int(t.group(1)) == rank:
+                return h.group(1)
+        p = _RANK_PREFIX.match(line)
+        if p and next((int(g) for g in p.groups() if g is not None), None) == rank:
+            h = pat.search(line)
+            if h:
+                return h.group(1)
+    return None

@@ -13,8 +13,15 @@ Setup, and where it reads something into the spec:
   failures) and repaired (4 h; a healthy node is back once its 300 s diagnostics pass).
   Checkpoints every 30 min. An
   infrastructure failure that is not handled ends the attempt; the user resubmits D later
-  (default 1 h; `resubmit_sweep` over D). The achieved infrastructure shares (count and
-  failed-attempt GPU time) are reported per run.
+  (default 1 h; `resubmit_sweep` over D). **Where D = 1 h comes from**: the project spec
+  (`shared/specs/schedmate.md` §8.3, "the user resubmits after D = 1 h [I]") tags it [I], an
+  interpretation, not a measurement: no trace here records resubmission delays, so it is an
+  assumption, and the sweep shows how the handler's gain depends on it. The achieved
+  infrastructure shares (count and failed-attempt GPU time) are reported per run.
+- **Cordons hit the node the log names**: the failed log carries the job's host names; the
+  handler's cordon goes to the node read from the lines it located (`failures_sim`), so a
+  wrong or missing node is a wrong or missing cordon. Per run: `world.policy_cordons_of_faulty_nodes`
+  vs `world.cordons_of_healthy_nodes`, and `source.fh_node_on_culprit` / `_on_other` / `_missing`.
 - **Cluster**: 8-GPU nodes, sized by `size_cluster` on FIFO (seed 0's failures) so its avg
   queuing is ≥ 30% of its avg JCT; the same cluster for every arm and seed (reported).
 - **Arms**: `fifo`, `qssf` (history model; backfilling), `tiresias` (2 queues at 18,000 GPU-s,
@@ -22,7 +29,11 @@ Setup, and where it reads something into the spec:
   `schedmate-srpt` (preemptive shortest remaining predicted GPU-time, Gittins/LAS fallback,
   60 s rounds), each `+fh` (Failure Handler: the real handler's diagnosis of the failed log,
   its measured latency + 300 s recovery, node cordoned); `oracle-sjf` (true duration,
-  non-preemptive) and `oracle-srtf` (true remaining GPU-time, the SRPT arm's rounds): key
+  non-preemptive) and `oracle-srtf` (true remaining GPU-time, the SRPT arm's rounds);
+  `tiresias+retry` and `schedmate-srpt+retry` (blind retry: every job's first failed attempt
+  is retried from its checkpoint 300 s later, no diagnosis, then the no-handler path) and
+  `tiresias+fh` (Tiresias with the Failure Handler: diagnosis, cordon of the named node, retry
+  after latency + 300 s; `_Recovery`): key
   (oracle-sjf vs fifo), preemption (oracle-srtf vs oracle-sjf), estimates (schedmate vs oracle).
   Every preemptive arm pays the engine's restart cost (40 s; 60 s above 8 GPUs).
 - **Insight source**: `make_source(specs, seed, detection_rate)`, a fresh one per SchedMate arm
@@ -65,7 +76,10 @@ from schedmate.integrations.experiments.common import (
     synthetic_jobs,
     write_experiment,
 )
+from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.integrations.experiments.sources import SemanticSources
 from schedmate.integrations.failures_sim import (
+    FAILURE_KEY,
     CauseDiagnosis,
     FailureModel,
     FailureSimulator,
@@ -74,6 +88,7 @@ from schedmate.integrations.failures_sim import (
     inject_failures,
 )
 from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.integrations.simlogs import node_hostname
 from schedmate.integrations.standalone import (
     SchedMateSRPT,
     StandaloneConfig,
@@ -81,12 +96,14 @@ from schedmate.integrations.standalone import (
     gpu_hours_lost,
 )
 from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.decisions import Cordon
 from schedmate.schedulers.engine import SimConfig, SimResult
-from schedmate.schedulers.job import JobSpec, JobState, Phase
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 from schedmate.schedulers.metrics import Summary, summarize
 from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
 from schedmate.schedulers.policy import ClusterView, Policy
 from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
+from schedmate.integrations.world import EarlyStops, Histories, WorldModel, history_window, realise
 
 __all__ = [
     "ARMS",
@@ -101,9 +118,11 @@ __all__ = [
     "run_standalone_experiment",
 ]
 
-ARMS = ("fifo", "qssf", "tiresias", "schedmate-sjf", "schedmate-sjf+fh", "schedmate-srpt", "schedmate-srpt+fh",
-        "oracle-sjf", "oracle-srtf")
+ARMS = ("fifo", "qssf", "tiresias", "tiresias+retry", "tiresias+fh", "schedmate-sjf", "schedmate-sjf+fh",
+        "schedmate-srpt", "schedmate-srpt+retry", "schedmate-srpt+fh", "oracle-sjf", "oracle-srtf")
 SCHEDMATE_ARMS = ("schedmate-sjf", "schedmate-sjf+fh", "schedmate-srpt", "schedmate-srpt+fh")
+RETRY_ARMS = ("tiresias+retry", "schedmate-srpt+retry")  # blind retry once after 300 s, no diagnosis
+SOURCE_ARMS = (*SCHEDMATE_ARMS, "tiresias+fh")  # arms that ask an insight source
 TRACES = ("acme", "philly", "synthetic")
 PHILLY_FIRST_SUBMIT = datetime(2017, 9, 4, 10, 30, 41)  # first job of sia/traces/philly.csv (t = 0)
 WEEK_START = datetime(2017, 10, 2)  # a Monday: 2-8 October 2017 hold 11,387 jobs
@@ -134,6 +153,10 @@ class CalibratedInsights:
     precision: float = 0.757
     infra_share: float = 0.11
     latency_s: float = 9.0
+    # P(an infrastructure diagnosis names the culprit's host); else it names none. 0.91: the
+    # real handler's locator + `simlogs.node_named` on 90 simulated multi-node infrastructure
+    # logs (5 styles x 8/16/32 GPUs x 9 reasons; 82 right, 4 wrong, 4 none)
+    node_recall: float = 0.91
     calls: dict[str, int] = field(default_factory=lambda: {"advise": 0, "matched": 0, "diagnose": 0, "said_infra": 0})
 
     @property
@@ -180,7 +203,10 @@ class CalibratedInsights:
         says_infra = detected(job.job_id, self.seed, rate, salt)
         self.calls["said_infra"] += says_infra
         category = "infrastructure" if says_infra else (cause.category if not cause.infrastructure else "framework")
-        return FailureInsight(says_infra, category, f"calibrated ({cause.reason})", latency_s=10.0)
+        node = None
+        if says_infra and cause.node is not None and detected(job.job_id, self.seed, self.node_recall, f"node-{attempt}"):
+            node = node_hostname(cause.node)
+        return FailureInsight(says_infra, category, f"calibrated ({cause.reason})", latency_s=10.0, node=node)
 
     def record(self, job: JobState, *, finished: bool) -> None:
         return None
@@ -201,6 +227,102 @@ def calibrated_source(**knobs: Any) -> MakeSource:
 def null_source(specs: Sequence[JobSpec], seed: int, detection_rate: float) -> InsightSource:
     """SchedMate knows nothing: SJF on the history fallback alone, no diagnosis."""
     return NullInsights()
+
+
+# ================================================================================= recovery arms
+
+
+class _Recovery:
+    """Failure recovery for a policy without SchedMate's own (mixed in before the policy class).
+
+    `retry` (blind retry, no diagnosis): every job's first failed attempt is retried from its
+    checkpoint `retry_s` (300 s) later, whatever the cause; a later failure takes the world's
+    no-handler path (an application error ends the job, an infrastructure failure waits for the
+    user's resubmission D). `fh` (the Failure Handler on any scheduler): the handler diagnoses
+    the failed log (thinned by the detection rate); an infrastructure diagnosis cordons the node
+    the diagnosis names (`job.failed_node`, set by `CauseDiagnosis` from the log) and retries
+    the attempt after the diagnosis latency + `retry_s`; a job that fails again without
+    progress since its retry is not retried a second time. The retry goes through the world
+    (`FailureSimulator` asks `retry_delay`), so any scheduler can use it.
+    """
+
+    recovery_mode: str = ""
+    recovery_source: InsightSource | None = None
+
+    def setup_recovery(self, mode: str, source: InsightSource | None, *, retry_s: float, seed: int,
+                       detection_rate: float) -> None:
+        if mode not in ("retry", "fh") or (mode == "fh" and source is None):
+            raise ValueError(f"recovery mode {mode!r} needs {'a source' if mode == 'fh' else 'retry or fh'}")
+        self.recovery_mode, self.recovery_source = mode, source
+        self._retry_s, self._seed, self._rate = retry_s, seed, detection_rate
+        self._delay: dict[str, float] = {}
+        self._retried: set[str] = set()
+        self._retried_at: dict[str, float] = {}
+        self._cordons: list[int] = []
+        self.recovery_counts: dict[str, float] = dict.fromkeys(
+            ("failures", "retries", "diagnosed", "said_infra", "true_positives", "false_positives", "not_retried",
+             "cordons", "no_node", "diagnosis_latency_s"), 0)
+
+    def on_failure(self, job: JobState, view: ClusterView) -> bool:
+        if super().on_failure(job, view):  # type: ignore[misc]
+            return True
+        c = self.recovery_counts
+        c["failures"] += 1
+        self._delay.pop(job.job_id, None)
+        if self.recovery_mode == "retry":
+            if job.job_id not in self._retried:
+                self._retried.add(job.job_id)
+                self._delay[job.job_id] = self._retry_s
+            return False
+        attempt = job.failures - 1
+        if job.job_id in self._retried_at and job.progress <= self._retried_at[job.job_id] + 1e-6:
+            c["not_retried"] += 1
+            return False
+        if not detected(job.job_id, self._seed, self._rate, f"fh-{attempt}"):
+            return False
+        assert self.recovery_source is not None
+        insight = self.recovery_source.diagnose(job, attempt=attempt)
+        c["diagnosed"] += insight is not None
+        if insight is None or not insight.infrastructure:
+            return False
+        c["said_infra"] += 1
+        truth_of = getattr(self.recovery_source, "failure_truth", None)
+        truth = getattr(truth_of(job, attempt), "infrastructure", None) if callable(truth_of) else None
+        c["true_positives"] += truth is True
+        c["false_positives"] += truth is False
+        c["diagnosis_latency_s"] += insight.latency_s
+        if job.failed_node is not None:
+            self._cordons.append(int(job.failed_node))
+            c["cordons"] += 1
+        else:
+            c["no_node"] += 1
+        self._delay[job.job_id] = insight.latency_s + self._retry_s
+        return False
+
+    def retry_delay(self, job: JobState) -> float | None:
+        """Asked by `FailureSimulator` after the rollback: seconds until this attempt is retried."""
+        delay = self._delay.pop(job.job_id, None)
+        if delay is not None:
+            self.recovery_counts["retries"] += 1
+            self._retried_at[job.job_id] = job.progress
+        return delay
+
+    def schedule(self, view: ClusterView) -> Any:
+        if self._cordons:  # cordon first; placements follow a second later on the smaller cluster
+            out = [Cordon(n) for n in dict.fromkeys(self._cordons) if not view.cordoned[n]]
+            self._cordons.clear()
+            if out:
+                view.wake_at(view.now + 1.0)
+                return out
+        return super().schedule(view)  # type: ignore[misc]
+
+
+class TiresiasRecovery(_Recovery, Tiresias):
+    """Tiresias with a blind retry or the Failure Handler (`_Recovery`)."""
+
+
+class SRPTRetry(_Recovery, SchedMateSRPT):
+    """SchedMate-SRPT (no handler) with a blind retry once after 300 s (`_Recovery`)."""
 
 
 # ================================================================================= setup
@@ -228,21 +350,49 @@ class StandaloneSetup:
                          resubmit_delay=self.resubmit_s if resubmit_s is None else resubmit_s, record_timeline=False)
 
 
-def load_jobs(trace: str, *, days: float = 7.0, limit: int | None = None, n_jobs: int = 2000, seed: int = 0) -> list[JobSpec] | None:
-    """The trace's jobs before failure injection (None when its file is absent)."""
+def load_jobs(trace: str, *, days: float = 7.0, limit: int | None = None, n_jobs: int = 2000, seed: int = 0,
+              earlier: bool = False) -> list[JobSpec] | None:
+    """The trace's jobs before failure injection (None when its file is absent); with `earlier`,
+    the disjoint window just before it (the synthetic traces: an independent draw)."""
     if trace == "acme":
-        jobs = generate_trace(n_jobs, seed, profile="acme", cluster_gpus=ACME_GENERATION_GPUS, load=0.9).jobs
+        jobs = generate_trace(n_jobs, seed + (10_007 if earlier else 0), profile="acme", cluster_gpus=ACME_GENERATION_GPUS,
+                              load=0.9).jobs
     elif trace == "synthetic":
-        jobs = synthetic_jobs(n_jobs, seed, profile="philly", cluster_gpus=64, load=0.9, max_gpus=None)
+        jobs = synthetic_jobs(n_jobs, seed + (10_007 if earlier else 0), profile="philly", cluster_gpus=64, load=0.9,
+                              max_gpus=None)
     elif trace == "philly":
         path = shared_file("sia", "traces", "philly.csv")
         if path is None:
             return None
-        offset = (WEEK_START - PHILLY_FIRST_SUBMIT).total_seconds() / 86_400.0
+        offset = (WEEK_START - PHILLY_FIRST_SUBMIT).total_seconds() / 86_400.0 - (days if earlier else 0.0)
         jobs = load_window(path, days=days, offset_days=offset)
     else:
         raise ValueError(f"unknown trace {trace!r}; choose from {', '.join(TRACES)}")
     return jobs[:limit] if limit is not None else jobs
+
+
+def world_jobs(trace: str, seed: int, *, days: float = 7.0, limit: int | None = None, n_jobs: int = 2000,
+               trace_seed: int = 0) -> tuple[list[JobSpec], list[JobSpec]] | None:
+    """(the evaluated jobs as the world runs them, before failure injection; the earlier window's
+    jobs as history). Plans come from the earlier window only (`integrations.world`). Early
+    exits here are the failure model's application errors (`inject_failures`), so the evaluated
+    jobs are realised without the world's own stops; the history keeps them."""
+    evaluated = load_jobs(trace, days=days, limit=limit, n_jobs=n_jobs, seed=trace_seed)
+    earlier = load_jobs(trace, days=days, limit=limit, n_jobs=n_jobs, seed=trace_seed, earlier=True)
+    if not evaluated or not earlier:
+        return None
+    plain = [dataclasses.replace(s, status=FinalStatus.COMPLETED) for s in evaluated]
+    ran = realise(plain, seed, earlier, WorldModel())
+    return ran, history_window(earlier, seed, WorldModel(early=EarlyStops.for_trace("philly" if trace != "acme" else "seren")))
+
+
+def _truth(jobs: Sequence[JobSpec]) -> list[JobSpec]:
+    """What each job really ran, for estimate quality: an application error ends it at `at`."""
+    out = []
+    for s in jobs:
+        f = s.attributes.get(FAILURE_KEY)
+        out.append(s if not f else dataclasses.replace(s, status=FinalStatus.FAILED, duration=max(1.0, f["at"] * s.total_work)))
+    return out
 
 
 def _cap(jobs: Sequence[JobSpec], total: int) -> list[JobSpec]:
@@ -296,6 +446,10 @@ class AdviceJournal:
     def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         return self.source.track(job, event_at=event_at, now=now)
 
+    def advice_log(self) -> dict[str, float | None]:
+        """Each advised job's first answer (at submission), for estimate quality."""
+        return {jid: (answers[0] or {}).get("duration_s") if answers else None for jid, answers in self._log.items()}
+
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         return self.source.diagnose(job, attempt=attempt)
 
@@ -335,6 +489,19 @@ def _policy(arm: str, setup: StandaloneSetup, source: Callable[[], InsightSource
         return policy
     if arm == "oracle-srtf":
         return OracleSRTF(round_s=setup.round_s)
+    if arm in ("tiresias+retry", "tiresias+fh"):
+        policy = TiresiasRecovery(threshold=setup.tiresias_threshold, round_seconds=setup.round_s)
+        policy.setup_recovery("retry" if arm.endswith("+retry") else "fh", None if source is None else source(),
+                              retry_s=setup.recovery_s, seed=seed, detection_rate=detection_rate)
+        policy.name = arm
+        return policy
+    if arm == "schedmate-srpt+retry":
+        config = StandaloneConfig(recovery_s=setup.recovery_s, detection_rate=detection_rate, seed=seed,
+                                  backfill=setup.backfill, round_s=setup.round_s)
+        srpt = SRPTRetry(NullInsights() if source is None else source(), config)
+        srpt.setup_recovery("retry", None, retry_s=setup.recovery_s, seed=seed, detection_rate=detection_rate)
+        srpt.name = arm
+        return srpt
     if arm in SCHEDMATE_ARMS:
         assert source is not None
         config = StandaloneConfig(failure_handler=arm.endswith("+fh"), recovery_s=setup.recovery_s,
@@ -366,6 +533,11 @@ def _extra(result: SimResult, summary: Summary, policy: Policy, world: FailureWo
     hit = [j for j in result.jobs if any(c.infrastructure for c in world.causes.get(j.job_id, ()))
            and j.end_time is not None]
     out["mean_jct_infra_hit"] = float(np.mean([j.end_time - j.spec.submit_time for j in hit])) if hit else 0.0
+    if isinstance(policy, _Recovery):
+        out["recovery"] = dict(policy.recovery_counts)
+        if policy.recovery_source is not None and hasattr(policy.recovery_source, "stats"):
+            stats = policy.recovery_source.stats()
+            out["source"] = {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))}
     if isinstance(policy, (StandaloneSchedMate, SchedMateSRPT)) and not isinstance(policy, OracleSRTF):
         states = [policy.estimate_source(j.job_id) for j in result.jobs]
         out["advisor_share"] = states.count("advisor") / len(states) if states else 0.0
@@ -401,7 +573,7 @@ class _Runner:
             return CauseDiagnosis(journal, world)  # type: ignore[arg-type]
 
         self.say(f"{self.trace} seed {seed}: {arm}{' ' + tag if tag else ''}")
-        policy = _policy(arm, self.setup, source if arm in SCHEDMATE_ARMS else None, seed=seed, detection_rate=rate)
+        policy = _policy(arm, self.setup, source if arm in SOURCE_ARMS else None, seed=seed, detection_rate=rate)
         result = _simulate(jobs, self.gpus, policy, world, self.setup, seed, resubmit_s)
         summary = summarize(result)
         extra = _extra(result, summary, policy, world)
@@ -445,9 +617,14 @@ def run_standalone_experiment(
     if setup is None:
         setup = StandaloneSetup(failures=FailureModel(fail_rate=FAIL_RATES.get(trace, 0.305)))
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    base = load_jobs(trace, days=days, limit=limit, n_jobs=n_jobs, seed=seed_list[0])
-    if not base:
-        raise FileNotFoundError(f"trace {trace!r} is absent or empty (../shared/data; set SCHEDMATE_SHARED_DATA)")
+    made = world_jobs(trace, seed_list[0], days=days, limit=limit, n_jobs=n_jobs, trace_seed=seed_list[0])
+    if not made:
+        raise FileNotFoundError(f"trace {trace!r} (or its earlier window) is absent or empty (../shared/data; set SCHEDMATE_SHARED_DATA)")
+    base, first_history = made
+    histories = Histories()
+    if isinstance(make_source, SemanticSources) and make_source.history_for is None:
+        make_source.history_for = histories  # history from the earlier window, never the evaluated one
+    quality: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     details: dict[str, Any] = {"source": source_label, "trace": trace, "jobs": len(base), "failures": {}}
     if trace == "acme":
@@ -476,10 +653,23 @@ def run_standalone_experiment(
     fh_arm = f"{sweep_arm}+fh"
     try:
         for seed in seed_list:
-            jobs = first if seed == seed_list[0] else inject_failures(base, seed, setup.failures)
+            if seed == seed_list[0]:
+                jobs, history = first, first_history
+            else:
+                seed_base, history = world_jobs(trace, seed, days=days, limit=limit, n_jobs=n_jobs,
+                                                trace_seed=seed_list[0]) or ([], [])
+                jobs = inject_failures(seed_base, seed, setup.failures)
+            histories.add(jobs, seed, history)
+            truth = _truth(jobs)
             results: dict[str, SimResult] = {}
             for arm in arms:
+                n_journals = len(runner.journals)
                 row, result = runner.run(arm, jobs, seed)
+                for journal in runner.journals[n_journals:]:
+                    if isinstance(journal, AdviceLog) and journal.advice_log():
+                        q = estimate_quality(journal.advice_log(), truth)
+                        quality.setdefault(arm, []).append(q)
+                        row.extra["advisor_quality"] = without_errors(q)
                 rows.append(row)
                 results[arm] = result
             details["failures"][f"seed{seed}"] = next((r.extra["world"] for r in rows if r.seed == seed), {})
@@ -501,6 +691,8 @@ def run_standalone_experiment(
     finally:
         runner.close()
     details["wall_seconds"] = round(time.perf_counter() - started, 1)
+    details["advisor_quality"] = {arm: without_errors(merge_quality(qs)) for arm, qs in quality.items()}
+    details["world"] = {"rules": "integrations/world.py", **dataclasses.asdict(WorldModel())}
     details["reductions"] = _reductions(rows)
     details["pass"] = _passes(rows)
     details["resubmit_sweep"] = _sweep(sweep_rows, "resubmit_s", sweep_arm, fh_arm)
@@ -518,6 +710,7 @@ def run_standalone_experiment(
         doc["aggregate"] = aggregate(rows, _METRICS)
         doc["resubmit_sweep"] = details["resubmit_sweep"]
         doc["detection_sweep"] = details["detection_sweep"]
+        doc["advisor_quality"] = details["advisor_quality"]
         files[0].write_text(json.dumps(doc, indent=2, default=str))
         (out_dir / "summary.txt").write_text(summary + "\n")
         files.append(out_dir / "summary.txt")
@@ -613,6 +806,8 @@ def _summary_line(rows: Sequence[RunRow], details: dict[str, Any], n_seeds: int,
         f"standalone experiment [{details['source']}; {details['trace']}, {details['jobs']} jobs, {gpus} GPUs{sizing}; "
         f"{n_seeds} seed(s)]: avg JCT {jct}; JCT reduction {gains}; GPU-h lost to failures {lost}"
         + (f"; FH gain vs D: {sweep}" if sweep else "") + (f"; FH gain vs detection: {det}" if det else "")
+        + "".join(f"; {arm} {quality_line(q)}" for arm, q in details.get("advisor_quality", {}).items()
+                  if arm == "schedmate-srpt")
     )
 
 
