@@ -59,7 +59,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction
+from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction, TimeRule
 
 # -- tokens ---------------------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ _KEY_BEFORE = re.compile(rf"(?<![\w.])['\"]?(?P<key>{_WORD}(?: {_WORD}){{0,4}})[
 # `key value` without a separator (fairseq pipes, nanoGPT, PyTorch examples): known keys only.
 _SPACE_KEYS = (
     r"loss|total_loss|train_loss|time|step_time|batch_time|iter_time|ms/batch|s/batch|ms/step|ms/it"
-    r"|wps|ups|tps|ips|step|iter|itr|iteration|num_updates|epoch|dt"
+    r"|wps|ups|tps|ips|step|iter|itr|iteration|num_updates|epoch|dt|took|duration"
 )
 _QUALIFIER = re.compile(r"(?<![\w.])(total|elapsed|wall|cumulative|run|eval|val|valid|test)[ _]\Z")
 _SPACE_PAIR = re.compile(rf"(?<![\w./])(?P<key>{_SPACE_KEYS})\s+{_VALUE}")  # run on the lowercased line
@@ -95,6 +95,115 @@ _SEGMENT_PAIR = re.compile(
 _PER_STEP = re.compile(rf"(?<![\w.])(?P<val>{NUM})\s?(?P<unit>{_TIME_UNIT})/(?P<per>step|it|itr|iter|batch|sample)\b")
 _NAMED_BRACKET_COUNTER = re.compile(r"\b(?:step|iter\w*|batch)\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.IGNORECASE)
 _BRACKET_COUNTER = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(|\]|batches)|(?<![\w/.])(\d+)\s*/\s*(\d+)\s+(?:batches|\[|\()")
+
+
+# -- durations written as wall clocks -------------------------------------------------------------
+# `1m 2s 3ms`, `2h 3m`, `1h2m3s`, `0:00:01.23` (h:mm:ss), `01:02.5` (mm:ss with a fraction), `1.5h`:
+# one reader for every spelling of a duration, so any time key (or phrase) takes any of them.
+_DUR_UNIT = r"(?:ms|msecs?|us|µs|μs|ns|h|hrs?|hours?|mins?|minutes?|m|secs?|seconds?|s)(?![A-Za-z])"
+_DUR_PART = rf"\d+(?:\.\d+)?\s?{_DUR_UNIT}"
+_COMPOUND = rf"{_DUR_PART}(?:[\s,]{{0,2}}{_DUR_PART})*"
+_CLOCK = r"\d{1,3}:\d{2}:\d{2}(?:\.\d+)?|\d{1,2}:\d{2}\.\d+"
+DURATION = rf"(?:{_CLOCK}|{_COMPOUND})"
+_DUR_PART_RE = re.compile(rf"(\d+(?:\.\d+)?)\s?({_DUR_UNIT})")
+_UNIT_ORDER = {"h": 0, "m": 1, "s": 2, "ms": 3, "us": 4, "ns": 5}
+
+
+def _unit_rank(unit: str) -> int:
+    u = unit.lower()
+    if u.startswith("h"):
+        return 0
+    if u in ("m", "min", "mins", "minute", "minutes"):
+        return 1
+    if u.startswith("ms") or u.startswith("msec"):
+        return 3
+    if u in ("us", "µs", "μs"):
+        return 4
+    if u == "ns":
+        return 5
+    return 2
+
+
+def parse_duration(text: str) -> tuple[float, bool] | None:
+    """(seconds, written as a wall clock) of one duration: `1m 2s 3ms` (62.003, True),
+    `0:00:01.23` (1.23, True), `1.5h` (5400, True), `250ms` (0.25, False); None when `text` is
+    not one duration (units out of order: `2s 1m`; a repeated unit; anything left over)."""
+    t = text.strip()
+    if not t:
+        return None
+    if ":" in t:
+        m = re.fullmatch(r"(?:(\d{1,3}):)?(\d{1,2}):(\d{2}(?:\.\d+)?)", t)
+        if m is None:
+            return None
+        h, mi, sec = int(m.group(1) or 0), int(m.group(2)), float(m.group(3))
+        if sec >= 60 or (m.group(1) and mi >= 60):
+            return None
+        return h * 3600 + mi * 60 + sec, True
+    parts = _DUR_PART_RE.findall(t)
+    if not parts or re.sub(rf"{_DUR_PART}|[\s,]", "", t):
+        return None
+    ranks = [_unit_rank(u) for _, u in parts]
+    if any(b <= a for a, b in zip(ranks, ranks[1:])):
+        return None
+    total = 0.0
+    for v, u in parts:
+        r = _unit_rank(u)
+        total += float(v) * (3600.0, 60.0, 1.0, 1e-3, 1e-6, 1e-9)[r]
+    return total, len(parts) > 1 or ranks[0] <= 1
+
+
+def clock_of_day(text: str) -> float | None:
+    """Seconds since midnight of a time-of-day stamp the line carries without a date: a leading
+    `[12:00:01]`/`12:00:01.123`, or a `Time=07:29:40` field (torch_xla). None when absent."""
+    m = _CLOCK_STAMP.search(text)
+    if m is None:
+        return None
+    h, mi, sec = int(m.group("h")), int(m.group("mi")), float(m.group("s"))
+    if h > 23 or mi > 59 or sec >= 60:
+        return None
+    return h * 3600 + mi * 60 + sec
+
+
+_CLOCK_STAMP = re.compile(
+    r"^\s*\[?(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}(?:[.,]\d+)?)\]?(?=\s)"
+    r"|\b(?:time|timestamp|now|clock)\s*[=:]\s*(?P<h2>\d{2}):(?P<mi2>\d{2}):(?P<s2>\d{2})(?![\d.:])",
+    re.IGNORECASE,
+)
+
+
+WALL = "wall"  # the unit of a duration written as a wall clock (`1m 2s 3ms`, `0:00:01.23`), in seconds
+_SEP_DURATION = re.compile(rf"[:=]\s*['\"]?(?P<dur>{DURATION})['\"]?(?![\w:.])")
+_TIME_WORDS = r"time|elapsed|duration|took|dt|step_time|iter_time|batch_time|wall|wall_time|interval"
+_SPACE_DURATION = re.compile(rf"(?<![\w./])(?P<key>{_TIME_WORDS})\s+(?P<dur>{DURATION})(?![\w:.])", re.IGNORECASE)
+
+
+def _duration_fields(text: str, out: dict[int, "Field"]) -> None:
+    """`key: 1m 2s 3ms`, `time 0:00:01.23`: wall-clock durations (the plain `0.5 s` is read by
+    the generic value pattern). A `time=07:29:40` with a two-digit hour and no fraction is a
+    time of day, not a duration (`clock_of_day` reads it)."""
+    if ":" not in text and "=" not in text and not re.search(r"\d\s?(?:h|m)\b", text):
+        return
+    for m in _SEP_DURATION.finditer(text):
+        k = _KEY_BEFORE.search(text, max(0, m.start() - 80), m.start())
+        if k is not None:
+            _add_duration(out, k.group("key"), m.group("dur"), m.start("dur"))
+    for m in _SPACE_DURATION.finditer(text):
+        _add_duration(out, m.group("key"), m.group("dur"), m.start("dur"))
+
+
+def _add_duration(out: dict[int, "Field"], key: str, dur: str, start: int) -> None:
+    if start in out:
+        return
+    if re.fullmatch(r"\d{2}:\d{2}:\d{2}", dur) and _norm_key(key) in ("time", "timestamp", "now", "clock"):
+        return  # a time of day
+    parsed = parse_duration(dur)
+    if parsed is None:
+        return
+    seconds, wall = parsed
+    if not wall and not re.search(r"\d\s?(?:ms|msecs?|us|µs|μs|ns|secs?|seconds?|s)\s*\Z", dur.strip()):
+        return
+    if wall or len(_DUR_PART_RE.findall(dur)) > 1:
+        out[start] = Field(_norm_key(key), key, seconds, WALL, start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +226,7 @@ def _norm_key(key: str) -> str:
 def fields(text: str) -> list[Field]:
     """Every `key value` pair in `text`, in line order (a position is read once)."""
     out: dict[int, Field] = {}
+    _duration_fields(text, out)
     for m in _SEP_VALUE.finditer(text):
         k = _KEY_BEFORE.search(text, max(0, m.start() - 80), m.start())
         if k is not None and not k.group("key").endswith((".py", ".cc", ".cpp", ".h")):  # `file.py:143:`
@@ -167,9 +277,9 @@ _STEP_TIME_KEYS = {
     "time_step", "time_iter", "sec_step", "s_step", "s_it", "sec_it", "ms_batch", "ms_step", "ms_it",
     "s_batch", "step_time_ms", "step_time_s", "step_time_(ms)", "step_time_(s)", "iter_time_(s)",
     "iter_time_(ms)", "time_(ms)", "time_(s)", "time_ms", "time_s", "dt", "step_duration",
-    "train_step_time", "batch_time_s", "iteration_time_ms", "step_time_sec", "latency",
+    "train_step_time", "batch_time_s", "iteration_time_ms", "step_time_sec", "latency", "duration", "took",
 }  # fmt: skip
-_BARE_TIME_KEYS = ("time", "dt", "seconds", "latency")  # durations of *something*: trusted beside a counter or a rate
+_BARE_TIME_KEYS = ("time", "dt", "seconds", "latency", "duration", "took")  # durations of *something*: trusted beside a counter or a rate
 _RATE_KEYS: dict[str, str] = {
     "ips": "samples/s", "wps": "tokens/s", "tps": "tokens/s", "tokens_per_sec": "tokens/s",
     "tokens_per_second": "tokens/s", "tokens_per_second_per_gpu": "tokens/s", "tok_s": "tokens/s",
@@ -202,6 +312,8 @@ _CUMULATIVE_KEY = re.compile(
 def _time_scale(f: Field) -> float | None:
     """Seconds per unit of a duration field: the value's unit, else the key's, else seconds."""
     unit = (f.unit or "").lower()
+    if unit == WALL:
+        return 1.0
     if unit in TIME_SCALE_S:
         return TIME_SCALE_S[unit]
     if unit and unit not in TIME_SCALE_S:
@@ -257,6 +369,8 @@ class Reading:
     throughput_unit: str | None = None
     total: int | None = None
     explicit_time: bool = False  # the step time is named per step (`step_time`, `52ms/step`), not a bare `time`
+    time_rule: TimeRule | None = None  # which rule read the step time (`extraction.TimeRule`)
+    interval_s: float | None = None  # one logging interval's wall time, its steps not stated
 
 
 def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
@@ -265,6 +379,8 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
     loss = loss_any = None
     step_time = inverse = None
     explicit = False
+    rule: TimeRule | None = None
+    interval = None
     rate = rate_unit = None
     rate_key = ""
     batch = None
@@ -284,6 +400,12 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
             continue
         if (n := _PER_N_KEY.fullmatch(k)) and f.value > 0 and not explicit and (scale := _time_scale(f)) is not None:
             step_time, explicit = f.value * scale / int(n.group(1)), True  # `time_per_100_steps: 12.3`
+            rule = "interval"
+            continue
+        if kind == "interval":
+            # `interval_time: 1m 2s 3ms`, `time_since_last_log: 45.1s`: a logging interval's time
+            if interval is None and f.value > 0 and (scale := _time_scale(f)) is not None:
+                interval = f.value * scale
             continue
         per_step_unit = _PER_STEP_UNIT.fullmatch(unit) is not None
         if per_step_unit or (kind == "time" and not (k == "seconds" and f.unit is not None)):
@@ -291,9 +413,16 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
             # per step replaces a bare `time` read earlier (modded-nanogpt's cumulative
             # `train_time:250140ms` before its `step_avg:43.50ms`).
             named = per_step_unit or k not in _BARE_TIME_KEYS
+            if not named and unit == WALL:
+                # `time: 1m 2s 3ms` under a bare key: a logging interval's wall time (per step when
+                # the lines are one step apart; the tracker divides by the steps between lines)
+                if interval is None and f.value > 0:
+                    interval = f.value
+                continue
             if (step_time is None or (named and not explicit)) and f.value > 0 and (scale := _time_scale(f)) is not None:
                 step_time = f.value * scale
                 explicit = named
+                rule = "per_step_unit" if per_step_unit else ("named_per_step" if named else "bare_time")
             continue
         if f.value > 0 and (kind == "inverse" or unit in _IT_UNITS):
             if (unit in _IT_UNITS or not unit) and inverse is None:
@@ -311,7 +440,7 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
     keys = {f.key for f in fs}
     if "forward_time" in keys and "train_time" in keys:  # ESPnet: `iter_time` is the data iterator's
         step_time = next(f.value for f in fs if f.key == "train_time")
-        explicit = True
+        explicit, rule = True, "named_per_step"
     total = None
     has_bracket = "[" in text or "batches" in text or "(" in text
     if step is None and has_bracket and (m := _NAMED_BRACKET_COUNTER.search(text) or _BRACKET_COUNTER.search(text)):
@@ -323,21 +452,29 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
         v = float(m.group("val"))
         step_time = v * TIME_SCALE_S[m.group("unit").lower()] if v > 0 else None
         explicit = step_time is not None
+        rule = "per_step_unit" if explicit else rule
     if step_time is None and inverse is not None:
-        step_time, explicit = inverse, True
+        step_time, explicit, rule = inverse, True, "inverse_rate"
     if step_time is None and step is not None:
         # llm.c `step 1/74: train loss 4.67 (125.48 ms, 32629 tok/s)`: one unnamed duration
         bare = _BARE_DURATION.findall(text)
         if len(bare) == 1 and float(bare[0][0]) > 0:
             step_time = float(bare[0][0]) * TIME_SCALE_S[bare[0][1].lower()]
+            rule = "unnamed_duration"
+        elif not bare and interval is None and (pd := paren_duration(text)) is not None:
+            # `step 400 | loss 2.3417 (0.52s)`: a duration in parentheses after the loss. Written
+            # as a wall clock (`1m 2s 3ms`, `0:01:02`) it is the interval's since the last line
+            # (the tracker divides it by the steps between lines); a plain `0.52s` is the step's.
+            if pd[1]:
+                interval = pd[0]
+            else:
+                step_time, rule = pd[0], "unnamed_duration"
     if step_time is None and "/s" in text and (m := _BARE_STEP_RATE.search(text)) and float(m.group(1)) > 0:
-        step_time, explicit = 1.0 / float(m.group(1)), True
-    if step_time is None and (m := _PER_N_STEPS.search(text)):
-        # `28.99s/100 iters`, `time for 50 steps: 20.1s`, `100 steps took 51.2 s`: an interval's time
-        g = next(i for i in ("", "2", "3") if m.group(f"val{i}"))
-        val, unit, n = m.group(f"val{g}"), m.group(f"unit{g}"), m.group(f"n{g}")
-        if float(val) > 0 and int(n) > 0:
-            step_time, explicit = float(val) * TIME_SCALE_S[(unit or "s").lower()] / int(n), True
+        step_time, explicit, rule = 1.0 / float(m.group(1)), True, "inverse_rate"
+    if (step_time is None or rule == "bare_time") and (iv := interval_steps(text)) is not None:
+        # `28.99s/100 iters`, `time for the last 50 updates: 1m 2s 3ms`, `100 iters took 51.2 s`,
+        # `12.3s per 100 iterations`: an interval's time over its stated number of steps
+        step_time, explicit, rule, interval = iv[0] / iv[1], True, "interval", None
     if rate is None and "/s" in text and (m := _BARE_RATE.search(text)):
         unit = _rate_unit(Field("", "", float(m.group(1).replace(",", "")), m.group(2), m.start()))
         if unit not in (None, "it/s"):
@@ -346,8 +483,11 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
         # `batch_size: 32 ... samples/s: 64`: the line states both, so a step takes batch / rate
         # (not when either is per device or per micro-batch: the two may count different GPUs)
         if not _PER_DEVICE.search(rate_key + " " + batch_key):
-            step_time = batch / rate
-    return Reading(step, step_time, loss if loss is not None else loss_any, rate, rate_unit, total, explicit)
+            step_time, rule = batch / rate, "batch_over_rate"
+    if step_time is not None:
+        interval = None
+    return Reading(step, step_time, loss if loss is not None else loss_any, rate, rate_unit, total, explicit,
+                   rule if step_time is not None else None, interval)  # fmt: skip
 
 
 _BARE_DURATION = re.compile(rf"[(,|]\s*({NUM})\s?(ms|s|sec|secs)(?=\s*,)")  # listed beside other figures
@@ -388,6 +528,69 @@ _PER_N_STEPS = re.compile(
     rf"|\b(?P<n3>\d+)\s+{_STEP_WORDS}\s+(?:took|in)\s+(?P<val3>{NUM})\s?(?P<unit3>{_TIME_UNIT})(?![\w/])",
     re.IGNORECASE,
 )
+_DUR_OR_NUM = rf"(?P<dur>{DURATION}|{NUM})"
+_STEP_NOUNS = r"(?:steps?|its|iters?|iterations?|batch(?:es)?|updates?|optimi[sz]er steps?)"
+_LAST = r"(?:the\s+)?(?:last\s+|past\s+|previous\s+|prev\s+)?"
+# Phrases that give an interval's time and its length in steps, whatever the duration's spelling.
+_INTERVAL_PHRASES = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        # `28.99s/100 iters`, `1m 2s / 50 steps`
+        rf"(?<![\w.])(?P<dur>{DURATION})\s?/\s?(?P<n>\d+)\s?{_STEP_NOUNS}\b",
+        # `time for the last 100 updates: 1m 2s 3ms`, `time per 50 iterations = 20.1`, `took for 10 steps 3.2s`
+        rf"\b(?:time|took|elapsed|duration|wall(?:\s?time)?)\s+(?:for|per|of|over|in)\s+{_LAST}(?P<n>\d+)\s+{_STEP_NOUNS}"
+        rf"\s*[:=]?\s*{_DUR_OR_NUM}(?![\w/:.])",
+        # `100 iters took 51.2 s`, `50 steps in 0:00:20.5`
+        rf"\b(?P<n>\d+)\s+{_STEP_NOUNS}\s+(?:took|in|done in|completed in)\s+(?P<dur>{DURATION})(?![\w/:.])",
+        # `12.3s per 100 iterations`, `1m 2s for the last 100 updates`, `4.2 s every 50 steps`
+        rf"(?<![\w.])(?P<dur>{DURATION})\s+(?:per|for|every|over|in)\s+{_LAST}(?P<n>\d+)\s+{_STEP_NOUNS}\b",
+        # `[100 iters: 45.1s]`, `(last 50 steps: 1m 2s)`
+        rf"\b(?:last\s+)?(?P<n>\d+)\s+{_STEP_NOUNS}\s*[:=]\s*(?P<dur>{DURATION})(?![\w/:.])",
+    )
+)
+
+
+def interval_steps(text: str) -> tuple[float, int] | None:
+    """(seconds, steps) of an interval the line names with its length: `28.9s/100 iters`, `time
+    for the last 100 updates: 1m 2s 3ms`, `100 iters took 51.2 s`, `12.3s per 100 iterations`.
+    A number without a unit is seconds only after a `time ... N steps:` phrase."""
+    low = text.lower()
+    if not any(w in low for w in ("step", "it", "batch", "update")):
+        return None
+    for rx in _INTERVAL_PHRASES:
+        m = rx.search(text)
+        if m is None:
+            continue
+        n = int(m.group("n"))
+        dur = m.group("dur")
+        parsed = parse_duration(dur)
+        if parsed is None:
+            try:
+                parsed = (float(dur), False)  # a bare number after `time for N steps:`: seconds
+            except ValueError:
+                continue
+        if n > 0 and parsed[0] > 0:
+            return parsed[0], n
+    return None
+
+
+_PAREN_DURATION = re.compile(
+    rf"\bloss\b\s*[:=]?\s*{NUM}\s*\(\s*(?P<dur>{DURATION})\s*\)", re.IGNORECASE
+)
+
+
+def paren_duration(text: str) -> tuple[float, bool] | None:
+    """A duration in parentheses right after the loss (`loss 2.3417 (0.52s)`, `loss: 2.31
+    (1m 2s 3ms)`): (seconds, written as a wall clock)."""
+    if "(" not in text:
+        return None
+    m = _PAREN_DURATION.search(text)
+    if m is None:
+        return None
+    parsed = parse_duration(m.group("dur"))
+    return parsed if parsed is not None and parsed[0] > 0 else None
+
+
 _PER_N_KEY = re.compile(
     r"(?:time|secs?|seconds|s|ms)_(?:per|for)_(\d+)_(?:steps|iters|iterations|batches)(?:_\(?(?:ms|s|sec)\)?)?"
 )
@@ -408,6 +611,8 @@ def _key_kind(key: str) -> tuple[str, str]:
         return "loss", k
     if k.endswith("loss") and not k.startswith("loss_"):
         return "loss_any", k
+    if _INTERVAL_KEY.search(k):
+        return "interval", k  # a logging interval's wall time (`interval_time`, `time_since_last_log`)
     if _per_step_key(k) or (k in _STEP_TIME_KEYS and k != "time"):
         return "time", k  # named per step (before the cumulative test: `elapsed_time_per_iteration`)
     if _CUMULATIVE_KEY.search(k):
@@ -421,16 +626,23 @@ def _key_kind(key: str) -> tuple[str, str]:
     return "other", k
 
 
+_INTERVAL_KEY = re.compile(
+    r"^(?:(?:log_?)?interval|window|period)_(?:time|duration|wall_?time|elapsed)"
+    r"|^(?:time|elapsed|duration|wall_?time)_(?:since_last(?:_log)?|(?:of|for|per)_(?:the_)?(?:last_)?(?:log_)?interval)"
+    r"|^(?:time|elapsed)_since_last"
+)
+
+
 def _per_step_key(key: str) -> bool:
     """`time_per_step_ms`, `iter_time_(s)`, `step_time_s` ...: a duration named per step."""
     return _PER_STEP_KEY.fullmatch(key) is not None
 
 
-_KEY_UNIT = r"(?:_\(?(?:ms|s|sec)\)?)?"
+_KEY_UNIT = r"(?:_\(?(?:ms|s|sec)\)?|\((?:ms|s|sec)\))?"
 # `step_time`, `iter_time_(ms)`, `time/batch` (char-rnn), `time_per_iter`, modded-nanogpt's
 # `step_avg` and `avg_step_time`: a duration per step, or a running mean of one.
 _PER_STEP_KEY = re.compile(
-    rf"(?:avg_|mean_)?(?:step|iter|itr|iteration|batch)_?time(?:_avg|_mean)?{_KEY_UNIT}"
+    rf"(?:avg_|mean_)?(?:step|iter|itr|iteration|batch|b|it)_?(?:time|duration)(?:_avg|_mean)?{_KEY_UNIT}"
     rf"|(?:step|iter|itr|iteration|batch)_(?:avg|mean){_KEY_UNIT}"
     rf"|time_(?:per_)?(?:step|it|itr|iter|iteration|batch){_KEY_UNIT}"
 )
@@ -525,12 +737,13 @@ def key_fields(text: str) -> Extraction | None:
     if not any(h in low for h in _METRIC_HINTS):
         return None  # no metric word or unit at all (most noise lines): skip the tokenizer
     r = read_fields(text)  # (`regex_extract` has already refused evaluation lines)
-    if r.step_time_s is None and r.loss is None and r.throughput is None:
+    if r.step_time_s is None and r.loss is None and r.throughput is None and r.interval_s is None:
         return None
     if r.step is None and not (r.step_time_s is not None and (r.explicit_time or r.throughput is not None)):
         if not (r.loss is not None and _TRAIN_LOSS_KEY.search(text)):
             return None  # no counter: only a time named per step is trusted (prose says "time 3 s")
-    return Extraction(_framework(text), r.step, r.step_time_s, r.loss, r.throughput, r.throughput_unit, r.total)
+    return Extraction(_framework(text), r.step, r.step_time_s, r.loss, r.throughput, r.throughput_unit, r.total,
+                      r.time_rule, r.interval_s if r.step is not None else None)  # fmt: skip
 
 
 _KERAS = re.compile(
@@ -561,7 +774,8 @@ def keras(text: str) -> Extraction | None:
             break
     if st is None and loss is None and rate is None:
         return None
-    return Extraction("keras", int(m.group("n")), st, loss, rate, "samples/s" if rate else None, int(m.group("total")))
+    return Extraction("keras", int(m.group("n")), st, loss, rate, "samples/s" if rate else None, int(m.group("total")),
+                      "per_step_unit" if st is not None else None)  # fmt: skip
 
 
 _TIMM = re.compile(
@@ -580,6 +794,7 @@ def timm(text: str) -> Extraction | None:
     return Extraction(
         "timm", int(m.group("n")), t if t > 0 else None, float(m.group("loss")),
         r if r > 0 else None, "samples/s" if r > 0 else None, int(m.group("total")),
+        "bare_time" if t > 0 else None,
     )  # fmt: skip
 
 

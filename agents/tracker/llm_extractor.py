@@ -283,6 +283,7 @@ def _extraction(values: dict[str, float], unit: str | None, framework: str) -> E
         loss=values.get("loss"),
         throughput=values.get("throughput"),
         throughput_unit=unit if values.get("throughput") is not None else None,
+        time_rule="llm" if values.get("step_time_s") is not None else None,
     )
     return ex if (ex.has_metric or ex.step is not None) else None
 

@@ -29,11 +29,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from schedmate.embeddings.logtext import normalise_line, strip_ansi
 
-from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction
+from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction, TimeRule
 from schedmate.agents.tracker.formats import is_eval_line, keras, key_fields, read_fields, timm
 
 
@@ -96,6 +97,7 @@ def megatron(text: str) -> Extraction | None:
             loss=_num(loss.group(1)) if loss else None,
             throughput=rate,
             throughput_unit=unit if rate is not None else None,
+            time_rule="named_per_step" if ms is not None else None,
         )
     )
 
@@ -153,7 +155,7 @@ def hf_trainer(text: str) -> Extraction | None:
             rate = _pos(value)
             return _clean(Extraction("hf_trainer", throughput=rate, throughput_unit="samples/s" if rate else None))
         rate = _pos(value)
-        return _clean(Extraction("hf_trainer", step_time_s=1.0 / rate if rate else None))
+        return _clean(Extraction("hf_trainer", step_time_s=1.0 / rate if rate else None, time_rule="inverse_rate" if rate else None))
     pairs = dict(_HF_PAIR.findall(text))
     loss = _num(pairs.get("loss")) if "loss" in pairs else _num(pairs.get("train_loss"))
     steps_per_s = _pos(pairs.get("train_steps_per_second"))
@@ -167,6 +169,7 @@ def hf_trainer(text: str) -> Extraction | None:
             loss=loss,
             throughput=rate,
             throughput_unit=unit,
+            time_rule="inverse_rate" if steps_per_s else None,
         )
     )
 
@@ -200,8 +203,11 @@ def tqdm_bar(text: str) -> Extraction | None:
         return None
     rate = _pos(m.group("rate"))
     step_time = None
+    rule: TimeRule | None = None
     if rate is not None:
+        # `2.83s/it` is a time per step, `3.9it/s` a rate: never the one read as the other
         step_time = rate if per_step_time else 1.0 / rate
+        rule = "per_step_unit" if per_step_time else "inverse_rate"
     postfix = text[m.end() :]
     # the postfix may name the step time itself (NeMo's `train_step_timing in s=0.51`): the
     # trainer's own timer beats the bar's rate, which also times data loading and logging
@@ -211,7 +217,7 @@ def tqdm_bar(text: str) -> Extraction | None:
     if loss is None:  # torchtune writes it in the description: `1|100|Loss: 1.2345: 10%|█| ..`
         loss = read_fields(text[: m.start()]).loss
     if named.step_time_s is not None and _NAMED_STEP_TIME.search(postfix):
-        step_time = named.step_time_s
+        step_time, rule = named.step_time_s, named.time_rule
     framework = "lightning" if re.match(r"\s*Epoch \d+", text) else "tqdm"
     if "train_step_timing" in postfix or "reduced_train_loss" in postfix:
         framework = "nemo"
@@ -224,6 +230,7 @@ def tqdm_bar(text: str) -> Extraction | None:
             throughput=None if per_step_time or rate is None else rate,
             throughput_unit=None if per_step_time or rate is None else "it/s",
             total=_int(m.group("total")),
+            time_rule=rule if step_time is not None else None,
         )
     )
 
@@ -303,15 +310,19 @@ def key_value(text: str) -> Extraction | None:
             loss = _num(m.group(2))
             break
     step_time = None
+    rule: TimeRule | None = None
     if m := _KV_PER_STEP.search(text):
         v = _pos(m.group("v"))
         step_time = v * TIME_SCALE_S[m.group("unit").lower()] if v is not None else None
+        rule = "per_step_unit"
     else:
         for m in _KV_TIME.finditer(text):
             v = _pos(m.group("v"))
             if v is not None:
                 unit = (m.group("kunit") or m.group("unit") or "s").lower()  # unitless: seconds
                 step_time = v * TIME_SCALE_S[unit]
+                named = re.match(r"(?:step|iter|batch|time[_ ]?per|time/)", m.group(0), re.IGNORECASE)
+                rule = "named_per_step" if named else "bare_time"
                 break
     rate, rate_unit = None, None
     if m := _KV_RATE.search(text):
@@ -327,6 +338,7 @@ def key_value(text: str) -> Extraction | None:
         loss=loss,
         throughput=rate,
         throughput_unit=rate_unit if rate is not None else None,
+        time_rule=rule if step_time is not None else None,
     )
     return ex if ex.has_metric else None
 
@@ -369,6 +381,8 @@ def regex_extract(text: str, extractors: Sequence[tuple[str, Extractor]] = DEFAU
             best = ex
             if _fields(best) == 4:
                 break  # nothing reads more (and later extractors are the slow generic ones)
+    if best is not None and best.step_time_s is not None and best.time_rule is None:
+        best = replace(best, time_rule="framework")
     return best
 
 
