@@ -608,7 +608,9 @@ def test_sizes_from_width_and_depth_in_a_model_config_json(tmp_path: Path) -> No
     })
     _check(extract_static(repo, "torchrun --nproc_per_node 8 pretrain.py --model_config configs/llama_300m.json").fields,
            {"task_type": "lm-pretraining", "dataset": "fineweb-edu", "iterations": 20000, "iteration_type": "steps",
-            "batch_size": 16, "learning_rate": 6e-4, "num_workers": 4, "model_size_b": 0.335})
+            "batch_size": 16, "learning_rate": 6e-4, "num_workers": 4,
+            # 24 x (4h^2 + 3 x h x 2816 gated) + untied 32000 x h x 2 = 0.374B (12Lh^2 + vh gave 0.335)
+            "model_size_b": 0.374})
 
 
 def test_diffusion_unconditional_and_dgl_graph_tasks(tmp_path: Path) -> None:

@@ -242,3 +242,44 @@ def loader_without_workers(tree: Any, text: str) -> str | None:
             continue
         return " ".join(lines[node.lineno - 1].split())[:200]
     return None
+
+
+def _is_configurable(dec: ast.expr) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    name = ast.unparse(target)
+    return name in ("gin.configurable", "configurable", "gin.register") or name.endswith(".gin.configurable")
+
+
+def configurable_defaults(tree: Any, text: str) -> dict[str, tuple[Any, str]]:
+    """Keyword defaults of `@gin.configurable` functions and classes (`def train(batch_size=32)` ->
+    `train.batch_size`: 32; a class's `__init__`), the values gin uses where no file binds them; a
+    `@gin.configurable('name')` registers under that name."""
+    out: dict[str, tuple[Any, str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            continue
+        decs = [d for d in node.decorator_list if _is_configurable(d)]
+        if not decs:
+            continue
+        name = node.name
+        dec = decs[0]
+        if isinstance(dec, ast.Call) and dec.args and isinstance(dec.args[0], ast.Constant) and isinstance(
+                dec.args[0].value, str):
+            name = dec.args[0].value
+        fn = node if isinstance(node, ast.FunctionDef) else next(
+            (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+        if fn is None:
+            continue
+        args = fn.args
+        pos = args.posonlyargs + args.args
+        pairs = list(zip(pos[len(pos) - len(args.defaults):], args.defaults)) + [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for arg, default in pairs:
+            try:
+                value = ast.literal_eval(default)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            if value is None:
+                continue
+            out[f"{name}.{arg.arg}"] = (value, f"def {name}(... {arg.arg}={ast.unparse(default)})"[:200])
+    return out

@@ -14,14 +14,18 @@ interpolations (`${...}`) stay as strings.
 
 from __future__ import annotations
 
+import ast
 import json
+import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["Leaf", "compose_hydra", "flatten", "load_config_chain", "load_structured", "parse_override_value"]
+__all__ = ["Leaf", "compose_hydra", "flatten", "load_config_chain", "load_gin", "load_structured", "parse_gin",
+           "parse_override_value"]
 
 Leaf = tuple[Any, str, str]  # value, file, snippet
 BASE_KEYS = ("base", "_base_", "_BASE_", "__base__", "base_config", "inherit", "extends")
@@ -262,3 +266,80 @@ def compose_hydra(
         leaf = (parse_override_value(raw), "<command>", f"{key}={raw}")
         cli[key] = leaf
     return merged, files, cli
+
+
+# ------------------------------------------------------------------------------------------------ gin
+
+_GIN_BINDING = re.compile(r"^\s*([A-Za-z_][\w./]*)\s*=\s*(.+?)\s*$")
+_GIN_INCLUDE = re.compile(r"""^\s*include\s+['"]([^'"]+)['"]""")
+
+
+def _gin_value(raw: str, macros: dict[str, Any]) -> Any:
+    """A gin literal (Python syntax), a `%MACRO` reference, or a `@configurable` reference kept as its name."""
+    raw = raw.strip()
+    if raw.startswith("%"):
+        return macros.get(raw[1:], raw)
+    if raw.startswith("@"):
+        return raw[1:].removesuffix("()").rsplit("/", 1)[-1]
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def _gin_logical_lines(text: str) -> list[str]:
+    """Bindings with their continuation lines joined (a list or dict over several lines), comments dropped."""
+    out: list[str] = []
+    depth = 0
+    for line in text.splitlines():
+        code = re.sub(r"\s+#.*$|^\s*#.*$", "", line)
+        if not code.strip():
+            continue
+        if depth > 0 and out:
+            out[-1] += " " + code.strip()
+        else:
+            out.append(code)
+        depth = max(0, depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"))
+    return out
+
+
+def parse_gin(text: str, rel: str, macros: dict[str, Any] | None = None) -> dict[str, Leaf]:
+    """Gin bindings (`train.batch_size = 64`, `scope/Model.num_layers = 12`, macros `STEPS = 10_000` and
+    `%STEPS`) as dotted keys; `include`/`import` lines are not followed here (see `load_gin`)."""
+    macros = macros if macros is not None else {}
+    out: dict[str, Leaf] = {}
+    for line in _gin_logical_lines(text):
+        if _GIN_INCLUDE.match(line) or re.match(r"^\s*(?:import|from)\s", line):
+            continue
+        m = _GIN_BINDING.match(line)
+        if m is None:
+            continue
+        key, raw = m.group(1), m.group(2)
+        value = _gin_value(raw, macros)
+        if "." not in key and "/" not in key:  # a macro
+            macros[key] = value
+        out[key.replace("/", ".")] = (value, rel, line.strip()[:200])
+    return out
+
+
+def load_gin(repo: Path, rel: str, macros: dict[str, Any] | None = None, _depth: int = 0) -> tuple[dict[str, Leaf], list[str]]:
+    """A gin file with the files it `include`s first (later bindings win), and the files read."""
+    macros = macros if macros is not None else {}
+    try:
+        text = (repo / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}, []
+    merged: dict[str, Leaf] = {}
+    files: list[str] = []
+    if _depth < MAX_CHAIN:
+        for line in text.splitlines():
+            m = _GIN_INCLUDE.match(line)
+            if m:
+                target = next((c for c in (m.group(1), str(Path(rel).parent / m.group(1)))
+                               if (repo / c).is_file()), None)
+                if target is not None:
+                    sub, used = load_gin(repo, os.path.normpath(target), macros, _depth + 1)
+                    merged.update(sub)
+                    files += used
+    merged.update(parse_gin(text, rel, macros))
+    return merged, [*files, rel]

@@ -25,7 +25,7 @@ __all__ = [
     "HF_TRAINING_ARGS", "TASK_ALIASES", "TASK_CUES", "TOTAL_BATCH",
     "DATASET_TRAIN_SIZES", "WORD_VOCAB", "canonical_dataset", "canonical_model", "find_model", "is_model_name",
     "model_size_b",
-    "recurrent_lm_size", "size_from_dims",
+    "recurrent_lm_size", "size_from_dims", "llama_ffn", "checkpoint_size_b", "CHECKPOINT_SIZES_B",
     "size_from_name",
 ]
 
@@ -142,6 +142,11 @@ MODEL_FAMILIES: dict[str, str] = {
     "gpt-neox": rf"gpt-?neox(?:-{_SIZE})?",
     "gpt-j": rf"gpt-?j(?:-{_SIZE})?",
     "pythia": rf"pythia-{_SIZE}{_VARIANT}",
+    "gpt-neo": rf"gpt-?neo-{_SIZE}",
+    "smollm": rf"smol-?lm-?\d?-{_SIZE}{_VARIANT}",
+    "olmo": rf"olmo(?:-?\d)?-{_SIZE}{_VARIANT}",
+    "deepseek": rf"deepseek(?:-llm|-coder|-math)?(?:-v\d(?:\.\d)?)?(?:-lite)?-{_SIZE}{_VARIANT}",
+    "stablelm": rf"stablelm(?:-\d|-zephyr|-base-alpha|-tuned-alpha)*-{_SIZE}{_VARIANT}",
     "opt": rf"opt-{_SIZE}{_VARIANT}",
     "bloom": rf"bloomz?(?:-{_SIZE})?{_VARIANT}",
     "starcoder": rf"starcoder(?:-?\d)?(?:-{_SIZE})?",
@@ -366,9 +371,37 @@ def size_from_name(raw: str) -> float | None:
     return num if m.group(3).lower() == "b" else num / 1000.0
 
 
-def size_from_dims(n_layer: int, d_model: int, vocab: int | None = None) -> float:
-    """Parameters (billions) of a decoder/encoder stack: ~12*L*h^2 (attention + 4h MLP) + vocab*h."""
-    return (12 * n_layer * d_model * d_model + (vocab or 0) * d_model) / 1e9
+def size_from_dims(n_layer: int, d_model: int, vocab: int | None = None, *, ffn: int | None = None,
+                   heads: int | None = None, kv_heads: int | None = None, gated: bool = False, tied: bool = True,
+                   decoder_layers: int = 0) -> float:
+    """Parameters (billions) of a transformer stack from its configuration (biases and norms ignored, <1%):
+
+    * attention per layer: q and o projections h*h each, k and v h*(h*kv_heads/heads) each (grouped-query
+      attention; = 4h^2 with plain multi-head attention);
+    * MLP per layer: 2*h*ffn, or 3*h*ffn when gated (SwiGLU/GeGLU: Llama, Mistral, Qwen, Gemma); ffn = 4h
+      when not stated (GPT-2, BERT, Megatron default) -- with neither, ~12*L*h^2 as in Kaplan et al. 2020;
+    * embeddings vocab*h, twice when the output head is not tied to them (Llama-2/3 8B+, Mistral);
+    * `decoder_layers` (encoder-decoder, T5/BART/Transformer NMT): each decoder layer adds cross-attention
+      (another 4h^2) to a layer of the same shape; `n_layer` is then the encoder's depth.
+    """
+    h = d_model
+    f = ffn or 4 * h
+    kv = h * kv_heads / heads if heads and kv_heads and 0 < kv_heads <= heads else h
+    attn = 2 * h * h + 2 * h * kv
+    mlp = (3 if gated else 2) * h * f
+    layer = attn + mlp
+    body = n_layer * layer + decoder_layers * (layer + 4 * h * h)
+    emb = (vocab or 0) * h * (1 if tied else 2)
+    return (body + emb) / 1e9
+
+
+def llama_ffn(d_model: int, multiple_of: int, ffn_dim_multiplier: float | None = None) -> int:
+    """The hidden width Meta's Llama reference code (and torchtitan) derives when none is stated:
+    int(2 * 4h / 3), times `ffn_dim_multiplier`, rounded up to `multiple_of` (Llama-3-8B: 14336)."""
+    hidden = int(2 * 4 * d_model / 3)
+    if ffn_dim_multiplier:
+        hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
 # training examples of public datasets (standard train split), to tell which of two stated limits binds
@@ -403,8 +436,50 @@ def recurrent_lm_size(kind: str, vocab: int, emsize: int, nhid: int, nlayers: in
     return (emb + body + dec) / 1e9
 
 
+# exact parameter counts (billions) of public hub checkpoints whose rounded name is more than a few
+# percent off (embedding-heavy small models, mixtures of experts, untied heads); read from each model card /
+# `config.json` arithmetic (e.g. Gemma-7B: 28 layers, d 3072, FFN 24576 gated, vocab 256000 -> 8.54B;
+# Mixtral-8x7B: experts share attention -> 46.7B, not 56B). Keys in the extractor's canonical form.
+CHECKPOINT_SIZES_B: dict[str, float] = {
+    "llama-7b": 6.74, "llama-13b": 13.0, "llama-2-7b": 6.74, "llama-2-13b": 13.0, "llama-2-70b": 69.0,
+    "codellama-7b": 6.74, "llama-3-8b": 8.03, "llama-3-70b": 70.6, "llama-3.1-8b": 8.03, "llama-3.1-70b": 70.6,
+    "llama-3.1-405b": 406.0, "llama-3.2-1b": 1.24, "llama-3.2-3b": 3.21, "llama-3.3-70b": 70.6,
+    "tinyllama-1.1b": 1.10, "mistral-7b": 7.24, "mixtral-8x7b": 46.7, "mixtral-8x22b": 141.0,
+    "gemma-2b": 2.51, "gemma-7b": 8.54, "gemma-2-2b": 2.61, "gemma-2-9b": 9.24, "gemma-2-27b": 27.2,
+    "gemma-3-1b": 1.0, "gemma-3-4b": 4.30, "gemma-3-12b": 12.2, "gemma-3-27b": 27.4,
+    "qwen-2-0.5b": 0.494, "qwen-2-1.5b": 1.54, "qwen-2-7b": 7.62, "qwen-2.5-0.5b": 0.494, "qwen-2.5-1.5b": 1.54,
+    "qwen-2.5-3b": 3.09, "qwen-2.5-7b": 7.62, "qwen-2.5-14b": 14.8, "qwen-2.5-32b": 32.8, "qwen-2.5-72b": 72.7,
+    "qwen-3-0.6b": 0.596, "qwen-3-1.7b": 1.72, "qwen-3-4b": 4.02, "qwen-3-8b": 8.19, "qwen-3-14b": 14.8,
+    "phi-1": 1.42, "phi-1.5": 1.42, "phi-2": 2.78, "phi-3-mini": 3.82, "phi-3.5-mini": 3.82, "phi-3-small": 7.39,
+    "phi-3-medium": 14.0, "phi-4": 14.7,
+    "falcon-7b": 6.92, "falcon-40b": 41.8, "gpt-j-6b": 6.05, "gpt-neox-20b": 20.6, "opt-350m": 0.331,
+    "bloom-560m": 0.559, "bloom-1b1": 1.07, "bloom-7b1": 7.07, "olmo-7b": 6.89, "deepseek-llm-7b": 6.91,
+    "smollm-2-135m": 0.135, "smollm-2-360m": 0.362, "smollm-2-1.7b": 1.71,
+}
+_CKPT_SUFFIX = re.compile(r"-(?:hf|base|instruct|chat|it|v\d+(?:\.\d+)?|\d+k(?:-instruct)?|deduped|pt|sft|dpo)$")
+
+
+def checkpoint_size_b(canonical: str) -> tuple[float, str] | None:
+    """(exact size, key) of a public checkpoint named `canonical` ('llama-3.2-1b-instruct' -> 1.24), its
+    release and fine-tune suffixes dropped; None for a name the table does not hold."""
+    name = re.sub(r"^meta-", "", canonical.lower())
+    name = re.sub(r"^(qwen|gemma|phi|llama)(\d)", r"\1-\2", name)  # qwen2.5-7b / qwen-2.5-7b
+    for _ in range(4):
+        if name in CHECKPOINT_SIZES_B:
+            return CHECKPOINT_SIZES_B[name], name
+        shorter = _CKPT_SUFFIX.sub("", name)
+        if shorter == name:
+            break
+        name = shorter
+    return None
+
+
 def model_size_b(canonical: str, raw: str | None = None) -> tuple[float, str] | None:
-    """(size, why) from a model's name: a number written in it, else the public size of a named variant."""
+    """(size, why) from a model's name: the exact count of a public checkpoint, else a number written in it,
+    else the public size of a named variant."""
+    exact = checkpoint_size_b(canonical)
+    if exact is not None:
+        return exact[0], f"size written in {canonical!r} (public count of {exact[1]}: {exact[0]}B)"
     for text in (raw, canonical):
         if text:
             v = size_from_name(text)

@@ -74,6 +74,7 @@ from schedmate.agents.advisor.facts import (
 from schedmate.agents.advisor.knowledge import (
     DATASET_TRAIN_SIZES, FIELD_KEYS, HF_TRAINING_ARGS, LIBRARY_DEFAULTS, PER_DEVICE_BATCH, TASK_ALIASES, TASK_CUES,
     TOTAL_BATCH, WORD_VOCAB, canonical_model, family_vocab, model_size_b, recurrent_lm_size, size_from_dims, size_from_name,
+    llama_ffn,
 )
 from schedmate.agents.advisor.launch import Launch, parse_launch
 from schedmate.agents.advisor.names import dataset_name, find_known_model, generic_name, known_dataset
@@ -92,6 +93,8 @@ _CONFIG_OPTS = {"config", "cfg", "config_file", "config_path", "conf", "c", "con
                 "configs", "config_json", "train_config", "hyp", "hparams_file"}
 _TOKENIZER = re.compile(r"tokeni[sz]er|vocab|merges?[._-]|merge_file", re.I)
 _OVERRIDE_OPTS = {"opts", "cfg_options", "override", "overrides", "set", "options", "opt"}
+_GIN_FILE_OPTS = {"gin_file", "gin_files", "gin_config", "gin_configs", "gin_config_file"}
+_GIN_BINDING_OPTS = {"gin_bindings", "gin_binding", "gin_param", "gin_params", "gin_parameters"}
 _HYDRA_OPTS = {"config_name": "name", "cn": "name", "config_path": "path", "cp": "path", "config_dir": "dir",
                "cd": "dir"}
 _DS_OPTIMIZER_LR = re.compile(r"(?:^|\.)optimizer\.params\.lr$")
@@ -338,6 +341,9 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
                 facts.append(Fact(k, lit.value, rel, lit.snippet, "dataclass_default"))
         for key, lit in codefacts.attribute_defaults(tree, text).items():
             facts.append(Fact(key, lit[0], rel, lit[1], "dataclass_default"))
+        if "configurable" in text:
+            for key, lit in codefacts.configurable_defaults(tree, text).items():
+                facts.append(Fact(key, lit[0], rel, lit[1], "dataclass_default"))
         configurator = rel == launch.entry and codefacts.CONFIGURATOR.search(text) is not None
         for name, lit in pys.module_constants(tree, text, launch.env).items():
             if rel == launch.entry and not name.isupper() and not configurator and not _script_style(tree):
@@ -411,10 +417,24 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
     py_configs: list[str] = []
     fn_configs: list[tuple[str, str, str | None]] = []  # (option, file, argument) of `get_config(arg)` files
     hydra_cli: dict[str, str] = {}
+    gin_files: list[str] = []
+    gin_bindings: list[str] = []
     for dest, raw, snippet in options:
         low = dest.lower().replace("-", "_")
-        if low in _HYDRA_OPTS and isinstance(raw, str):
-            hydra_cli[_HYDRA_OPTS[low]] = raw
+        if low in _HYDRA_OPTS and isinstance(raw, str) and not (
+                hydra is None and raw.endswith(CONFIG_EXT) and codefacts.find_config_file(repo, raw)):
+            hydra_cli[_HYDRA_OPTS[low]] = raw  # (HF's `--config_name x.json` without @hydra.main is a model config)
+            continue
+        if isinstance(raw, str) and (low in _GIN_FILE_OPTS or raw.endswith(".gin")):
+            found = codefacts.find_config_file(repo, raw)
+            if found is not None:
+                gin_files.append(found)
+                continue
+        if isinstance(raw, str) and low in _GIN_BINDING_OPTS:  # --gin_bindings='train.lr = 0.1'
+            gin_bindings.append(raw)
+            continue
+        if low.startswith("gin.") and len(low) > 4:  # t5x: --gin.TRAIN_STEPS=1000, --gin.train.batch_size=64
+            gin_bindings.append(f"{dest[4:]} = {raw}")
             continue
         spec = specs.get(snippet.split("=")[0].split(" ")[0])
         value = _typed(spec, raw)
@@ -438,6 +458,8 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             continue
         if pos.endswith(CONFIG_EXT) and (repo / pos).is_file():
             config_files.append(pos)
+        elif pos.endswith(".gin") and (repo / pos).is_file():
+            gin_files.append(pos)
         elif pos.endswith(".py") and pos != launch.entry and (repo / pos).is_file():
             py_configs.append(pos)  # nanoGPT `train.py config/x.py`, mmengine `tools/train.py configs/x.py`
         elif find_known_model(pos) and not pos.startswith("-"):
@@ -510,6 +532,15 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         kind = "cli" if rel.endswith(".json") and uses_hf else "config"
         for key, (value, src, snip) in merged.items():
             facts.append(Fact(key, value, src, snip, kind))
+    macros: dict[str, Any] = {}
+    for rel in gin_files:  # gin: files in order (each after its includes), then command-line bindings
+        merged, used = cfgs.load_gin(repo, rel, macros)
+        files += used
+        for key, (value, src, snip) in merged.items():
+            facts.append(Fact(key, value, src, snip, "config"))
+    for binding in gin_bindings:
+        for key, (value, _src, snip) in cfgs.parse_gin(binding.replace(";", "\n"), src_cli, macros).items():
+            facts.append(Fact(key, value, src_cli, snip, "cli"))
     for ov in overrides:
         key, _, raw = ov.partition("=")
         key = key.lstrip("+~")
@@ -919,7 +950,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         named = model_size_b(canon, raw)
     dims = _dims(eff, fields["model_name"])
     hinted = "model_name" in evidence and evidence["model_name"].kind.startswith("name:")
-    if hinted and dims is not None and " + " in dims[1] and named is not None:
+    if hinted and dims is not None and (" + " in dims[1] or " vocab=" in dims[1]) and named is not None:
         named = None  # a size in a run or file name (mpt-1b) is rounded; dimensions with the vocabulary are exact
     if fields["model_size_b"] is None and named is not None and named[1].startswith("size written"):
         fields["model_size_b"] = named[0]
@@ -1006,9 +1037,79 @@ def _dims(eff: dict[str, Fact], model_name: str | None = None) -> tuple[float, s
         vocab = None  # a class default (nanoGPT's 50304) is often replaced at run time (a char-level vocab)
     if fv is None and model_name:
         vocab = family_vocab(model_name)  # no vocabulary stated: the named family's tokenizer
-    size = size_from_dims(L, h, vocab)
-    why = f"12*{L}*{h}^2" + (f" + {vocab}*{h}" if vocab else "") + f" = {size:.3g}B"
+    arch = _arch_extras(eff, fh, h, model_name)
+    size = size_from_dims(L, h, vocab, **arch)
+    if not arch:
+        why = f"12*{L}*{h}^2" + (f" + {vocab}*{h}" if vocab else "") + f" = {size:.3g}B"
+    else:
+        why = (f"L={L} h={h}" + "".join(f" {k}={v}" for k, v in arch.items()) + (f" vocab={vocab}" if vocab else "")
+               + f" = {size:.3g}B")
     return size, why, fh.source
+
+
+# architecture keys beyond depth and width, by normalised leaf (HF config.json, Megatron flags, Meta/torchtitan
+# ModelArgs, nanotron/llm-foundry YAML, fairseq/T5)
+_FFN_KEYS = ("intermediate_size", "ffn_hidden_size", "ffn_dim", "d_ff", "dim_feedforward", "n_inner", "mlp_dim",
+             "ffn_embed_dim", "encoder_ffn_embed_dim", "ffn_size", "mlp_hidden_dim", "hidden_dim")
+_HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads", "nhead")
+_KV_KEYS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "num_query_groups", "n_kv_head", "kv_heads")
+_TIE_KEYS = ("tie_word_embeddings", "tie_embeddings", "tied_embeddings", "weight_tying", "share_embeddings",
+             "tie_embedding", "share_decoder_input_output_embed", "share_all_embeddings")
+_UNTIE_KEYS = ("untie_embeddings_and_output_weights",)
+_ACT_KEYS = ("hidden_act", "activation", "activation_function", "ffn_act", "mlp_type", "ffn_type", "act_fn",
+             "hidden_activation", "feed_forward_proj", "mlp_activation", "swiglu", "gated_linear_unit", "glu")
+_DEC_KEYS = ("num_decoder_layers", "decoder_layers", "n_decoder_layers", "dec_layers")
+_GATED_ACT = re.compile(r"silu|swi-?glu|ge-?glu|gated|reglu|swish", re.I)
+_GATED_FAMILIES = re.compile(r"^(?:code|tiny)?llama|^mi[sx]tral|^qwen|^gemma|^olmo|^deepseek|^smollm|^phi-3|^phi-4")
+
+
+def _arch_extras(eff: dict[str, Fact], width: Fact, h: int, model_name: str | None) -> dict[str, Any]:
+    """FFN width, heads and key/value heads, gating, tied embeddings and decoder depth stated in the same
+    section as the width (keys of another tower or sub-module are skipped); {} when none is stated."""
+    parent = width.key.rpartition(".")[0]
+
+    def stated(leaves: tuple[str, ...]) -> Fact | None:
+        best = None
+        for f in eff.values():
+            if f.leaf in leaves and f.key.rpartition(".")[0] == parent and (best is None or f.rank > best.rank):
+                best = f
+        return best
+
+    out: dict[str, Any] = {}
+    ffn_f = stated(_FFN_KEYS)
+    ffn = as_int(ffn_f.value, 1) if ffn_f is not None else None
+    if ffn is not None and ffn_f is not None and ffn_f.leaf == "hidden_dim" and width.leaf == "hidden_dim":
+        ffn = None
+    mult = stated(("multiple_of",))
+    if ffn is None and mult is not None and as_int(mult.value, 1):  # Meta's Llama ModelArgs / torchtitan
+        fdm = stated(("ffn_dim_multiplier",))
+        ffn = llama_ffn(h, as_int(mult.value, 1), parse_number(fdm.value) if fdm is not None else None)  # type: ignore[arg-type]
+        out["gated"] = True
+    if ffn is not None and 0.5 * h <= ffn <= 16 * h:
+        out["ffn"] = ffn
+    heads_f, kv_f = stated(_HEAD_KEYS), stated(_KV_KEYS)
+    heads = as_int(heads_f.value, 1) if heads_f is not None else None
+    kv = as_int(kv_f.value, 1) if kv_f is not None else None
+    if heads and kv and kv < heads and heads % kv == 0:
+        out["heads"], out["kv_heads"] = heads, kv
+    act = stated(_ACT_KEYS)
+    if act is not None:
+        gated = act.value is True or (isinstance(act.value, str) and _GATED_ACT.search(act.value) is not None)
+        out["gated"] = out.get("gated", False) or gated
+    elif "gated" not in out and "ffn" in out:
+        ratio = out["ffn"] / h
+        out["gated"] = not 3.9 <= ratio <= 4.1 or bool(model_name and _GATED_FAMILIES.match(model_name))
+    tie, untie = stated(_TIE_KEYS), stated(_UNTIE_KEYS)
+    if tie is not None and isinstance(tie.value, bool):
+        out["tied"] = tie.value
+    elif untie is not None and isinstance(untie.value, bool):
+        out["tied"] = not untie.value
+    elif out.get("gated") and not (model_name and model_name.startswith("gemma")):
+        out["tied"] = False  # Llama-style models keep a separate output head unless they say otherwise
+    dec = stated(_DEC_KEYS)
+    if dec is not None and as_int(dec.value, 1):
+        out["decoder_layers"] = as_int(dec.value, 1)
+    return out
 
 
 _MM_SETTING = re.compile(r"^\d+x(?:b\d+)?(?:-|$)|^\d+(?:e|k|ep|ki)$|^(?:ms|mstrain|amp|fp16|lsj)(?:-|$)|"

@@ -64,12 +64,15 @@ class RepoJob:
     split: str = "jobs"  # the label file it came from: `jobs` (first batches), `jobs-c` (a later blind batch)
 
 
-def load_repo_jobs(folder: Path | str = DEFAULT_REPOS) -> list[RepoJob]:
+def load_repo_jobs(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ...] | None = None) -> list[RepoJob]:
     """Launch commands with their true metadata (`jobs*.jsonl`, one file per collection batch);
-    a bad line names file and line."""
+    a bad line names file and line. `splits` keeps only those batches (file stems, e.g. `("jobs", "jobs-c")`);
+    the others are not even opened (a blind batch stays unread while rules are tuned)."""
     folder = Path(folder)
     jobs = []
     paths = sorted(folder.glob("jobs*.jsonl"), key=lambda p: p.stem)  # jobs, jobs-b, jobs-c, ...
+    if splits is not None:
+        paths = [p for p in paths if p.stem in splits]
     if not paths:
         raise ValueError(f"{folder}: no jobs*.jsonl")
     for path in paths:
@@ -121,11 +124,11 @@ def field_right(field: str, got: Any, truth: Any) -> bool:
         return False
 
 
-def score_devset_repos(folder: Path | str = DEFAULT_REPOS) -> dict[str, Any]:
+def score_devset_repos(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Run the static extractor on every launch command and score it field by field."""
     from schedmate.agents.advisor.static_extractor import extract_static
 
-    jobs = load_repo_jobs(folder)
+    jobs = load_repo_jobs(folder, splits)
     right: Counter[str] = Counter()
     scored: Counter[str] = Counter()
     per_job = []
