@@ -214,6 +214,8 @@ class JobEstimate:
     duration_s: float | None = None
     interval_s: tuple[float, float] | None = None
     interval: str = ""
+    duration_p50_s: float | None = None  # median (rate x plan: the plan at the median rate)
+    duration_p90_s: float | None = None
     sm_util: float | None = None
     sm_util_interval: tuple[float, float] | None = None
     gpu_memory_gb: float | None = None
@@ -271,7 +273,8 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
                    f"time measured on {', '.join(rate.sample_ids)}; startup {format_duration(rate.startup_s)}, "
                    f"log-spread {rate.spread:.2f}" + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
             return JobEstimate(
-                method=RATE_PLAN, duration_s=rate.duration_s, interval_s=(lo, hi),
+                method=RATE_PLAN, duration_s=rate.duration_s, interval_s=(lo, hi), duration_p50_s=rate.duration_s,
+                duration_p90_s=hi,
                 interval="10-90 % (log-normal over the matched jobs' spread)", sm_util=rate.sm_util,
                 sm_util_interval=_quantiles([r.outcome.sm_util for r in recs]),
                 gpu_memory_gb=_mean([r.outcome.gpu_memory for r in recs]), based_on=tuple(rate.sample_ids),
@@ -282,10 +285,12 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
     if usable:
         outs = [m.record.outcome for m in usable]  # type: ignore[union-attr]
         note = f"mean of {len(usable)} similar historical job(s)"
+        _, p50, p90 = _stats([o.duration for o in outs])
         why = (f"no measured step time to scale by the plan: {note}",) if estimator == "rate-plan" else (note,)
         return JobEstimate(
             method=MEAN_OF_MATCHES, duration_s=_mean([o.duration for o in outs]),
             interval_s=_quantiles([o.duration for o in outs]), interval="10-90 % of the similar jobs' durations",
+            duration_p50_s=p50, duration_p90_s=p90,
             sm_util=_mean([o.sm_util for o in outs]), sm_util_interval=_quantiles([o.sm_util for o in outs]),
             gpu_memory_gb=_mean([o.gpu_memory for o in outs]), based_on=tuple(m.job_id for m in usable), why=why,
             note=note, **base)

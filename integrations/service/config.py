@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from schedmate.agents.stack import AgentStackConfig
 from schedmate.llm_local import is_loopback
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ class ServiceConfig:
     redis_timeout_s: float = 1.0
     jobs_prefix: str = "schedmate"  # embeddings.store.DEFAULT_PREFIX: the history `schedmate history` builds
     failures_prefix: str = "schedmate-failures"  # agents.failure.similar.FAILURE_PREFIX
-    threshold: float = 0.85  # retriever's cosine threshold T (agents.advisor.retriever.DEFAULT_THRESHOLD)
-    top_k: int = 3
+    # the agents (threshold, k, estimator, failure method, ...): the deployed defaults of `agents.stack`
+    agents: AgentStackConfig = field(default_factory=AgentStackConfig)
     llm: LLMConfig | None = None  # None: static extractor, regex tracker, rules/learned handler
     tracked_jobs: int = 1024  # logs tailed for before/after comparisons (oldest dropped first)
 
@@ -49,6 +50,19 @@ class ServiceConfig:
         if self.max_body_bytes < 1024 or self.max_inflight < 1 or self.call_timeout_s <= 0:
             raise ServiceConfigError("max_body_bytes >= 1024, max_inflight >= 1 and call_timeout_s > 0 are required")
         object.__setattr__(self, "allowed_roots", tuple(Path(r).resolve() for r in self.allowed_roots))
+
+    @property
+    def stack_config(self) -> AgentStackConfig:
+        """The agents' config, with this service's LLM endpoint when one is set."""
+        return self.agents if self.llm is None else replace(self.agents, llm=self.llm)
+
+    @property
+    def threshold(self) -> float:
+        return self.agents.threshold
+
+    @property
+    def top_k(self) -> int:
+        return self.agents.top_k
 
     def resolve_path(self, raw: str, *, kind: str) -> Path:
         """`raw` resolved (symlinks followed) if it lies under an allowed root; else `PathRefused`."""

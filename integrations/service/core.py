@@ -78,6 +78,7 @@ class ServiceCore:
         self._extractor: Any = None
         self._registry: Any = None
         self._tracked: OrderedDict[str, Path] = OrderedDict()
+        self.agents: Any = None  # the `agents.stack.AgentStack` the models were built with (after `load`)
 
     # ------------------------------------------------------------------------- lifecycle
 
@@ -95,25 +96,20 @@ class ServiceCore:
                 raise
 
     def _load(self) -> None:
-        from schedmate.agents.advisor.agent import MetadataExtractor
-        from schedmate.agents.failure.handler import FailureHandler
+        from schedmate.agents.stack import AgentStack
         from schedmate.agents.tracker.registry import JobLogRegistry
-        from schedmate.agents.tracker.tracker import MetricTracker
-        from schedmate.embeddings.classifier import LineClassifier
-        from schedmate.embeddings.embedder import make_embedder
 
-        if self._classifier is None:
-            self._embedder = self._embedder or make_embedder()
-            self._classifier = LineClassifier(self._embedder)
         if self._chat is None and self.config.llm is not None:
             from schedmate.llm import open_chat_model
 
             self._chat = self._stack.enter_context(open_chat_model(self.config.llm))
-        self._tracker = MetricTracker(self._classifier, llm=self._chat)
+        self.agents = AgentStack(self.config.stack_config, embedder=self._embedder, classifier=self._classifier,
+                                 chat_model=self._chat)
+        self._classifier, self._embedder = self.agents.classifier, self.agents.embedder
+        self._tracker = self.agents.tracker()
         self._registry = JobLogRegistry(self._tracker)
-        self._handler = FailureHandler(self._classifier, chat_model=self._chat,
-                                       store_url=self.config.redis_url).prepare()
-        self._extractor = MetadataExtractor(self._chat)
+        self._handler = self.agents.handler(store_url=self.config.redis_url, prepare=True)
+        self._extractor = self.agents.extractor()
 
     @property
     def ready(self) -> bool:
@@ -193,10 +189,7 @@ class ServiceCore:
         return self._failures
 
     def _retriever(self) -> Any:
-        from schedmate.agents.advisor.retriever import SimilarJobRetriever
-
-        return SimilarJobRetriever(self._store(), self._embedder, threshold=self.config.threshold,
-                                   top_k=self.config.top_k)
+        return self.agents.retriever(self._store())
 
     # ------------------------------------------------------------------------- paths
 
@@ -217,8 +210,8 @@ class ServiceCore:
     # ------------------------------------------------------------------------- advise
 
     def advise(self, req: AdviseRequest) -> AdviseResponse:
-        from schedmate.agents.advisor.estimator import JobQuery, estimate_from_matches
         from schedmate.agents.advisor.static_extractor import MANDATORY
+        from schedmate.agents.stack import estimate_job
         from schedmate.embeddings.store import StoreError
 
         repo = self._repo(req.repo)
@@ -232,8 +225,7 @@ class ServiceCore:
             if all(fields.get(f) is None for f in MANDATORY):
                 return _default(out, "no fingerprint could be extracted from the repository and command")
             try:
-                matches = self._retriever().query({k: v for k, v in fields.items() if v is not None},
-                                                  gpus=req.gpus, nodes=req.nodes).matches
+                est = estimate_job(fields, req.gpus, req.nodes, self._retriever(), self.agents.config)
             except DependencyDown as exc:
                 return _default(out, f"job store unavailable ({exc.reason})")
             except StoreError as exc:  # redis-py reconnects on the next call once Redis is back
@@ -241,16 +233,15 @@ class ServiceCore:
         out.matches = [MatchOut(job_id=m.job_id, score=round(float(m.score), 4),
                                 duration_s=m.record.outcome.duration if m.record else None,
                                 sm_util=m.record.outcome.sm_util if m.record else None,
-                                final_status=_status(m.record)) for m in matches]
-        est = estimate_from_matches(JobQuery(req.job_id or "adhoc", user=req.user, gpus=req.gpus, nodes=req.nodes),
-                                    matches)
-        if not est.matched:
+                                final_status=_status(m.record)) for m in est.similar]
+        if not est.estimated:
             return _default(out, est.note or "no similar past job")
-        top3 = [m.duration_s for m in out.matches if m.duration_s is not None][:3]
+        # one deployed estimate (`agents.stack.estimate_job`): `duration_top3_s`, which SJF-style
+        # callers read, is that same estimate, as in the simulator
         out.estimate = EstimateOut(
             duration_s=est.duration_s, duration_p50_s=est.duration_p50_s, duration_p90_s=est.duration_p90_s,
-            duration_top3_s=sum(top3) / len(top3) if top3 else None, sm_util=est.sm_util, sm_util_p50=est.sm_util_p50,
-            sm_util_p90=est.sm_util_p90, gpu_memory_gb=est.gpu_memory_gb, n_matches=est.n_matches, note=est.note)
+            duration_top3_s=est.duration_s, sm_util=est.sm_util, gpu_memory_gb=est.gpu_memory_gb,
+            n_matches=len(est.based_on), note=f"{est.method}: {est.note}")
         return out
 
     # ------------------------------------------------------------------------- track
