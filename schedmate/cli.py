@@ -771,6 +771,28 @@ def experiment_standalone(
     console.print(str(result))
 
 
+@experiment_app.command("value-curve")
+def experiment_value_curve(
+    case: Annotated[str, typer.Option(help="standalone, lucid or sia.")] = "standalone",
+    out: ExpOut = None,
+    seeds: ExpSeeds = 1,
+    quick: Annotated[bool, typer.Option("--quick", help="Synthetic trace, few jobs, 4 sigmas x 2 coverages.")] = False,
+    real: Annotated[Path | None, typer.Option(help="The case study's JSON for the real agents' point "
+                                                   "(default results/experiment-<case>/<case>.json).")] = None,
+) -> None:
+    """Mean JCT against estimate noise (sigma) and coverage, on a noisy oracle (SENSITIVITY ONLY), beside the
+    best baseline, the oracle and the real agents' point: value_curve.json/.csv/.png."""
+    from schedmate.integrations.experiments.value_curve import CASES, run_value_curve
+
+    if case not in CASES:
+        raise fail(f"--case must be one of {', '.join(CASES)}, got {case!r}")
+    out = out or Path(f"results/value-curve-{case}")
+    _check_experiment(out, seeds)
+    doc = run_value_curve(case, out, seeds=seeds, quick=quick, real=real, progress=_say())
+    console.print(doc["summary"], markup=False)
+    console.print(f"wrote {out / 'value_curve.json'}, value_curve.csv, value_curve.png ({doc['wall_seconds']} s)")
+
+
 RefQuick = Annotated[bool, typer.Option("--quick", help="The short version of the check (under 3 minutes on 2 cores).")]
 
 
