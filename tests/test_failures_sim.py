@@ -161,3 +161,69 @@ def test_a_cordon_by_the_policy_stops_the_follow_up_failures() -> None:
     assert [c.kind for cs in w.causes.values() for c in cs] == ["hardware"]
     assert w.counts["cordons_by_policy"] == 1 and w.counts["ops_cordons"] == 0
     assert jobs["b"].failures == jobs["c"].failures == 0
+
+
+# ------------------------------------------------------------------------------- which node the log names
+
+
+def _hosted(reason: str, gpus: int, placement: list[tuple[int, int]], culprit: int, fw: str = "deepspeed") -> str:
+    from types import SimpleNamespace
+
+    from schedmate.integrations.simlogs import failed_log_text, host_nodes, node_hostname
+
+    art = SimpleNamespace(log_framework=fw, gpus=gpus)
+    return failed_log_text(art, reason, seed=0, job_id=f"{fw}-{reason}", attempt=0, variants=1,  # type: ignore[arg-type]
+                           hosts=list(host_nodes(placement)), culprit_host=node_hostname(culprit))
+
+
+def test_a_failed_log_carries_the_jobs_host_names_with_the_root_cause_on_the_culprit() -> None:
+    from schedmate.integrations.simlogs import node_hostname
+
+    text = _hosted("NodeFailure", 16, [(3, 8), (11, 8)], culprit=11)
+    assert node_hostname(11) in text
+    line = next(x for x in text.splitlines() if "Node failure on" in x or "NODE FAILURE" in x)
+    assert node_hostname(11) in line or "NODE FAILURE" in line
+    # the generator's own host names are gone (only the cluster's)
+    for stem in ("dgx", "worker-", "gpu-a100-"):
+        assert stem not in text.replace("gpu-node-", "")
+
+
+def test_the_node_is_read_from_the_located_lines_not_from_the_world() -> None:
+    from schedmate.integrations.simlogs import node_hostname, node_named, split_lines
+
+    hosts = {node_hostname(3): 3, node_hostname(11): 11}
+    lines = split_lines("a\nsrun: error: Node failure on gpu-node-011\nb\n")
+    assert node_named(lines, 1, 1, hosts) == (11, "root_line")
+    lines = split_lines("[rank9]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+                        "srun: error: gpu-node-003: task 2: Exited with exit code 1\n"
+                        "srun: error: gpu-node-011: task 9: Exited with exit code 1\n")
+    assert node_named(lines, 0, 0, hosts) == (11, "rank_map")
+    assert node_named(split_lines("x\ny\n"), 0, 0, hosts) == (None, "none")  # the log does not say: no cordon
+    assert node_named(split_lines("x\n"), 0, 0, {node_hostname(5): 5}) == (5, "placement")
+
+
+def test_the_world_does_not_name_the_culprit_of_a_multi_node_job() -> None:
+    """Without a diagnosis a multi-node job's `failed_node` is None; a one-node job's is its node."""
+    seen: dict[str, Any] = {}
+
+    class Watch(FIFO):
+        def on_failure(self, job: JobState, view: Any) -> bool:
+            seen[job.job_id] = (job.failed_node, {n for n, _ in job.placement})
+            return False
+
+    w = world(FailureModel(hardware_share=0.0), hazard=1.0, points={"wide": [50.0], "one": [50.0]})
+    run([job("wide", 0.0, 1000.0, gpus=2), job("one", 0.0, 1000.0)], w, nodes=3, policy=Watch(), resubmit=None)
+    assert seen["wide"][0] is None and len(seen["wide"][1]) == 2
+    assert seen["one"][0] in seen["one"][1]
+
+
+def test_a_blind_retry_retries_every_first_failure_once_after_300_s() -> None:
+    from schedmate.integrations.experiments.standalone import TiresiasRecovery
+
+    policy = TiresiasRecovery()
+    policy.setup_recovery("retry", None, retry_s=300.0, seed=0, detection_rate=1.0)
+    specs = inject_failures([job("a", 0.0, 1000.0)], 0, FailureModel(fail_rate=1.0, infra_share=0.0))
+    w = world(hazard=0.0)
+    jobs = run(specs, w, policy=policy, resubmit=None)
+    assert w.counts["policy_retries"] == 1 and policy.recovery_counts["retries"] == 1
+    assert jobs["a"].failures == 2 and jobs["a"].phase is Phase.FAILED  # the bug is still there
