@@ -176,9 +176,10 @@ def hf_trainer(text: str) -> Extraction | None:
 
 # -- tqdm bars (HF Trainer, Lightning, plain loops) ---------------------------------------------
 
+# (a bar cut at the terminal's width ends after its rate, with no `]`: still a bar)
 _TQDM = re.compile(
     r"(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)(?:,\s*"
-    r"(?:(?P<rate>" + NUM + r")\s*(?P<unit>[A-Za-z]+/s|s/[A-Za-z]+)|\?\s*[A-Za-z]+/s))?(?=[,\]])"
+    r"(?:(?P<rate>" + NUM + r")\s*(?P<unit>[A-Za-z]+/s|s/[A-Za-z]+)|\?\s*[A-Za-z]+/s))?(?=[,\]]|\s*$)"
 )
 _TQDM_STEP_UNITS = {"it", "its", "batch", "batches", "step", "steps", "iter", "iters", "ba"}
 _TQDM_SKIP_DESC = re.compile(

@@ -54,10 +54,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Literal
@@ -65,6 +66,7 @@ from typing import Literal
 from langchain_core.language_models import BaseChatModel
 from opentelemetry.trace import Span, Tracer
 
+from schedmate.agents.tracker.extraction import RULE_DIRECTNESS
 from schedmate.agents.tracker.llm_extractor import (
     FieldMap,
     Validation,
@@ -175,6 +177,10 @@ class MetricEstimate:
     # the newest line's own value (what "the last step time" means to a reader of the log); `value`
     # is the steady estimate a slowdown check compares, robust to one eval or checkpoint spike
     last: float | None = None
+    # which rule read the values (`extraction.TimeRule`; the most common among `lines`), and this
+    # value's confidence in [0, 1]: the rule's directness x support x agreement (`_confidence`)
+    rule: str | None = None
+    confidence: float | None = None
 
     @property
     def n(self) -> int:
@@ -541,15 +547,17 @@ class MetricTracker:
         seen_text: set[str] = set()
         seen_step: set[tuple[str, int, int]] = set()
         counters: dict[str, _Counter] = {}  # per line shape: its step counter's restarts
+        recent: deque[str] = deque(maxlen=8)  # the newest candidates, for echoes (`_echo_of`)
         st = state.stats
         for cand in candidates:
             st.candidates += 1
             if settled_at is not None and st.lines_read - settled_at > patience:
                 break
-            if cand.text in seen_text:
-                st.duplicates += 1
+            if cand.text in seen_text or _echo_of(cand.text, recent):
+                st.duplicates += 1  # the same record again, or echoed by a second handler with another prefix
                 continue
             seen_text.add(cand.text)
+            recent.append(cand.text)
             if looks_like_injection(cand.text):
                 st.injection_rejected += 1
                 continue
@@ -566,7 +574,7 @@ class MetricTracker:
                     st.duplicates += 1
                     continue
                 seen_step.add(key)
-            has_timing = ex.step_time_s is not None or ex.throughput is not None
+            has_timing = ex.step_time_s is not None or ex.throughput is not None or ex.interval_s is not None
             family = _family(ex)
             fam_stats = per_family.get(family)
             if (has_timing and fam_stats is not None and fam_stats.count >= limit) or (
@@ -685,6 +693,7 @@ class MetricTracker:
         notes = tuple(state.notes)
         if not good:
             return NoSignal(_no_signal_reason(state), st, state.llm_status, state.llm_error, notes)
+        good = _resolve_intervals(good)
         step_time = self._estimate(good, lambda e: e.step_time_s, "s")
         loss = self._estimate(good, lambda e: e.loss, "", current=True)
         throughput = None
@@ -702,6 +711,9 @@ class MetricTracker:
             if step_time is not None:
                 state.notes.append(f"step time derived from line timestamps and step counters ({step_time.format})")
                 notes = tuple(state.notes)
+        step_time = _with_confidence(step_time, good, timing=True)
+        loss = _with_confidence(loss, good)
+        throughput = _with_confidence(throughput, good)
         estimates = [e for e in (step_time, loss, throughput) if e is not None]
         st.outliers_dropped = sum(len(e.dropped) for e in estimates)
         used = {id(s) for e in estimates for s in e.lines}
@@ -710,7 +722,7 @@ class MetricTracker:
         primary = step_time or throughput or loss
         assert primary is not None
         return TrackerReport(
-            step_time, loss, throughput, _confidence(primary), method, tuple(good), st,
+            step_time, loss, throughput, primary.confidence or 0.0, method, tuple(good), st,
             state.llm_status, state.llm_error, notes,
         )  # fmt: skip
 
@@ -774,6 +786,83 @@ class MetricTracker:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+_DIGITS = re.compile(r"\d+")
+_ECHO_MIN = 24  # characters the two copies of an echoed record must share at the end
+
+
+def _echo_of(text: str, recent: Iterable[str]) -> bool:
+    """`text` is a recent line printed again by a second logging handler with another prefix
+    (TF's `I0612 10:00:01.123 140 train.py:12] step 100 ..` and `INFO:tensorflow:step 100 ..`,
+    icefall's stamped and root-logger copies): the two share their whole record after the
+    prefixes, which differ and are short. The shared part must hold a digit (a value)."""
+    body = text.rstrip()
+    for other in recent:
+        o = other.rstrip()
+        n = 0
+        for a, b in zip(reversed(body), reversed(o)):
+            if a != b:
+                break
+            n += 1
+        if n < _ECHO_MIN or n == len(body) == len(o):
+            continue
+        head_a, head_b = len(body) - n, len(o) - n
+        if _DIGITS.sub("0", body[:head_a]) == _DIGITS.sub("0", o[:head_b]):
+            continue  # the same prefix with other numbers: the next record of one handler, not an echo
+        if max(head_a, head_b) <= 80 and n >= 0.5 * min(len(body), len(o)) and any(c.isdigit() for c in body[-n:]):
+            return True
+    return False
+
+
+def _resolve_intervals(good: list[LineMetrics]) -> list[LineMetrics]:
+    """Lines that state one logging interval's wall time without its length in steps (`loss 2.31
+    (1m 2s 3ms)`, `time: 0:01:02` every 50 steps) get a step time: that time divided by the steps
+    between the line and the previous line of its family (`good` is newest first). The oldest
+    line uses its newer neighbour's spacing; a lone line is taken as one step."""
+    if not any(g.extraction.interval_s is not None and g.extraction.step_time_s is None for g in good):
+        return good
+    by_family: dict[str, list[int]] = {}
+    for i, g in enumerate(good):
+        if g.extraction.step is not None:
+            by_family.setdefault(_family(g.extraction), []).append(i)
+    out = list(good)
+    for idx in by_family.values():
+        gaps: list[int | None] = []
+        for j, i in enumerate(idx):
+            older = good[idx[j + 1]].extraction.step if j + 1 < len(idx) else None
+            step = good[i].extraction.step
+            gaps.append(step - older if older is not None and step is not None and step > older else None)
+        for j, i in enumerate(idx):
+            ex = good[i].extraction
+            if ex.interval_s is None or ex.step_time_s is not None:
+                continue
+            gap = gaps[j] if gaps[j] is not None else next((g for g in reversed(gaps[:j]) if g is not None), None)
+            out[i] = LineMetrics(good[i].line, replace(ex, step_time_s=ex.interval_s / (gap or 1), time_rule="interval"),
+                                 good[i].method)  # fmt: skip
+    return out
+
+
+def _with_confidence(e: MetricEstimate | None, good: list[LineMetrics], *, timing: bool = False) -> MetricEstimate | None:
+    """`e` with the rule that read it and its confidence (`_confidence` x the rule's directness)."""
+    if e is None:
+        return None
+    rule: str | None = None
+    if e.format.endswith("+timestamps"):
+        rule = "timestamps"
+    elif e.format.endswith("+cumulative"):
+        rule = "cumulative_slope"
+    elif timing:
+        used = {id(s) for s in e.lines}
+        counts: dict[str, int] = {}
+        for g in good:
+            if id(g.line) in used and g.extraction.time_rule:
+                counts[g.extraction.time_rule] = counts.get(g.extraction.time_rule, 0) + 1
+        rule = max(counts, key=lambda r: counts[r]) if counts else None
+    conf = _confidence(e)
+    if rule is not None:
+        conf = round(conf * RULE_DIRECTNESS.get(rule, 0.7), 4)
+    return replace(e, rule=rule, confidence=conf)
 
 
 def _confidence(e: MetricEstimate) -> float:
