@@ -107,9 +107,7 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
     """Generate one failed multi-node log (an InfiniBand fault under NCCL) and diagnose it."""
     from contextlib import ExitStack
 
-    from schedmate.agents.failure.handler import FailureHandler
-    from schedmate.embeddings.classifier import LineClassifier
-    from schedmate.embeddings.embedder import make_embedder
+    from schedmate.agents.stack import AgentStack, AgentStackConfig
     from schedmate.synthetic.logs.generator import generate_log
     from schedmate.logspec import LogSpec, LogStatus
     from schedmate.taxonomy import FailureReason
@@ -118,18 +116,18 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
     log = folder / "train.log"
     spec = LogSpec(n_lines=20_000, status=LogStatus.FAILED, failure_reason=FailureReason.NETWORK_ERROR, world_size=16)
     _, labels = generate_log(spec, seed, out=log, log_id="demo-failed-job")
+    config = AgentStackConfig().with_llm() if llm else AgentStackConfig()  # the deployed agents (agents.stack)
     with ExitStack() as stack:
         chat, llm_note = None, "disabled"
-        if llm:
+        if config.llm is not None:
             try:
-                from schedmate.llm import LLMConfig, open_chat_model
+                from schedmate.llm import open_chat_model
 
-                # a busy 2-core machine needs more than the 30 s default for a 3k-character window
-                chat = stack.enter_context(open_chat_model(LLMConfig(timeout_s=240.0, max_retries=0)))
+                chat = stack.enter_context(open_chat_model(config.llm))
             except Exception as exc:  # noqa: BLE001 -- no local model: rules only, said in the report
                 llm_note = f"unavailable ({type(exc).__name__}: {exc})"[:200]
                 say(f"local LLM unavailable, rules only: {llm_note}")
-        handler = FailureHandler(LineClassifier(make_embedder()), chat_model=chat)
+        handler = AgentStack(config, chat_model=chat).handler()
         diag = handler.diagnose(log, {"job_id": "demo-failed-job", "nodes": ["gpu-node-07", "gpu-node-08"]})
     truth = labels.model_dump(mode="json")
     first_line = (truth.get("failure") or {}).get("first_line")

@@ -17,12 +17,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import redis
 
+from schedmate.agents.stack import AgentStack, AgentStackConfig
 from schedmate.agents.tracker.tracker import MetricTracker
 from schedmate.integrations.daemon.follower import FollowConfig, Follower
 from schedmate.integrations.daemon.jobs import JobBook, JobConfig
@@ -38,7 +39,14 @@ class DaemonConfig:
     queue_batches: int = 32
     follow: FollowConfig = field(default_factory=FollowConfig)
     jobs: JobConfig = field(default_factory=JobConfig)
-    failure_method: str = "learned"  # the Failure Handler's classifier: "learned" | "rules" | "llm"
+    agents: AgentStackConfig = field(default_factory=AgentStackConfig)  # the deployed defaults (agents.stack)
+    failure_method: str | None = None  # overrides agents.failure_method ("learned" | "rules" | "llm")
+
+    @property
+    def stack_config(self) -> AgentStackConfig:
+        if self.failure_method is None:
+            return self.agents
+        return replace(self.agents, failure_method=self.failure_method)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +73,14 @@ class LazyClassifier:
         return getattr(self.get(), name)
 
 
-def default_handler_factory(classifier: Any, method: str) -> Callable[[], Any]:
-    def build() -> Any:
-        from schedmate.agents.failure.handler import FailureHandler, FailureHandlerConfig
+def default_handler_factory(classifier: Any, config: AgentStackConfig | str) -> Callable[[], Any]:
+    """Builds the agent stack's Failure Handler when the first job fails (`config`: the stack's
+    config, or just a failure method over the deployed defaults)."""
+    cfg = config if isinstance(config, AgentStackConfig) else AgentStackConfig(failure_method=config)  # type: ignore[arg-type]
 
+    def build() -> Any:
         clf = classifier.get() if isinstance(classifier, LazyClassifier) else classifier
-        return FailureHandler(clf, config=FailureHandlerConfig(method=method)).prepare()  # type: ignore[arg-type]
+        return AgentStack(cfg, classifier=clf).handler(prepare=True)
 
     return build
 
@@ -96,8 +106,9 @@ class LogDaemon:
         self.state = state
         self.config = config or DaemonConfig()
         clf = classifier if classifier is not None else LazyClassifier()
-        self.tracker = tracker or MetricTracker(clf)  # type: ignore[arg-type]
-        self.handler_factory = handler_factory or default_handler_factory(clf, self.config.failure_method)
+        self.agents = AgentStack(self.config.stack_config, classifier=clf)  # no LLM: the daemon reads logs alone
+        self.tracker = tracker or self.agents.tracker()
+        self.handler_factory = handler_factory or default_handler_factory(clf, self.config.stack_config)
         self.sink = sink
         self.clock = clock
         self._queue: queue.Queue[Batch | _Tick] = queue.Queue(maxsize=self.config.queue_batches)
