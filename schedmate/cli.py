@@ -620,6 +620,11 @@ def eval_advisor(
                       f"(generated corpus above); per field {real['field_accuracy']}; per batch "
                       + ", ".join(f"{k} {v['fields_right']:.1%} of fields ({v['items']} commands)" for k, v in real.get("by_split", {}).items())
                       + f" -> {out}/devset_advisor.json")
+        if real.get("confidence"):
+            from schedmate.evals.harness.devset_advisor import format_confidence_table
+
+            console.print("extractor confidence, coverage vs accuracy on the dev set:\n" + format_confidence_table(real),
+                          markup=False)
 
 
 experiment_app = typer.Typer(

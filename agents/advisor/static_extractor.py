@@ -69,7 +69,7 @@ from schedmate.agents.advisor import pyconfig as pyc
 from schedmate.agents.advisor import pysource as pys
 from schedmate.agents.advisor.codefacts import CONFIG_EXT
 from schedmate.agents.advisor.facts import (
-    RANK, Fact, as_int, as_lr, as_str, effective, parse_number,
+    ABSTAIN_BELOW, RANK, Fact, as_int, as_lr, as_str, confidence, effective, evidence_tier, parse_number,
 )
 from schedmate.agents.advisor.knowledge import (
     DATASET_TRAIN_SIZES, FIELD_KEYS, HF_TRAINING_ARGS, LIBRARY_DEFAULTS, PER_DEVICE_BATCH, TASK_ALIASES, TASK_CUES,
@@ -129,6 +129,13 @@ class StaticExtraction:
     files: list[str] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    tiers: dict[str, str] = field(default_factory=dict)  # field -> how its value was found (`facts.evidence_tier`)
+    confidence: dict[str, float] = field(default_factory=dict)  # field -> P(right), calibrated on the dev set
+
+    def abstaining(self, threshold: float | None = None) -> dict[str, Any]:
+        """The fields with every value whose confidence is below `threshold` (default `ABSTAIN_BELOW`) as None."""
+        t = ABSTAIN_BELOW if threshold is None else threshold
+        return {k: (v if v is None or self.confidence.get(k, 0.0) >= t else None) for k, v in self.fields.items()}
 
     @property
     def missing(self) -> list[str]:
@@ -145,7 +152,8 @@ class StaticExtraction:
             return None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fields": self.fields, "evidence": {k: v.model_dump() for k, v in self.evidence.items()},
+        return {"fields": self.fields, "confidence": self.confidence, "tiers": self.tiers,
+                "evidence": {k: v.model_dump() for k, v in self.evidence.items()},
                 "entry": self.launch.entry, "launcher": self.launch.launcher, "files": self.files,
                 "missing": self.missing, "errors": self.errors}
 
@@ -259,14 +267,20 @@ _README_HINTS = (
 )
 
 
-def extract_static(repo: Path | str, command: str, *, gpus: int | None = None, nodes: int | None = None) -> StaticExtraction:
+def extract_static(repo: Path | str, command: str, *, gpus: int | None = None, nodes: int | None = None,
+                   abstain_below: float | None = None) -> StaticExtraction:
     """Read the workload fingerprint of the job launched by `command` in `repo`.
 
+    Every field carries a calibrated confidence (`.confidence`); with `abstain_below` a value less
+    confident than that is returned as None (unknown), its evidence kept.
     Never raises on a strange repository: an internal failure yields an empty result whose
     `errors` say why (the advisor then falls back like for any unknown fingerprint).
     """
     try:
-        return _extract_static(Path(repo), command, world_size=gpus * (nodes or 1) if gpus else None)
+        res = _extract_static(Path(repo), command, world_size=gpus * (nodes or 1) if gpus else None)
+        if abstain_below is not None:
+            res.fields = res.abstaining(abstain_below)
+        return res
     except Exception as exc:  # noqa: BLE001 -- the fallback path must not crash the scheduler
         return StaticExtraction(fields={f: None for f in FIELDS}, evidence={}, launch=Launch(command=command),
                                 errors=[f"static extraction failed: {type(exc).__name__}: {exc}"[:300]])
@@ -968,8 +982,13 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         fields["model_size_b"] = named[0]
         evidence["model_size_b"] = FieldEvidence(value=named[0], raw=fields["model_name"], source="<public model size>",
                                                  kind="derived", snippet=named[1])
+    tiers: dict[str, str] = {}
+    for fld, ev in evidence.items():
+        src = evidence.get("iterations", ev) if fld == "iteration_type" else ev  # the type is as sure as the count
+        tiers[fld] = evidence_tier(fld, src.kind, src.source)
+    conf = {fld: confidence(fld, tier) for fld, tier in tiers.items() if fields.get(fld) is not None}
     return StaticExtraction(fields=fields, evidence=evidence, launch=launch, files=list(dict.fromkeys(files)),
-                            facts=facts, errors=errors)
+                            facts=facts, errors=errors, tiers=tiers, confidence=conf)
 
 
 _TOKEN_BATCH = frozenset({"max_tokens", "max_tokens_per_batch", "batch_size_tokens", "tokens_per_batch"})

@@ -135,10 +135,11 @@ def score_devset_repos(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ..
     t0 = time.perf_counter()
     for job in jobs:
         try:
-            fields = extract_static(job.repo, job.command, gpus=job.gpus).fields
+            res = extract_static(job.repo, job.command, gpus=job.gpus)
+            fields, tiers, conf = res.fields, res.tiers, res.confidence
             error = None
         except Exception as exc:  # noqa: BLE001 -- one broken repo is a miss, not a crashed report
-            fields, error = {}, f"{type(exc).__name__}: {exc}"[:200]
+            fields, tiers, conf, error = {}, {}, {}, f"{type(exc).__name__}: {exc}"[:200]
         marks = {}
         for f in FIELDS:
             truth = job.truth.get(f)
@@ -147,8 +148,10 @@ def score_devset_repos(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ..
             ok = field_right(f, fields.get(f), truth)
             scored[f] += 1
             right[f] += ok
-            marks[f] = {"ok": ok, "got": fields.get(f), "truth": truth}
-        per_job.append({"id": job.id, "split": job.split, "all_right": all(m["ok"] for m in marks.values()),
+            marks[f] = {"ok": ok, "got": fields.get(f), "truth": truth,
+                        "tier": tiers.get(f) if fields.get(f) is not None else None, "confidence": conf.get(f)}
+        per_job.append({"id": job.id, "repo": job.repo.name, "split": job.split,
+                        "all_right": all(m["ok"] for m in marks.values()),
                         "fields": marks, "error": error})
     total_scored = sum(scored.values())
     by_split = {}
@@ -163,5 +166,126 @@ def score_devset_repos(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ..
         "field_accuracy": {f: round(right[f] / scored[f], 4) for f in FIELDS if scored[f]},
         "fields_right": round(sum(right.values()) / total_scored, 4) if total_scored else None,
         "jobs_all_right": round(sum(j["all_right"] for j in per_job) / len(per_job), 4) if per_job else None,
-        "seconds": round(time.perf_counter() - t0, 2), "per_job": per_job,
+        "seconds": round(time.perf_counter() - t0, 2), "confidence": confidence_report(per_job), "per_job": per_job,
     }
+
+
+# ------------------------------------------------------------------------------------------ confidence
+
+THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99)
+KEEP_COVERAGE = 0.95  # an abstention threshold may give up at most 5% of the answered fields
+MIN_GAIN = 0.01  # ... and must raise the accuracy of the answers by at least a point
+
+
+def calibration_table(per_job: list[dict[str, Any]], skip_repo: str | None = None) -> dict[str, dict[str, tuple[int, int]]]:
+    """(right, scored) per field and evidence tier over answered fields (`skip_repo` left out)."""
+    table: dict[str, dict[str, list[int]]] = {}
+    for j in per_job:
+        if j.get("repo") == skip_repo:
+            continue
+        for f, m in j["fields"].items():
+            if m.get("tier") is None:
+                continue
+            cell = table.setdefault(f, {}).setdefault(m["tier"], [0, 0])
+            cell[0] += bool(m["ok"])
+            cell[1] += 1
+    return {f: {t: (c[0], c[1]) for t, c in sorted(cells.items())} for f, cells in sorted(table.items())}
+
+
+def _curve(points: list[tuple[float | None, bool]]) -> list[dict[str, Any]]:
+    """Coverage (answered at >= t, over all scored fields) and accuracy of those answers, per threshold."""
+    n = len(points)
+    rows = []
+    for t in THRESHOLDS:
+        kept = [ok for c, ok in points if c is not None and c >= t]
+        rows.append({"threshold": t, "coverage": round(len(kept) / n, 4) if n else None,
+                     "accuracy": round(sum(kept) / len(kept), 4) if kept else None,
+                     "fields_right": round(sum(kept) / n, 4) if n else None})
+    return rows
+
+
+def confidence_report(per_job: list[dict[str, Any]]) -> dict[str, Any]:
+    """How well the extractor's per-field confidence separates right from wrong values on the dev set.
+
+    * `in_sample`: the confidences the extractor reported (its table was calibrated on these items);
+    * `leave_one_repo_out`: each item's confidence recomputed from a table without its repository -- the
+      honest estimate of how the confidence carries to a repository it was not calibrated on;
+    * `threshold`: the highest threshold whose leave-one-repo-out coverage keeps >= 95% of the answered
+      fields and raises their accuracy by >= 1 point (else 0: no abstention), with accuracy among answers and
+      fields right (abstentions count as wrong) at 0 and at it;
+    * `brier`: mean squared error of the confidence as a probability of being right (answered fields).
+    """
+    from schedmate.agents.advisor.facts import ABSTAIN_BELOW, confidence
+
+    tables = {r: calibration_table(per_job, skip_repo=r) for r in {j.get("repo") for j in per_job}}
+    ins: list[tuple[float | None, bool]] = []
+    loo: list[tuple[float | None, bool]] = []
+    by_field: dict[str, list[tuple[float | None, bool]]] = {}
+    for j in per_job:
+        for f, m in j["fields"].items():
+            tier = m.get("tier")
+            ins.append((m.get("confidence") if tier is not None else None, bool(m["ok"])))
+            c = confidence(f, tier, tables[j.get("repo")]) if tier is not None else None
+            loo.append((c, bool(m["ok"])))
+            by_field.setdefault(f, []).append((c, bool(m["ok"])))
+    curve = _curve(loo)
+    base = curve[0]
+    pick = base
+    for row in curve[1:]:
+        if row["coverage"] is not None and base["coverage"] and row["coverage"] >= KEEP_COVERAGE * base["coverage"] \
+                and (row["accuracy"] or 0) >= (base["accuracy"] or 0) + MIN_GAIN:
+            pick = row
+
+    def brier(points: list[tuple[float | None, bool]]) -> float | None:
+        ans = [(c, ok) for c, ok in points if c is not None]
+        return round(sum((c - ok) ** 2 for c, ok in ans) / len(ans), 4) if ans else None
+
+    return {"in_sample": _curve(ins), "leave_one_repo_out": curve,
+            "threshold": {"chosen": pick["threshold"], "configured": ABSTAIN_BELOW, "at_0": base, "at_chosen": pick},
+            "brier": {"in_sample": brier(ins), "leave_one_repo_out": brier(loo)},
+            "per_field_leave_one_repo_out": {f: _curve(p)[0:1] + [r for r in _curve(p) if r["threshold"] == pick["threshold"]]
+                                             for f, p in sorted(by_field.items())},
+            "table": calibration_table(per_job)}
+
+
+def format_confidence_table(report: dict[str, Any]) -> str:
+    """The coverage-vs-accuracy table as text (leave-one-repo-out confidences beside the in-sample ones)."""
+    conf = report["confidence"]
+    lines = ["threshold  coverage  accuracy  fields-right | in-sample coverage  accuracy  (leave-one-repo-out | in-sample)"]
+    for a, b in zip(conf["leave_one_repo_out"], conf["in_sample"]):
+        lines.append(f"  >= {a['threshold']:<5} {a['coverage']:>8.1%} {a['accuracy'] or 0:>9.1%} {a['fields_right']:>12.1%} |"
+                     f" {b['coverage']:>18.1%} {b['accuracy'] or 0:>9.1%}")
+    t = conf["threshold"]
+    lines.append(f"abstain below {t['chosen']} (configured {t['configured']}): accuracy of answers "
+                 f"{t['at_0']['accuracy']:.1%} -> {t['at_chosen']['accuracy']:.1%}, coverage "
+                 f"{t['at_0']['coverage']:.1%} -> {t['at_chosen']['coverage']:.1%}; "
+                 f"Brier {conf['brier']['leave_one_repo_out']} (in-sample {conf['brier']['in_sample']})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m schedmate.evals.harness.devset_advisor [--calibrate] [--splits jobs,jobs-c]`: score the dev
+    set and print the coverage-vs-accuracy table; `--calibrate` prints the table to paste into
+    `agents/advisor/facts.py` (CALIBRATION, ABSTAIN_BELOW)."""
+    import argparse
+    import pprint
+
+    p = argparse.ArgumentParser(prog="devset_advisor")
+    p.add_argument("--splits", default="jobs,jobs-c", help="label batches to score (file stems); never a blind one")
+    p.add_argument("--calibrate", action="store_true")
+    p.add_argument("--out", default=None)
+    a = p.parse_args(argv)
+    r = score_devset_repos(splits=tuple(x for x in a.splits.split(",") if x))
+    print(f"fields right {r['fields_right']:.1%}, all right {r['jobs_all_right']:.1%}; per batch "
+          + ", ".join(f"{k} {v['fields_right']:.1%}" for k, v in r["by_split"].items()))
+    print("per field", r["field_accuracy"])
+    print(format_confidence_table(r))
+    if a.out:
+        Path(a.out).write_text(json.dumps(r, indent=1, default=str))
+    if a.calibrate:
+        print("CALIBRATION: dict[str, dict[str, tuple[int, int]]] = " + pprint.pformat(r["confidence"]["table"], width=115))
+        print(f"ABSTAIN_BELOW = {r['confidence']['threshold']['chosen']}")
+
+
+if __name__ == "__main__":
+    main()
