@@ -553,7 +553,7 @@ class MetricTracker:
             st.candidates += 1
             if settled_at is not None and st.lines_read - settled_at > patience:
                 break
-            if cand.text in seen_text or _echo_of(cand.text, recent):
+            if cand.text in seen_text or _echo_of(cand.text, recent, cand.regex.step if cand.regex else None):
                 st.duplicates += 1  # the same record again, or echoed by a second handler with another prefix
                 continue
             seen_text.add(cand.text)
@@ -792,11 +792,12 @@ _DIGITS = re.compile(r"\d+")
 _ECHO_MIN = 24  # characters the two copies of an echoed record must share at the end
 
 
-def _echo_of(text: str, recent: Iterable[str]) -> bool:
+def _echo_of(text: str, recent: Iterable[str], step: int | None = None) -> bool:
     """`text` is a recent line printed again by a second logging handler with another prefix
     (TF's `I0612 10:00:01.123 140 train.py:12] step 100 ..` and `INFO:tensorflow:step 100 ..`,
     icefall's stamped and root-logger copies): the two share their whole record after the
-    prefixes, which differ and are short. The shared part must hold a digit (a value)."""
+    prefixes, which differ and are short. The shared part must hold a digit (a value), and the
+    line's step counter when it has one (else two steps with equal values would be one)."""
     body = text.rstrip()
     for other in recent:
         o = other.rstrip()
@@ -808,10 +809,11 @@ def _echo_of(text: str, recent: Iterable[str]) -> bool:
         if n < _ECHO_MIN or n == len(body) == len(o):
             continue
         head_a, head_b = len(body) - n, len(o) - n
-        if _DIGITS.sub("0", body[:head_a]) == _DIGITS.sub("0", o[:head_b]):
+        if _DIGITS.sub("0", body[:head_a]).split() == _DIGITS.sub("0", o[:head_b]).split():
             continue  # the same prefix with other numbers: the next record of one handler, not an echo
         if max(head_a, head_b) <= 80 and n >= 0.5 * min(len(body), len(o)) and any(c.isdigit() for c in body[-n:]):
-            return True
+            if step is None or re.search(rf"(?<![\d.]){step}(?![\d.])", body[-n:]):
+                return True
     return False
 
 
