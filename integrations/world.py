@@ -149,7 +149,7 @@ def realise_one(spec: JobSpec, seed: int, pool: PlanPool, model: WorldModel = Wo
         else:
             run = full * max(u, 1e-3)
             cause = "failed" if status is FinalStatus.FAILED else "cancelled"
-    world = {"plan_s": round(plan, 3), "full_run_s": round(full, 3), "step_factor": round(factor, 5),
+    world = {"plan_s": round(plan, 3), "full_run_s": round(full, 3), "startup_s": round(perf.startup_s, 3), "step_factor": round(factor, 5),
              "stop": cause, "trace_duration_s": spec.duration, "trace_status": spec.status.value}
     attrs = {**spec.attributes, "planned_work": plan, WORLD_KEY: world}
     out = replace(spec, duration=max(1.0, run), status=status, work=None, attributes=attrs)
