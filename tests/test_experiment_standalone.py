@@ -44,8 +44,8 @@ def test_small_experiment_writes_results_for_every_arm_and_seed(tmp_path: Path) 
     )
     assert {(r.arm, r.seed) for r in result.rows} == {(a, 0) for a in ARMS}
     assert all(r.summary.unfinished == 0 and r.summary.finished == 120 for r in result.rows)
-    # one fresh source per SchedMate arm, plus the sweeps' SRPT runs (D = 600 s; d = 0.5)
-    per_seed = [1.0] * 4 + [1.0, 1.0] + [0.5, 0.5]
+    # one fresh source per SchedMate arm and tiresias+fh, plus the sweeps' SRPT runs (D = 600 s; d = 0.5)
+    per_seed = [1.0] * 5 + [1.0, 1.0] + [0.5, 0.5]
     assert [(seed, rate) for _, seed, rate, _ in factory.calls] == [(0, r) for r in per_seed]
     assert all(n == 120 and failed == round(0.305 * 0.89 * 120) for n, _, _, failed in factory.calls)
 
@@ -59,7 +59,7 @@ def test_small_experiment_writes_results_for_every_arm_and_seed(tmp_path: Path) 
     world = doc["details"]["failures"]["seed0"]
     assert world["failure_events"] > 0 and 0.0 <= world["infra_share"] <= 1.0
     rows = list(csv.DictReader(open(tmp_path / "standalone.csv")))
-    assert len(rows) == 9 and {"mean_jct", "p99_jct", "mean_queueing", "gpu_hours_lost", "queue_share"} <= set(rows[0])
+    assert len(rows) == len(ARMS) and {"mean_jct", "p99_jct", "mean_queueing", "gpu_hours_lost", "queue_share"} <= set(rows[0])
     fh = next(r for r in rows if r["arm"] == "schedmate-srpt+fh")
     assert int(fh["fh.failures"]) > 0 and "fh.resumed" in fh and "fh.cordons" in fh
     assert (tmp_path / "jct_cdf_synthetic_seed0.png").stat().st_size > 0
