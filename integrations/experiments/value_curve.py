@@ -304,7 +304,9 @@ def run_value_curve(case: str, out: Path, *, seeds: int = 1, quick: bool = False
         stops[f"{c:g}"] = next((p["sigma"] for p in row if p["mean_jct"] >= baselines[best]), None)
     real_point = _real_point(case, spec.arm, real)
     doc: dict[str, Any] = {
-        "case": case, "label": LABEL, "arm": spec.arm, "sigmas": list(sig), "coverages": list(cov),
+        "case": case, "arm": spec.arm,
+        "label": LABEL if spec.sigma_axis else "rule source (same-config donors) at detection rate = coverage "
+                                               "(SENSITIVITY ONLY; sia+sm reads no duration estimate)", "sigmas": list(sig), "coverages": list(cov),
         "seeds": seeds, "quick": quick, "sigma_axis": spec.sigma_axis,
         "points": points, "baselines": baselines, "best_baseline": {"arm": best, "mean_jct": baselines[best]},
         "oracle": oracle, "real_point": real_point, "stops_helping": stops,
@@ -338,7 +340,7 @@ def _real_point(case: str, arm: str, real: Path | None) -> dict[str, Any] | None
 
 def _summary(doc: dict[str, Any]) -> str:
     best = doc["best_baseline"]
-    parts = [f"value curve [{doc['case']}, {doc['seeds']} seed(s), {doc['label'].split(' (')[0]}]: best baseline "
+    parts = [f"value curve ({doc['case']}, {doc['seeds']} seed(s), {doc['label'].split(' (')[0]}): best baseline "
              f"{best['arm']} {best['mean_jct'] / 3600:.2f} h"]
     if doc["oracle"]:
         parts.append(f"oracle {doc['oracle']['arm']} {doc['oracle']['mean_jct'] / 3600:.2f} h "
