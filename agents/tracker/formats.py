@@ -158,7 +158,8 @@ def clock_of_day(text: str) -> float | None:
     m = _CLOCK_STAMP.search(text)
     if m is None:
         return None
-    h, mi, sec = int(m.group("h")), int(m.group("mi")), float(m.group("s"))
+    g = "" if m.group("h") is not None else "2"
+    h, mi, sec = int(m.group("h" + g)), int(m.group("mi" + g)), float(m.group("s" + g).replace(",", "."))
     if h > 23 or mi > 59 or sec >= 60:
         return None
     return h * 3600 + mi * 60 + sec

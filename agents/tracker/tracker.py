@@ -82,7 +82,7 @@ from schedmate.agents.tracker.regex_extractors import (
     strip_timestamp,
     timestamp_resolution,
 )
-from schedmate.agents.tracker.formats import is_eval_line
+from schedmate.agents.tracker.formats import clock_of_day, is_eval_line
 from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, robust_mean
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
@@ -543,9 +543,10 @@ class MetricTracker:
         good: list[LineMetrics] = []
         per_family: dict[str, _FamilyStats] = {}
         loss_only = 0
+        loss_steps: set[int] = set()
         settled_at: int | None = None  # lines read when the chosen family filled up / losses did
         seen_text: set[str] = set()
-        seen_step: set[tuple[str, int, int]] = set()
+        seen_step: set[tuple[str, int, int, str]] = set()
         counters: dict[str, _Counter] = {}  # per line shape: its step counter's restarts
         recent: deque[str] = deque(maxlen=8)  # the newest candidates, for echoes (`_echo_of`)
         st = state.stats
@@ -569,7 +570,8 @@ class MetricTracker:
                     continue
             if ex.step is not None:  # N ranks, or a line re-printed: one line per (shape, step)
                 shape = shape_key(cand.text)
-                key = (shape, ex.step, counters.setdefault(shape, _Counter()).run(ex.step))
+                # (per rank: interleaved devices each print every step; `_step_time_from_stamps` keeps one rank)
+                key = (shape, ex.step, counters.setdefault(shape, _Counter()).run(ex.step), rank_of(cand.text))
                 if key in seen_step:
                     st.duplicates += 1
                     continue
@@ -594,7 +596,10 @@ class MetricTracker:
                 else:
                     settled_at = None  # a longer bar appeared: fill it up first
             else:
-                loss_only += 1
+                if ex.step is None or ex.step not in loss_steps:  # ranks' copies of one step count once
+                    loss_only += 1
+                if ex.step is not None:
+                    loss_steps.add(ex.step)
                 if loss_only >= limit and not per_family and settled_at is None:
                     settled_at = st.lines_read
         st.good_lines = len(good)
@@ -878,19 +883,31 @@ def _confidence(e: MetricEstimate) -> float:
 def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 3, min_ticks: float = 20.0) -> MetricEstimate | None:
     """A step time for logs that print a step counter and a date-time stamp but no duration
     (torchtitan's `step: N loss: .. tps: ..`): the slope of stamp over step across the lines of
-    one family, oldest to newest. Needs `min_lines` lines and a span of at least `min_ticks`
-    units of the stamps' resolution (a seconds-only stamp needs >= 20 s), else None."""
-    groups: dict[str, list[tuple[int, float, float, LineMetrics]]] = {}
+    one family, oldest to newest, i.e. the time between lines divided by the steps between them.
+    Needs `min_lines` lines and a span of at least `min_ticks` units of the stamps' resolution
+    (a seconds-only stamp needs >= 20 s), else None.
+
+    Stamps: a full date-time at the line's start, else a time of day (`[12:00:01]`, torch_xla's
+    `Time=07:29:40`; unwrapped past midnight). Lines of several ranks or devices interleaved (`Device=xla:0/3`,
+    `[rank1]`, `(0/7)`) are never mixed: one rank's sequence is used (the one with most lines,
+    then the lowest rank), since ranks print the same step at slightly different times."""
+    groups: dict[tuple[str, str], list[tuple[int, float, float, LineMetrics]]] = {}
     for g in good:
         ex, src = g.extraction, g.line
-        if ex.step is None or src.timestamp is None or src.timestamp_source != "line":
+        if ex.step is None:
             continue
-        res = timestamp_resolution(src.text) or 1.0
-        groups.setdefault(_family(ex), []).append((ex.step, src.timestamp, res, g))
+        if src.timestamp is not None and src.timestamp_source == "line":
+            stamp, res = src.timestamp, timestamp_resolution(src.text) or 1.0
+        elif (clock := clock_of_day(src.text)) is not None:
+            stamp, res = clock, 1.0
+        else:
+            continue
+        groups.setdefault((_family(ex), rank_of(src.text)), []).append((ex.step, stamp, res, g))
     if not groups:
         return None
-    fam = max(groups, key=lambda k: len(groups[k]))
-    rows = sorted(groups[fam], key=lambda r: (r[0], r[1]))
+    key = min(groups, key=lambda k: (-len(groups[k]), k[1]))
+    fam = key[0]
+    rows = _unwrap_days(sorted(groups[key], key=lambda r: (r[0], r[1])))
     if len(rows) < min_lines:
         return None
     (s0, t0, r0, _), (s1, t1, r1, _) = rows[0], rows[-1]
@@ -901,6 +918,33 @@ def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 3, min_tick
     method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
     lines = tuple(r[3].line for r in sorted(rows, key=lambda r: -r[1]))
     return MetricEstimate(value, "s", value, 0.0, lines, (), method, f"{fam}+timestamps")
+
+
+_RANK = re.compile(
+    r"\b(?:rank|device|local_rank|global_rank|gpu|worker|proc)\s*[=:#]?\s*((?:[a-z]+:)?\d+(?:/\d+)?)"
+    r"|\[(?:rank|trainer)(\d+)\]|\((\d+/\d+)\)",
+    re.IGNORECASE,
+)
+
+
+def rank_of(text: str) -> str:
+    """The rank or device a line names, as written (`Device=xla:0/3` -> "xla:0/3", `[rank1]` ->
+    "1", icefall's `(0/7)` -> "0/7"), or "" when none."""
+    m = _RANK.search(text)
+    if m is None:
+        return ""
+    return next(g for g in m.groups() if g is not None)
+
+
+def _unwrap_days(rows: list[tuple[int, float, float, LineMetrics]]) -> list[tuple[int, float, float, LineMetrics]]:
+    """Times of day sorted by step: a time that falls back by over 12 h crossed midnight."""
+    out, shift, prev = [], 0.0, None
+    for step, t, res, g in rows:
+        if prev is not None and t + shift < prev - 43200:
+            shift += 86400.0
+        out.append((step, t + shift, res, g))
+        prev = t + shift
+    return out
 
 
 def _method(lines: Sequence[LineMetrics]) -> Method:
@@ -932,10 +976,14 @@ class _FamilyStats:
     count: int = 0
     restarted: bool = False
     last_step: int | None = None
+    steps: set[int] = field(default_factory=set)
 
     def add(self, step: int | None) -> None:
+        if step is not None and step in self.steps and step == self.last_step:
+            return  # another rank's line for the step just seen: no more support, no restart
         self.count += 1
         if step is not None:
+            self.steps.add(step)
             if self.last_step is not None and step > self.last_step:
                 self.restarted = True
             self.last_step = step
