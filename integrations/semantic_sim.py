@@ -4,10 +4,14 @@ Spec §8: public traces carry no code or logs, so every job is given generated o
 (`artefacts.plan_artefact`: a training repository + launch command and a log style, matched to
 its GPU request and length) and the **real** modules process them:
 
-- `advise`: the Metadata Extractor (static by default; the LLM agent when `SimConfig.llm` is set)
-  reads the repository; the fingerprint is embedded (MiniLM) and matched in a Redis `JobStore`
-  (cosine ≥ T, top-k); the answer is the mean duration / SM utilisation / memory / Lucid-style
-  single-job metrics of the matches;
+- `advise`: the deployed advisor (`agents.stack`, the config `schedmate advise` and the service
+  run with: `SimConfig.agents`, default `AgentStackConfig()`). The Metadata Extractor (static by
+  default; the LLM agent when `SimConfig.llm` is set) reads the repository; the fingerprint is
+  embedded (MiniLM) and the pool of most similar past jobs read from a Redis `JobStore`; the
+  estimate is `agents.advisor.estimator.estimate_from_pool` (rate x plan over completed past runs,
+  else the mean of the <= k matches with cosine >= T, T = 0.85). `duration_s` and
+  `duration_top3_s` are that estimate; memory and the Lucid-style single-job metrics are the means
+  over the jobs the estimate used;
 - `track(job, event_at=, now=)`: the job's log as the simulator wrote it from the job's simulated
   speed history (`simlogs.running_log`: real formats, jitter, warm-up, noise; as many progress
   lines after the event as the elapsed time allows) is tailed by the Metric Tracker's
@@ -37,10 +41,12 @@ are hash draws, and measured latencies come from the cache once measured.
 jobs get None from `advise` / `track` and are not recorded as history (diagnosis is unaffected).
 
 **History**: `ingest_history(specs)` stores earlier jobs (a trace prefix, or `synthetic_history`)
-with their trace durations and modelled utilisation; `record(job, finished=False)` stores a job
-of this run at arrival (matchable at once, no outcome yet: its id can appear in `similar_ids`,
-which is what Sia needs), `finished=True` stores its measured outcome. Durations and metrics are
-averaged over the (≤ k) best matches *that have an outcome*; `similar_ids` are the k best of all.
+with their trace durations, final status and what their monitoring and logs measured
+(`measured_outcome`: utilisation, memory, wall time per step, startup, steps per epoch);
+`record(job, finished=False)` stores a job of this run at arrival (matchable at once, no outcome
+yet: its id can appear in `similar_ids`, which is what Sia needs), `finished=True` stores its
+measured outcome. `similar_ids` are the k best matches with cosine >= T (with or without an
+outcome); when there are none but the estimate used some past jobs, those jobs.
 
 **Precomputed mode**: `save(path)` writes, and `SimulationInsights.load(path)` replays without
 Redis or models (a question the saved run never asked answers None, counted as `replay_misses`):
@@ -73,12 +79,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from schedmate.agents.stack import AgentStack, AgentStackConfig
 from schedmate.integrations.artefacts import (
     DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, modelled_metrics,
     plan_artefact, repo_hash, unit_hash,
@@ -91,7 +98,8 @@ from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 if TYPE_CHECKING:
     from schedmate.llm import LLMConfig
 
-__all__ = ["FORMAT", "PrepareReport", "SimConfig", "SimulationInsights", "load_agent_models", "synthetic_history"]
+__all__ = ["FORMAT", "PrepareReport", "SimConfig", "SimulationInsights", "load_agent_models", "measured_outcome",
+           "synthetic_history"]
 
 FORMAT = "schedmate.sim-insights"
 _METRIC_KEYS = ("speed", "gpu_util", "gmem_util", "gmem")
@@ -111,8 +119,10 @@ class SimConfig:
 
     seed: int = 0
     detection_rate: float = 1.0
-    threshold: float = 0.9999  # T calibrated for MiniLM fingerprints (bench/results/advisor/advisor_eval.json)
-    top_k: int = 3
+    # the agents (threshold T, k, estimator, failure method, ...): the deployed defaults of
+    # `agents.stack`, as `schedmate advise`, the service and the daemon run them; `llm` and
+    # `llm_modules` below switch the LLM on for the simulation
+    agents: AgentStackConfig = field(default_factory=AgentStackConfig)
     length_ratio: float = DEFAULT_RATIO  # log-scale grid of config lengths (×2 per cell)
     variants: int = DEFAULT_VARIANTS  # code-style variants per (family, GPUs, length cell)
     advisor_latency_s: float | None = None  # None: measured extraction + retrieval time (cached with them)
@@ -135,20 +145,48 @@ class SimConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.detection_rate <= 1.0:
             raise ValueError(f"detection_rate must be in [0, 1], got {self.detection_rate}")
-        if self.top_k < 1 or self.variants < 1 or self.failure_variants < 1:
-            raise ValueError("top_k, variants and failure_variants must be >= 1")
+        if self.variants < 1 or self.failure_variants < 1:
+            raise ValueError("variants and failure_variants must be >= 1")
         if self.length_ratio <= 1.0:
             raise ValueError("length_ratio must be > 1")
         unknown = set(self.llm_modules) - {"advisor", "tracker", "failure"}
         if unknown:
             raise ValueError(f"unknown llm_modules {sorted(unknown)}")
 
+    @property
+    def stack_config(self) -> AgentStackConfig:
+        """The agents' config, with this simulation's LLM switch."""
+        return replace(self.agents, llm=self.llm, llm_modules=self.llm_modules)
+
+    @property
+    def threshold(self) -> float:
+        return self.agents.threshold
+
+    @property
+    def top_k(self) -> int:
+        return self.agents.top_k
+
     def portable(self) -> dict[str, Any]:
         """The fields a saved file records (no LLM, server or paths)."""
-        skip = {"llm", "redis_url", "work_dir", "cache_dir", "torch_threads"}
+        skip = {"llm", "redis_url", "work_dir", "cache_dir", "torch_threads", "agents"}
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         out["llm_modules"] = list(self.llm_modules)
+        out["agents"] = self.agents.settings()
         return out
+
+    @classmethod
+    def from_portable(cls, data: Mapping[str, Any]) -> SimConfig:
+        """Back from `portable()`; a file saved before the agent stack (its own `threshold` and
+        `top_k`) keeps the settings it ran with."""
+        cfg = dict(data)
+        cfg["llm_modules"] = tuple(cfg.get("llm_modules", ()))
+        agents = cfg.pop("agents", None)
+        old = {k: cfg.pop(k) for k in ("threshold", "top_k") if k in cfg}
+        if agents is not None:
+            cfg["agents"] = AgentStackConfig.from_settings(agents)
+        elif old:
+            cfg["agents"] = AgentStackConfig(**old, pool_k=max(12, 4 * int(old.get("top_k", 3))))
+        return cls(**cfg)
 
 
 @dataclass(frozen=True)
@@ -222,21 +260,34 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def _summarise(matches: Sequence[Any], k: int, latency_s: float) -> AdvisorInsight:
-    """k best matches' ids; means over the (≤ k) best that have an outcome (see module doc)."""
-    done = [m for m in matches if m.record is not None and m.record.outcome.duration is not None][:k]
-    outs = [m.record.outcome for m in done]
-    mets = [m.record.submitted.get("metrics") or {} for m in done]
+def measured_outcome(art: Artefact, job_id: str, seed: int, *, duration: float | None,
+                     final_status: FinalStatus | None) -> tuple[Any, dict[str, float]]:
+    """What a deployed system knows about a finished run: its run time and final status, what
+    monitoring measured (`modelled_metrics`: utilisation, memory, speed with a per-run spread) and
+    what its log shows (the tracker's wall time per optimizer step: the per-device batch over the
+    measured per-GPU speed; startup and steps per epoch as the config runs). Returns the store's
+    `JobOutcome` and the Lucid-style single-job metrics."""
+    from schedmate.embeddings.store import JobOutcome
+    from schedmate.synthetic.jobs.history import expected_perf
+
+    m = modelled_metrics(art, job_id, seed)
+    perf = expected_perf(art.config)
+    step = art.config.per_device_batch * art.config.grad_accum / m["speed"] if m["speed"] > 0 else None
+    outcome = JobOutcome(duration=duration, sm_util=m["sm_util"], gpu_util=m["gpu_util"], gpu_memory=m["gpu_mem_gb"],
+                         final_status=final_status, step_time_s=step, startup_s=perf.startup_s,
+                         steps_per_epoch=perf.steps_per_epoch)
+    return outcome, {k: m[k] for k in _METRIC_KEYS}
+
+
+def _insight(est: Any, pool: Sequence[Any], k: int, latency_s: float) -> AdvisorInsight:
+    """The deployed estimate (`estimate_from_pool`) as the simulator's `AdvisorInsight`."""
+    used = est.records(pool)
+    mets = [r.submitted.get("metrics") or {} for r in used]
     metrics = {key: v for key in _METRIC_KEYS if (v := _mean(mt.get(key) for mt in mets)) is not None}
-    return AdvisorInsight(
-        similar_ids=tuple(m.job_id for m in matches[:k]),
-        duration_s=_mean(o.duration for o in outs),
-        duration_top3_s=_mean(o.duration for o in outs[:3]),
-        sm_util=_mean(o.sm_util for o in outs),
-        gpu_mem_gb=_mean(o.gpu_memory for o in outs),
-        metrics=metrics,
-        latency_s=latency_s,
-    )
+    similar = tuple(m.job_id for m in est.similar) or (tuple(est.based_on[:k]) if est.estimated else ())
+    duration = est.duration_s if est.estimated else None
+    return AdvisorInsight(similar_ids=similar, duration_s=duration, duration_top3_s=duration,
+                          sm_util=est.sm_util, gpu_mem_gb=est.gpu_memory_gb, metrics=metrics, latency_s=latency_s)
 
 
 def _advice_dict(a: AdvisorInsight) -> dict[str, Any]:
@@ -355,7 +406,6 @@ class SimulationInsights:
         """Store earlier jobs (trace duration, modelled utilisation and single-job metrics) as
         matchable history. Raises if the store is unreachable (this is setup, not a query)."""
         from schedmate.agents.advisor.retriever import HistoricalJob
-        from schedmate.embeddings.store import JobOutcome
 
         if self._replay:
             raise RuntimeError("a replayed source has a fixed history")
@@ -367,12 +417,11 @@ class SimulationInsights:
             if not fp:
                 self._counts["history_without_fingerprint"] += 1
                 continue
-            m = modelled_metrics(art, spec.job_id, self.config.seed)
-            outcome = JobOutcome(duration=spec.duration, sm_util=m["sm_util"], gpu_util=m["gpu_util"],
-                                 gpu_memory=m["gpu_mem_gb"], final_status=spec.status)
+            outcome, metrics = measured_outcome(art, spec.job_id, self.config.seed, duration=spec.duration,
+                                                final_status=spec.status)
             hist.append(HistoricalJob(job_id=spec.job_id, metadata=fp, outcome=outcome, gpus=art.gpus, nodes=art.nodes,
                                       submitted={"submit_time": spec.submit_time, "source": "history",
-                                                 "metrics": {k: m[k] for k in _METRIC_KEYS}}))
+                                                 "metrics": metrics}))
         self._cache.flush()
         n = self._retriever().ingest(hist, batch_size=batch_size) if hist else 0
         self._counts["history_ingested"] += n
@@ -405,7 +454,7 @@ class SimulationInsights:
             return None
         t0 = time.perf_counter()
         try:
-            matches = self._search(art, exclude=job.job_id)
+            pool = self._search(art, exclude=job.job_id)
         except Exception as exc:  # noqa: BLE001 -- store/embedder down: SchedMate does not know
             return self._failed("store_errors", exc)
         # retrieval's own cost, measured the first time this artefact is matched and then reused
@@ -418,7 +467,7 @@ class SimulationInsights:
                 self._cache.put("latency", lkey, search_s)
         measured = float(extraction.get("seconds", 0.0)) + search_s
         latency = self.config.advisor_latency_s if self.config.advisor_latency_s is not None else round(measured, 4)
-        insight = _summarise(matches, self.config.top_k, latency)
+        insight = self._estimate(art, extraction, pool, latency)
         self._counts["advise_matched" if insight.matched else "advise_unmatched"] += 1
         self._advice[job.job_id] = _advice_dict(insight)
         return insight
@@ -499,11 +548,9 @@ class SimulationInsights:
         submitted: dict[str, Any] = {"submit_time": job.spec.submit_time, "source": "run"}
         outcome = JobOutcome()
         if finished:
-            m = modelled_metrics(art, job.job_id, self.config.seed)
             measured = job.run_time if job.run_time > 0 else job.spec.duration
-            outcome = JobOutcome(duration=measured, sm_util=m["sm_util"], gpu_util=m["gpu_util"],
-                                 gpu_memory=m["gpu_mem_gb"], final_status=_final_status(job))
-            submitted["metrics"] = {k: m[k] for k in _METRIC_KEYS}
+            outcome, submitted["metrics"] = measured_outcome(art, job.job_id, self.config.seed, duration=measured,
+                                                             final_status=_final_status(job))
         try:
             self._retriever().ingest([HistoricalJob(job_id=job.job_id, metadata=fp, outcome=outcome, gpus=art.gpus,
                                                     nodes=art.nodes, submitted=submitted)])
@@ -558,10 +605,9 @@ class SimulationInsights:
         if data.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} file")
         cfg = dict(data["config"])
-        cfg["llm_modules"] = tuple(cfg.get("llm_modules", ()))
         if detection_rate is not None:
             cfg["detection_rate"] = detection_rate
-        self = cls(SimConfig(**cfg))
+        self = cls(SimConfig.from_portable(cfg))
         self._replay = True
         self._modes = dict(data["modes"])
         cal = data.get("calibration")
@@ -601,8 +647,9 @@ class SimulationInsights:
                 return f"llm:{self.config.llm.model or self.config.llm.local_model_package}"
             return None
 
+        # the diagnosis cache is keyed by the handler's method (the stack's default: learned)
         return {"extract": llm_name("advisor") or "static", "track": llm_name("tracker") or "regex",
-                "diagnose": llm_name("failure") or "rules"}
+                "diagnose": llm_name("failure") or self.config.stack_config.failure_method}
 
     def _repo_hash(self, art: Artefact) -> str:
         h = self._repo_hashes.get(art.key)
@@ -649,13 +696,24 @@ class SimulationInsights:
                 "model_calls": res.model_calls, "seconds": round(time.perf_counter() - t0, 4)}
 
     def _search(self, art: Artefact, *, exclude: str) -> list[Any]:
-        """The store's best matches (cosine >= T) of the artefact's fingerprint, best first,
-        without the asking job itself: a pool of 4k, so `_summarise` finds k with outcomes."""
+        """The estimator's pool: the stack's `pool_k` most similar past jobs of the artefact's
+        fingerprint (no threshold, records attached, best first), without the asking job itself;
+        what `agents.stack.retrieve_pool` reads, from the cached embedding."""
         retriever = self._retriever()
         vec = self._vector(art)
-        pool = max(4 * self.config.top_k, 12)
-        matches = retriever.store.search(vec, k=pool + 1, threshold=self.config.threshold, with_records=True)
-        return [m for m in matches if m.job_id != exclude][:pool]
+        k = self.config.agents.pool_k
+        matches = retriever.store.search(vec, k=k + 1, threshold=None, with_records=True)
+        return [m for m in matches if m.job_id != exclude][:k]
+
+    def _estimate(self, art: Artefact, extraction: Mapping[str, Any], pool: Sequence[Any],
+                  latency_s: float) -> AdvisorInsight:
+        """The deployed estimate from the pool (the function `schedmate advise` calls)."""
+        from schedmate.agents.advisor.estimator import estimate_from_pool
+
+        c = self.config.agents
+        est = estimate_from_pool(_fingerprint_of(extraction) or {}, art.gpus, pool, threshold=c.threshold,
+                                 top_k=c.top_k, estimator=c.estimator)
+        return _insight(est, pool, c.top_k, latency_s)
 
     def _vector(self, art: Artefact) -> Any:
         """Fingerprint embedding of `art`; on a miss, every known detected artefact is embedded
@@ -804,25 +862,24 @@ class SimulationInsights:
             self._agents.chat = self._agents.stack.enter_context(open_chat_model(self.config.llm))
         return self._agents.chat
 
+    def _stack(self, module: str) -> AgentStack:
+        """The agent stack (`agents.stack`) for one agent, with the LLM only if `module` uses it."""
+        return AgentStack(self.config.stack_config, embedder=self._agents.embedder, classifier=self._agents.classifier,
+                          chat_model=self._chat(module))
+
     def _tracker(self) -> Any:
         if self._agents.tracker is None:
-            from schedmate.agents.tracker.tracker import MetricTracker
-
-            self._agents.tracker = MetricTracker(self._classifier(), self._chat("tracker"))
+            self._agents.tracker = self._stack("tracker").tracker(classifier=self._classifier())
         return self._agents.tracker
 
     def _handler(self) -> Any:
         if self._agents.handler is None:
-            from schedmate.agents.failure.handler import FailureHandler
-
-            self._agents.handler = FailureHandler(self._classifier(), chat_model=self._chat("failure"))
+            self._agents.handler = self._stack("failure").handler(classifier=self._classifier())
         return self._agents.handler
 
     def _extractor(self) -> Any:
         if self._agents.extractor is None:
-            from schedmate.agents.advisor.agent import MetadataExtractor
-
-            self._agents.extractor = MetadataExtractor(self._chat("advisor"))
+            self._agents.extractor = self._stack("advisor").extractor()
         return self._agents.extractor
 
     def _retriever(self) -> Any:
@@ -833,7 +890,6 @@ class SimulationInsights:
             return a.retriever
         if time.monotonic() < a.store_down_until:
             raise ConnectionError("job store unavailable (recent connect failed)")
-        from schedmate.agents.advisor.retriever import SimilarJobRetriever
         from schedmate.embeddings.store import JobStore
 
         try:
@@ -854,7 +910,7 @@ class SimulationInsights:
             a.store_down_until = time.monotonic() + 30.0
             raise
         a.stack.callback(a.store.close)
-        a.retriever = SimilarJobRetriever(a.store, embedder, threshold=self.config.threshold, top_k=self.config.top_k)
+        a.retriever = AgentStack(self.config.stack_config, embedder=embedder).retriever(a.store)
         return a.retriever
 
 
