@@ -358,7 +358,7 @@ DEFAULT_EXTRACTORS: tuple[tuple[str, Extractor], ...] = (
 
 
 def _fields(ex: Extraction) -> int:
-    return sum(v is not None for v in (ex.step, ex.step_time_s, ex.loss, ex.throughput))
+    return sum(v is not None for v in (ex.step, ex.step_time_s or ex.interval_s, ex.loss, ex.throughput))
 
 
 def _rank(ex: Extraction) -> tuple[bool, int, bool]:
