@@ -36,7 +36,7 @@ from schedmate.agents.failure.rules import RulesClassifier
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.embedder import EmbeddingCache, FlagEmbedder, make_embedder
 from schedmate.synthetic.logs import HARD_MIX, LogSpec, LogStatus, generate_log
-from schedmate.taxonomy import FailureReason, category_of
+from schedmate.taxonomy import ACME_REASONS, FailureReason, category_of
 
 RESULTS = Path(__file__).resolve().parent / "results" / "locator.json"
 TOLERANCE = 5
@@ -135,7 +135,7 @@ def big_log(embedder: FlagEmbedder, n: int, chunk: int, seed: int, source: str) 
 
 def corpus(embedder: FlagEmbedder, n_logs: int, chunk: int, seed: int, source: str) -> dict:
     rng = random.Random(seed)
-    reasons = list(FailureReason)
+    reasons = list(ACME_REASONS)
     rules = RulesClassifier()
     loc = fresh_locator(embedder, chunk)  # one warm classifier across the corpus, as one worker would be
     rows = []

@@ -458,6 +458,10 @@ def eval_failures(
             model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
         summary = run_failure_eval(data, out, llm=model, limit=limit, progress=update, devset=folder)
     console.print(summary["summary_line"])
+    dev = summary.get("devset") or {}
+    for system, table in (dev.get("coverage") or {}).items():  # confidence: coverage vs accuracy (dev set)
+        cells = "  ".join(f">={t['threshold']:.1f}: {t['coverage']:.1%} @ {t['accuracy'] or 0:.1%}" for t in table)
+        console.print(f"dev set {system} coverage @ category accuracy  {cells}  (abstains below {dev.get('abstain_threshold')})")
     _warn_vanished(summary)
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
 

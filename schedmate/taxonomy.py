@@ -1,5 +1,9 @@
 """Failure taxonomy after Acme (Hu et al., NSDI'24, Table 3): category → reason → faulty component.
 
+The category here is each reason's *prior* only: the Failure Handler decides a failure's category
+from its evidence (who must act, logs.md §2.1b; `agents.failure.evidence`). HostOutOfMemory (the
+kernel or a cgroup OOM killer) is the one reason added beyond Acme's table, with acme_count 0.
+
 Three categories. Infrastructure failures are the rare but expensive ones (about 11% of failed
 jobs, about 82% of the GPU time lost to failures) and the only ones the Failure Handler recovers
 automatically; framework and script failures need the user.
@@ -31,6 +35,7 @@ class Component(StrEnum):
     NETWORK = "network"
     NODE = "node"
     STORAGE = "storage"
+    MEMORY = "memory"  # host memory: the kernel/cgroup OOM killer, shared memory (logs.md §2.1b)
     SOFTWARE = "software"
     UNKNOWN = "unknown"  # a classifier may answer it; the generator never injects it
 
@@ -70,6 +75,9 @@ class FailureReason(StrEnum):
     PERMISSION_ERROR = "PermissionError"
     CALLED_PROCESS_ERROR = "CalledProcessError"
     ARGUMENT_ERROR = "ArgumentError"
+    # added by the project, not in Acme's Table 3 (logs.md §2.1b): infrastructure, acme_count 0; last
+    # so that the order (and every index) of Acme's reasons stays as it was
+    HOST_OUT_OF_MEMORY = "HostOutOfMemory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,17 +126,30 @@ REASONS: dict[FailureReason, ReasonInfo] = {
         ReasonInfo(_R.PERMISSION_ERROR, _S, _C.SOFTWARE, 7, None),
         ReasonInfo(_R.CALLED_PROCESS_ERROR, _S, _C.SOFTWARE, 4, None),
         ReasonInfo(_R.ARGUMENT_ERROR, _S, _C.SOFTWARE, 3, None),
+        # the kernel or a cgroup OOM killer killed the training process itself (logs.md §2.1b); not
+        # in Acme's table, so its count is 0 and no generator draws it unless it asks for it
+        ReasonInfo(_R.HOST_OUT_OF_MEMORY, _I, _C.MEMORY, 0, None),
     )
 }
 
+# The reasons of Acme's Table 3 (every reason but HostOutOfMemory): what the generators can inject.
+ACME_REASONS: tuple[FailureReason, ...] = tuple(r for r, info in REASONS.items() if info.acme_count > 0)
+
 # Components a reason may be blamed on. ECC and CUDA errors are GPU faults; an NVLink error is an
 # NVLink fault (the Failure Handler may still answer "gpu" for it, logs.md: "GPU or NVLink").
+# Category by evidence (logs.md §2.1b) adds the components the evidence may name instead: a CUDA
+# OOM is the GPU (the job's batch), a killed DataLoader worker host memory, a CUDA error without
+# hardware evidence software.
+_EXTRA_COMPONENTS: dict[FailureReason, frozenset[Component]] = {
+    FailureReason.NVLINK_ERROR: frozenset({Component.GPU}),
+    FailureReason.OUT_OF_MEMORY_ERROR: frozenset({Component.GPU}),
+    FailureReason.DATALOADER_KILLED: frozenset({Component.MEMORY}),
+    FailureReason.CUDA_ERROR: frozenset({Component.SOFTWARE}),
+    FailureReason.NCCL_TIMEOUT_ERROR: frozenset({Component.SOFTWARE}),
+    FailureReason.MODEL_LOADING_ERROR: frozenset({Component.STORAGE}),
+}
 ALLOWED_COMPONENTS: dict[FailureReason, frozenset[Component]] = {
-    reason: (
-        frozenset({Component.NVLINK, Component.GPU})
-        if reason is FailureReason.NVLINK_ERROR
-        else frozenset({info.component})
-    )
+    reason: frozenset({info.component}) | _EXTRA_COMPONENTS.get(reason, frozenset())
     for reason, info in REASONS.items()
 }
 
@@ -141,10 +162,16 @@ def component_of(reason: FailureReason | str) -> Component:
     return REASONS[FailureReason(reason)].component
 
 
-def reasons_in(category: FailureCategory | str) -> list[FailureReason]:
-    """The reasons of one category, in Table 3 order."""
+def reasons_in(category: FailureCategory | str, *, acme_only: bool = False) -> list[FailureReason]:
+    """The reasons of one category (its prior category), in Table 3 order; `acme_only`: only those
+    of Acme's Table 3 (acme_count > 0), the ones generators draw from."""
     category = FailureCategory(category)
-    return [r for r, info in REASONS.items() if info.category is category]
+    return [r for r, info in REASONS.items() if info.category is category and (info.acme_count > 0 or not acme_only)]
+
+
+def is_acme(reason: FailureReason | str) -> bool:
+    """Whether `reason` is one of Acme's Table 3 (HostOutOfMemory is not: logs.md §2.1b)."""
+    return REASONS[FailureReason(reason)].acme_count > 0
 
 
 def is_recoverable(category: FailureCategory | str) -> bool:
@@ -153,8 +180,9 @@ def is_recoverable(category: FailureCategory | str) -> bool:
 
 
 def reason_weights(category: FailureCategory | str, prior: str = "acme") -> dict[FailureReason, float]:
-    """Sampling weights of the reasons within a category: Acme counts (`acme`) or `uniform`."""
-    reasons = reasons_in(category)
+    """Sampling weights of the reasons within a category: Acme counts (`acme`) or `uniform`; only
+    Acme's reasons (a reason added by the project, acme_count 0, is never drawn)."""
+    reasons = reasons_in(category, acme_only=True)
     if prior == "uniform":
         return {r: 1.0 / len(reasons) for r in reasons}
     if prior != "acme":

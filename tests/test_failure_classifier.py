@@ -240,7 +240,8 @@ SHAPES: dict[str, tuple[list[str], str, str]] = {
      "[rank3]:[W ProcessGroupNCCL.cpp:1168] Warning: CUDA error: unspecified launch failure (device 3)",
      *TRAINING[:5],
      "[rank3]: RuntimeError: NCCL communicator was aborted on rank 3.",
-     "srun: error: gpu-node-03: task 3: Exited with exit code 1"], "infrastructure", "unspecified launch failure"),
+     # a CUDA error with no hardware evidence (no Xid, ECC, NVLink) is a kernel or library bug: framework (logs.md §2.1b)
+     "srun: error: gpu-node-03: task 3: Exited with exit code 1"], "framework", "unspecified launch failure"),
  "timestamp and level prefixes hide the header": ([*(f"{TS.format(i % 60)} - INFO - {t}" for i, t in enumerate(TRAINING)),
      f"{TS.format(1)} - ERROR - Traceback (most recent call last):",
      f'{TS.format(1)} - ERROR -   File "/home/kim/proj/data.py", line 19, in load',

@@ -21,7 +21,7 @@ from schedmate.agents.failure.locator import FailureLineJudge, FailureLocator, L
 from schedmate.agents.failure.rules import RulesClassifier
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.synthetic.logs import BENIGN_LINES, generate_training_log, make_clean_log, make_failed_log
-from schedmate.taxonomy import Component, FailureCategory, FailureReason
+from schedmate.taxonomy import ACME_REASONS, Component, FailureCategory, FailureReason
 
 R = FailureReason
 TOLERANCE = 5  # lines
@@ -204,11 +204,11 @@ FAST_REASONS = {R.ECC_ERROR, R.NVLINK_ERROR, R.NODE_FAILURE, R.NETWORK_ERROR, R.
 
 @pytest.mark.parametrize(
     "reason",
-    [r if r in FAST_REASONS else pytest.param(r, marks=pytest.mark.slow) for r in FailureReason],
+    [r if r in FAST_REASONS else pytest.param(r, marks=pytest.mark.slow) for r in ACME_REASONS],
     ids=lambda r: r.value,
 )
 def test_locates_the_first_error_of_every_reason(locator: FailureLocator, reason: FailureReason) -> None:
-    log = make_failed_log(2_000, seed=list(FailureReason).index(reason), reason=reason, ranks=8)
+    log = make_failed_log(2_000, seed=list(ACME_REASONS).index(reason), reason=reason, ranks=8)
     found = locator.locate(log.lines)
     assert found is not None and found.method == "binary"
     assert abs(found.block - log.root_line) <= TOLERANCE, (found, log.lines[log.root_line])

@@ -36,7 +36,7 @@ from schedmate.synthetic.logs import (
     reasons_in,
 )
 from schedmate.synthetic.logs import generator
-from schedmate.taxonomy import reason_weights
+from schedmate.taxonomy import ACME_REASONS, reason_weights
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PREFIX = {
@@ -334,7 +334,7 @@ REAL_TEXT = {  # reason -> what the real stacks print (logs.md §2.3); any varia
 }
 
 
-@pytest.mark.parametrize("reason", list(FailureReason), ids=str)
+@pytest.mark.parametrize("reason", list(ACME_REASONS), ids=str)
 def test_failed_log_has_one_root_cause_at_the_labelled_line(reason):
     for seed in range(3):
         lines, labels, _ = gen(seed, failure_reason=reason, n_lines=[250, 400, 1500][seed], nccl_debug=seed != 1)

@@ -66,15 +66,15 @@ def assert_exact(lines: list[str], labels: LogLabels) -> None:
 # Pools
 # -------------------------------------------------------------------------------------------------
 def test_every_reason_has_templates_in_both_pools_and_no_template_in_two():
-    assert set(TEMPLATES) == set(FailureReason)
+    assert set(TEMPLATES) == set(ACME_REASONS)
     for reason, (dev, held) in TEMPLATES.items():
         assert dev and held, reason
         assert not dev & held, reason
 
 
 def test_every_template_a_builder_prints_is_in_exactly_one_pool():
-    seen: dict[FailureReason, set[str]] = {r: set() for r in FailureReason}
-    for reason in FailureReason:
+    seen: dict[FailureReason, set[str]] = {r: set() for r in ACME_REASONS}
+    for reason in ACME_REASONS:
         for seed in range(40):
             rng = np.random.default_rng(seed)
             phase = list(FailurePhase)[seed % 2]

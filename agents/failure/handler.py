@@ -36,6 +36,7 @@ from langchain_core.language_models import BaseChatModel
 from opentelemetry.trace import Span, Tracer
 from pydantic import BaseModel, ConfigDict
 
+from schedmate.agents.failure.confidence import finish
 from schedmate.agents.failure.decision import METHODS, ClassifierMethod, settle, tiebreak
 from schedmate.agents.failure.learned import LearnedFailureClassifier, shared_classifier
 from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
@@ -109,6 +110,11 @@ class Diagnosis(BaseModel):
     total_lines: int = 0
     llm_calls: CallCounts = CallCounts()  # LLM calls this diagnosis made, answered, timed out, skipped
     notes: list[str] = []  # what happened to the log while it was read (truncated, rotated, too long)
+    # which evidence decided the category (logs.md §2.1b): `rule: why ('line')`, and the line itself
+    category_evidence: str | None = None
+    evidence_line: str | None = None
+    confidence: float | None = None  # calibrated probability that the category is right
+    abstained: bool = False  # below the calibrated threshold: category None ("unknown")
 
     @property
     def recoverable(self) -> bool:
@@ -197,6 +203,13 @@ class FailureHandler:
         calls made are appended to `calls`."""
         fallbacks = fallbacks if fallbacks is not None else []
         root = block if root is None else root
+        verdict, status = self._classify_reason(lines, block, root, fallbacks, calls)
+        # the classifiers named the reason; the category (who must act) is decided from the evidence
+        # in the lines, the Acme table only the prior (logs.md §2.1b), then calibrated (`confidence`)
+        return finish(verdict, lines, block, root), status
+
+    def _classify_reason(self, lines: Sequence[str | bytes], block: int, root: int, fallbacks: list[str],
+                         calls: list[CallCounts] | None) -> tuple[FailureVerdict, LLMStatus]:  # fmt: skip
         rules = self.rules.classify(lines, block)
         method = self.config.method
         if method == "rules":
@@ -293,6 +306,10 @@ class FailureHandler:
             reason=verdict.reason,
             component=verdict.component,
             verdict=verdict,
+            category_evidence=verdict.evidence.describe() if verdict.evidence is not None else None,
+            evidence_line=verdict.evidence.line or None if verdict.evidence is not None else None,
+            confidence=verdict.calibrated,
+            abstained=verdict.abstained,
             llm_status=llm_status,
             similar=similar,
             similar_status=similar_status,

@@ -39,6 +39,7 @@ from opentelemetry.trace import Tracer
 from pydantic import BaseModel, ConfigDict, Field
 
 from schedmate.agents.failure.cleaning import looks_like_instruction
+from schedmate.agents.failure.evidence import Evidence
 from schedmate.agents.failure.learned import Candidate
 from schedmate.agents.failure.rules import RuleVerdict
 from schedmate.embeddings.logtext import normalise_line
@@ -109,6 +110,19 @@ class FailureVerdict:
     note: str = ""
     probability: float | None = None  # the learned classifier's calibrated category probability
     candidates: tuple[Candidate, ...] = ()  # the learned classifier's top reasons, most probable first
+    # category by evidence (logs.md §2.1b; `evidence.decide`): what decided the category, the
+    # reason's Acme category (the prior), the calibrated probability that the category is right
+    # (`confidence.calibrate`), and whether the handler abstained (category None, "unknown")
+    evidence: Evidence | None = None
+    prior_category: FailureCategory | None = None
+    calibrated: float | None = None
+    abstained: bool = False
+    guess_category: FailureCategory | None = None  # the category it would have answered when it abstains
+
+    @property
+    def category_label(self) -> str:
+        """The category's name, "unknown" when the handler abstained or has no verdict."""
+        return self.category.value if self.category is not None else "unknown"
 
     @property
     def is_infrastructure(self) -> bool:

@@ -128,12 +128,24 @@ _CASCADE_LOOKAHEAD = 120  # lines after a cascade line searched for the failure 
 _WEAK_LOOKAHEAD = 30  # lines after an error-like line searched for a failure naming itself
 
 
+# Rules whose match is only a signal or an exit code (`exitcode: -9`, `Killed`, SIGTERM to the
+# launcher): the failure when nothing else follows, the report of one when a failure follows closely.
+SIGNAL_ONLY = frozenset({"sigkill", "launcher-signal"})
+
+
+def _signal_only(text: str, rules: RulesClassifier) -> bool:
+    rule = rules.match(text)
+    return rule is not None and rule.name in SIGNAL_ONLY
+
+
 def is_cascade(text: str, rules: RulesClassifier | None = None) -> bool:
     """A launcher/scheduler line reporting that something else failed (see `_CASCADE`); never
     one carrying a high-precision signature (`srun: error: Node failure on dgx31` is the cause)."""
+    rule = (rules or _RULES).match(text)
+    if rule is not None and rule.name in SIGNAL_ONLY:
+        return True  # a kill or a signal the launcher reports: the cause unless a failure follows
     if _CASCADE.search(text) is None:
         return False
-    rule = (rules or _RULES).match(text)
     return rule is None or not rule.high_precision
 
 
@@ -178,13 +190,25 @@ def root_cause_lines(
     # a line only the embedding classifier found error-like (prose: "Training crashes after a
     # few steps:") yields to a failure that names itself right after it
     weak = not cascade and not _names_failure(cleaned[root], rules)
+    # a kill or signal only yields to a failure that names its cause (an exception or a signature),
+    # not to the launcher's own traceback header whose exception was cut off
+    signal = cascade and _signal_only(cleaned[root].text, rules)
     if cascade or weak:
         for j in range(root + 1, min(len(cleaned), root + 1 + (limit if cascade else _WEAK_LOOKAHEAD))):
             if _names_failure(cleaned[j], rules) and not is_cascade(cleaned[j].text, rules):
                 b, r = _failure_at(cleaned, j, limit, rules)
-                if not is_cascade(cleaned[r].text, rules):
+                named = rules.match(cleaned[r].text) is not None or is_exception_line(cleaned[r].text)
+                if not is_cascade(cleaned[r].text, rules) and (named or not signal):
                     block, root = b, r
                     break
+        else:
+            # nothing but the launcher's report follows: the kill or signal it reports is the cause
+            # (`exitcode: -9` under `Root Cause (first observed failure)`)
+            if (cascade and not signal) or weak:
+                j = next((j for j in range(root + 1, min(len(cleaned), root + 1 + (limit if cascade else _WEAK_LOOKAHEAD)))
+                          if _signal_only(cleaned[j].text, rules)), None)  # fmt: skip
+                if j is not None:
+                    block = root = j
     echo = first_echo(index, first + owner[root], cleaned[root], rules)
     if echo is not None:
         return echo, echo
@@ -550,7 +574,9 @@ _RAW_KEYWORDS: tuple[bytes, ...] = (
     b"unable", b"cannot", b"corrupt", b"invalid", b"unexpected", b"critical", b"cuda-capable", b"nvlink",
     b"stale file", b"unreachable", b"no route", b"link is down", b"link down", b"flapping", b"already in use",
     b"connection closed", b"can't load", b"does not appear to have", b"not a valid", b"couldn't find", b"non-zero exit",
-    b"quota", b"nvrm", b"network is down", b"watchdog",
+    b"quota", b"nvrm", b"network is down", b"watchdog", b"exitcode", b"exit code", b"exited with", b"signal",
+    b"wtermsig", b"preemption", b"marked dead", b"not answering", b"lost connection", b" died", b"is dead", b"was lost",
+    b"memory limit",
 )  # fmt: skip
 # Not `node`, `memory`, `cuda`, `ecc` or `File "` alone: configs (`pin_memory: true`, `{'node-6': [0, 1]}`,
 # `(cuda)`, hex ids) and traceback frames (the header before them is the failure line) hold them.

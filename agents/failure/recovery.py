@@ -63,6 +63,7 @@ DIAGNOSTICS: dict[Component, tuple[Diagnostic, ...]] = {
     Component.NETWORK: (Diagnostic.IB_CHECK, Diagnostic.NCCL_TESTS),
     Component.NODE: (Diagnostic.NODE_HEALTH,),
     Component.STORAGE: (Diagnostic.STORAGE_CHECK,),
+    Component.MEMORY: (Diagnostic.NODE_HEALTH,),  # a host-memory kill: check the node, never cordon it for that
     Component.UNKNOWN: (Diagnostic.DCGM_DIAG, Diagnostic.NCCL_TESTS, Diagnostic.NODE_HEALTH),
 }
 CORDON_ON_FAILURE = frozenset({Component.GPU, Component.NVLINK, Component.NETWORK, Component.NODE, Component.UNKNOWN})
@@ -151,10 +152,23 @@ class RecoveryPolicy:
 def plan_recovery(verdict: FailureVerdict, meta: JobMeta, policy: RecoveryPolicy = RecoveryPolicy()) -> RecoveryPlan:
     """The plan for `verdict`, built from fixed tables and `meta` only."""
     base = {"job_id": meta.job_id, "category": verdict.category, "component": verdict.component}
+    ev = getattr(verdict, "evidence", None)
+    said = f" ({ev.why}: {ev.line[:160]!r})" if ev is not None and ev.line else f" ({ev.why})" if ev is not None else ""
     if verdict.category is None:
+        if getattr(verdict, "abstained", False):
+            guess = verdict.guess_category.value if verdict.guess_category is not None else "unknown"
+            note = (f"category unknown: calibrated confidence {verdict.calibrated:.2f} is below the threshold "
+                    f"(best guess {guess}{said}); no automatic action")  # fmt: skip
+            return RecoveryPlan(**base, notes=(note,))
         return RecoveryPlan(**base, notes=("failure not classified: no automatic action",))
+    # the plan follows the category, i.e. who must act (logs.md §2.1b)
+    if verdict.category is FailureCategory.FRAMEWORK:
+        note = (f"framework failure{said}: pin or upgrade the dependency the lines name; "
+                "no blind resubmit, no node action")  # fmt: skip
+        return RecoveryPlan(**base, notes=(note,))
     if verdict.category is not FailureCategory.INFRASTRUCTURE:
-        note = f"{verdict.category.value} failure: the user must fix it; no automatic action"
+        note = (f"{verdict.category.value} failure{said}: tell the job's owner what to change; "
+                "never resubmit it unchanged, never touch nodes; the user must fix it")  # fmt: skip
         return RecoveryPlan(**base, notes=(note,))
     evidence = verdict.rules
     if evidence is not None and evidence.category is FailureCategory.SCRIPT and verdict.source != "rules":

@@ -69,7 +69,7 @@ def _rule(name: str, reason: FailureReason, pattern: str, *, specific: bool = Tr
 HIGH_PRECISION: frozenset[str] = frozenset({
     "xid-ecc", "ecc", "xid-nvlink", "nvlink", "xid-off-bus", "cuda-device-assert", "cuda-oom", "nccl-unhandled-cuda",
     "cuda-error", "nccl-watchdog", "nccl-timeout", "nccl-remote", "nccl-system", "ib-error", "node-failure", "storage",
-    "dataloader-killed", "host-oom", "xid-other", "nvrm-gpu", "gpu-lost", "nccl-invalid-usage",
+    "dataloader-killed", "host-oom", "sigkill", "launcher-signal", "xid-other", "nvrm-gpu", "gpu-lost", "nccl-invalid-usage",
 })  # fmt: skip
 
 
@@ -174,7 +174,33 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         r"\bDataLoader worker \(pid(?:\(s\))?[^)]*\) (?:is killed by signal|exited unexpectedly)"
         r"|\bUnexpected bus error encountered in worker\b|\binsufficient shared memory \(shm\)",
     ),
-    _rule("host-oom", R.OUT_OF_MEMORY_ERROR, r"\bOut of memory: Killed process\b|\boom-kill(?:er)?\b"),
+    # the kernel or a cgroup OOM killer, or a process killed by SIGKILL (-9 / 137, a bare `Killed`):
+    # host memory (logs.md §2.1b, HostOutOfMemory); a launcher closing its other workers with a signal
+    # is the cascade, not this (`closing signal`)
+    _rule(
+        "host-oom",
+        R.HOST_OUT_OF_MEMORY,
+        r"\bOut of memory: Killed process\b|\boom-kill(?:er)?\b|\binvoked oom-killer\b|\bMemory cgroup out of memory\b"
+        r"|\bOOMKilled\b|\bdetected \d+ oom[_ ]kill events?\b|\bexceeded (?:its )?memory limit\b",
+        component=Component.MEMORY,
+    ),
+    _rule(
+        "sigkill",
+        R.HOST_OUT_OF_MEMORY,
+        r"^Killed\s*$|\bexit ?code\s*[:=]?\s*-9\b|\bexit(?:s|ed)? with (?:return )?code\s*[:=]?\s*-9\b"
+        r"|\bexit(?:ed with)? (?:code|status)\s*[:=]?\s*137\b|\bWTERMSIG 9\b|\bSignals\.SIGKILL\b"
+        r"|^(?!.*\bclosing signal\b).*\b(?:killed by|received|got) (?:signal:? ?)?(?:9|SIGKILL)\b",
+        component=Component.MEMORY,
+    ),
+    # the launcher itself told to stop (SIGTERM / SIGHUP), a job preempted, a peer or node that
+    # stopped answering: the node's side (logs.md §2.1b), low confidence without more
+    _rule(
+        "launcher-signal",
+        R.NODE_FAILURE,
+        r"\bReceived (?:1|15|SIGHUP|SIGTERM) death signal\b|\bSignalException: Process \d+ got signal: ?(?:1|15)\b"
+        r"|\bDUE TO PREEMPTION\b|\bhas been marked dead\b|\bnot answering\b"
+        r"|\b(?:node|worker|peer|host) \S+ (?:died|is dead|is unreachable|was lost)\b|\blost connection to (?:the )?(?:node|worker|peer|host)\b",
+    ),
     _rule(
         "model-loading",
         R.MODEL_LOADING_ERROR,
@@ -226,7 +252,9 @@ _PREFILTER_WORDS: tuple[str, ...] = (
     "s3", "errno", "space left", "stale", "dataloader", "bus error", "shm", "memory", "oom", "load", "dataset", "nan",
     "error", "exception", "segmentation", "core dumped", "sigsegv", "exit status", "timed out", "timeout",
     "does not appear", "not a valid", "notready", "not responding", "nvrm", "device handle", "quota",
-    "watchdog", "duplicate gpu", "retries", "service not known", "name resolution",
+    "watchdog", "duplicate gpu", "retries", "service not known", "name resolution", "killed", "exitcode", "exit code",
+    "exited with", "signal", "sigkill", "wtermsig", "preemption", "marked dead", "not answering", "lost connection", "died",
+    "is dead", "was lost", "oomkilled", "memory limit",
 )  # fmt: skip
 
 

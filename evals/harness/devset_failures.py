@@ -88,13 +88,41 @@ def _row(item: RealFailureItem, path: Path) -> dict[str, Any]:
             "reason": item.reason.value if item.reason else None, "root_line": item.root_line}
 
 
-def _pred(line: int | None, category: str | None, flagged: bool, latency: float = 0.0, status: str = "ok") -> dict[str, Any]:
-    return {"line": line, "category": category, "flagged": flagged, "latency_s": round(latency, 5), "status": status}
+def _pred(line: int | None, category: str | None, flagged: bool, latency: float = 0.0, status: str = "ok",
+          reason: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    out = {"line": line, "category": category, "reason": reason, "flagged": flagged, "latency_s": round(latency, 5), "status": status}
+    for k in ("confidence", "bucket", "guess", "evidence"):
+        if extra and k in extra:
+            out[k] = extra[k]
+    return out
 
 
 def _from_prediction(p: Prediction) -> dict[str, Any]:
-    flagged = p.line is not None or p.category is not None
-    return _pred(p.line, p.category, flagged, p.latency_s, p.status)
+    flagged = p.line is not None or p.category is not None or p.status == "abstained"
+    return _pred(p.line, p.category, flagged, p.latency_s, p.status, p.reason, p.extra)
+
+
+THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def coverage_table(rows: list[dict[str, Any]], system: str) -> list[dict[str, Any]]:
+    """Coverage vs accuracy of `system`'s category on the failed items: at each threshold, the share
+    of items whose calibrated confidence reaches it (answered) and the category accuracy on those;
+    an abstained item counts with its best guess here (the threshold decides, not the handler's)."""
+    items = [(r["systems"][system].get("confidence"), r["systems"][system].get("guess") or r["systems"][system]["category"],
+              r["category"]) for r in rows if r["status"] == "failed" and system in r["systems"]]  # fmt: skip
+    out = []
+    for t in THRESHOLDS:
+        ans = [(g, truth) for c, g, truth in items if c is not None and c >= t]
+        out.append({"threshold": t, "coverage": ratio(len(ans), len(items)),
+                    "accuracy": ratio(sum(g == truth for g, truth in ans), len(ans)) if ans else None})  # fmt: skip
+    return out
+
+
+def calibration_outcomes(rows: list[dict[str, Any]], system: str) -> list[tuple[str, bool]]:
+    """(bucket, category right?) of `system` on the failed items: what `Calibration.fit` reads."""
+    return [(r["systems"][system]["bucket"], (r["systems"][system].get("guess") or r["systems"][system]["category"]) == r["category"])
+            for r in rows if r["status"] == "failed" and r["systems"].get(system, {}).get("bucket")]  # fmt: skip
 
 
 def _systems_on(sy: _Systems | None, path: Path, item: RealFailureItem, majority: str | None, with_llm: bool) -> dict[str, dict]:
@@ -136,6 +164,8 @@ def _score(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
         lines = [(r["systems"][system]["line"], r["root_line"]) for r in failed]
         out.update({
             "category_accuracy": ratio(sum(p == t for p, t in zip(pred, truth, strict=True)), len(failed)),
+            "reason_accuracy": ratio(sum(r["systems"][system].get("reason") == r["reason"] for r in failed), len(failed)),
+            "detected": ratio(sum(r["systems"][system]["flagged"] for r in failed), len(failed)),
             "category_macro_f1": macro,
             "category_f1": per,
             "infra": f1_scores(truth, pred, INFRA),
@@ -152,6 +182,12 @@ def _score(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
     if normal:
         out["normal_flagged"] = ratio(sum(bool(r["systems"][system]["flagged"]) for r in normal), len(normal))
     return out
+
+
+def _threshold() -> float:
+    from schedmate.agents.failure.confidence import load_calibration
+
+    return load_calibration().threshold
 
 
 def run_devset_failures(folder: str | Path, sy: _Systems | None, *, with_llm: bool = False,
@@ -197,6 +233,11 @@ def run_devset_failures(folder: str | Path, sy: _Systems | None, *, with_llm: bo
         "by_batch": {b: {s: _score([r for r in rows if _batch(r["id"]) == b], s) for s in names}
                      for b in sorted({_batch(r["id"]) for r in rows})},
         "keywords": [k for k, _ in KEYWORDS],
+        # confidence that means something: coverage vs accuracy per threshold, and the calibration
+        # outcomes (`agents.failure.confidence.Calibration.fit`) of the default handler
+        "coverage": {s: coverage_table(rows, s) for s in ("locator+learned", "locator+rules") if s in names},
+        "calibration_outcomes": calibration_outcomes(rows, "locator+learned") if "locator+learned" in names else [],
+        "abstain_threshold": _threshold(),
         "wall_s": round(time.perf_counter() - t0, 2),
     })  # fmt: skip
     return summary, rows

@@ -140,13 +140,17 @@ class _Systems:
             pred.line = d.located.line_no
             pred.lines_classified = d.located.lines_classified
         if d.status == "failure_found":
-            pred.status = "ok" if d.category is not None else "no_verdict"
+            pred.status = "ok" if d.category is not None else "abstained" if d.abstained else "no_verdict"
             pred.category, pred.reason, pred.component = _val(d.category), _val(d.reason), _val(d.component)
+            v = d.verdict
+            if v is not None and v.evidence is not None:  # calibrated confidence and what decided the category
+                pred.extra.update({"confidence": v.calibrated, "bucket": f"{v.evidence.strength}|{v.confidence}",
+                                   "guess": _val(v.guess_category), "evidence": v.evidence.rule})  # fmt: skip
         raw = None
         if with_llm:
             # the handler asks the LLM only when its rules and learned classifier leave the case open
             pred.llm_calls = 1 if d.status == "failure_found" and d.llm_status in LLM_ASKED else 0
-            pred.extra = {"llm_status": d.llm_status, "source": d.verdict.source if d.verdict else None,
+            pred.extra = {**pred.extra, "llm_status": d.llm_status, "source": d.verdict.source if d.verdict else None,
                           "agree": d.verdict.agree if d.verdict else None}  # fmt: skip
             raw = Prediction(line=pred.line, calls=pred.calls, lines_classified=pred.lines_classified, latency_s=dt,
                              llm_calls=pred.llm_calls, status=pred.status)  # fmt: skip

@@ -28,7 +28,7 @@ from .context import JobContext
 from .failures import FailureTiming, Kit, Root, build_root, launcher_lines, remote_block, watchdog_lines
 from .noise import NoiseSource
 from schedmate.logspec import FailurePhase, LogSpec, Pool
-from schedmate.taxonomy import FailureReason
+from schedmate.taxonomy import ACME_REASONS, FailureReason
 
 Decoy = Callable[[Kit, float], list[str]]
 
@@ -253,7 +253,7 @@ def restart_segment(spec: LogSpec, ctx: JobContext, rng: np.random.Generator, t:
     and the resume from the latest checkpoint. Returns (lines, index of its first error line), or
     None when no earlier failure fits in `budget` lines without printing the final signature."""
     final = FailureReason(spec.failure_reason)
-    reasons = [r for r in FailureReason if r is not final and r not in (FailureReason.NODE_FAILURE, FailureReason.NCCL_TIMEOUT_ERROR)]
+    reasons = [r for r in ACME_REASONS if r is not final and r not in (FailureReason.NODE_FAILURE, FailureReason.NCCL_TIMEOUT_ERROR)]
     for _ in range(10):
         reason = reasons[int(rng.integers(len(reasons)))]
         K = Kit(ctx, spec, rng, FailurePhase.TRAIN, FailureTiming(t, step, total_steps, 0.0), min(budget, 120))
