@@ -60,6 +60,10 @@ METRIC_ALIASES: Mapping[str, tuple[str, ...]] = {
 _MIN_RATIOS = 10  # matched jobs seen before the fallback calibration applies
 
 
+def _size_class(gpus: int) -> str:
+    return "1" if gpus <= 1 else "2-4" if gpus <= 4 else "5-8" if gpus <= 8 else ">8"
+
+
 @dataclass(frozen=True)
 class Flags:
     """Which enhancements run; each can run alone (the experiment's ablation arms)."""
@@ -72,6 +76,11 @@ class Flags:
     # over recent matched jobs): mixing two differently biased estimators in one priority queue
     # otherwise reorders jobs by which estimator saw them, not by length
     calibrate_fallback: bool = True
+    # ... per GPU size class (1, 2-4, 5-8, >8 GPUs; the global factor until a class has
+    # `_MIN_RATIOS` matched jobs): the EBM's bias grows with job size (on Philly it puts the
+    # largest 8-GPU jobs, hundreds of hours long, at minutes to hours), so one factor for all
+    # lets unmatched large jobs jump ahead of accurately estimated ones (issue 22)
+    fallback_by_class: bool = True
 
     @property
     def uses_advisor(self) -> bool:
@@ -184,6 +193,7 @@ class LucidSchedMate(Lucid):
         self._estimated: set[str] = set()
         self._checks: list[_Check] = []
         self._log_ratios: deque[float] = deque(maxlen=200)  # log(advisor / EBM) of recent matched jobs
+        self._class_ratios: dict[str, deque[float]] = {}  # the same, per GPU size class
         self.evicted: set[str] = set()  # jobs this adapter evicted (Lucid then never packs them again)
 
     # ================================================================ enhancements 1 and 2
@@ -234,7 +244,9 @@ class LucidSchedMate(Lucid):
             features = self.job_state(job.job_id).features
             if self.flags.calibrate_fallback and features is not None:
                 (ebm,) = self.estimator.predict_many([features])
-                self._log_ratios.append(math.log(max(1.0, float(advice.duration_s)) / max(1.0, ebm)))
+                r = math.log(max(1.0, float(advice.duration_s)) / max(1.0, ebm))
+                self._log_ratios.append(r)
+                self._class_ratios.setdefault(_size_class(job.spec.num_gpus), deque(maxlen=200)).append(r)
         return max(1.0, float(advice.duration_s))
 
     def adjust_estimates(self, estimated: list[JobState], view: ClusterView) -> None:
@@ -243,8 +255,13 @@ class LucidSchedMate(Lucid):
         factor = math.exp(float(np.median(self._log_ratios)))
         self.sm.fallback_scale = factor
         for job in estimated:
+            f = factor
+            if self.flags.fallback_by_class:
+                own = self._class_ratios.get(_size_class(job.spec.num_gpus))
+                if own is not None and len(own) >= _MIN_RATIOS:
+                    f = math.exp(float(np.median(own)))
             state = self.job_state(job.job_id)
-            state.estimate = state.estimate * factor  # type: ignore[operator]
+            state.estimate = state.estimate * f  # type: ignore[operator]
 
     # ================================================================ enhancement 3
     def schedule(self, view: ClusterView) -> Sequence[Decision]:

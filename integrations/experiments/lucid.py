@@ -55,7 +55,7 @@ from schedmate.integrations.insights import InsightSource
 from schedmate.integrations.lucid_adapter import Cancellation, Flags, LucidSchedMate
 from schedmate.integrations.artefacts import plan_artefact, steady_metrics
 from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.integrations.experiments.sources import SemanticSources
+from schedmate.integrations.experiments.sources import use_history
 from schedmate.integrations.workloads import artefact_workloads
 from schedmate.integrations.world import EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 from schedmate.schedulers.cluster import ClusterSpec
@@ -220,6 +220,8 @@ def _arm_policy(arm: str, setup: LucidSetup, table: WorkloadTable, seed: int, so
         flags = Flags.only("packing_cancellation")
     elif arm == "lucid+sm/theta0.65":
         theta = setup.theta_alt
+    elif arm == "lucid+sm/global-fallback":  # unmatched jobs' EBM estimates scaled by one factor (before issue 22)
+        flags = Flags(fallback_by_class=False)
     elif arm.startswith("lucid+sm/d="):
         rate = float(arm.split("=", 1)[1])
     elif arm != "lucid+sm":
@@ -330,8 +332,7 @@ def run_lucid_experiment(
     plots: dict[str, dict[str, SimResult]] = {}
     started = time.perf_counter()
     histories = Histories()
-    if isinstance(make_source, SemanticSources) and make_source.history_for is None:
-        make_source.history_for = histories  # history from the earlier window, never the evaluated one
+    use_history(make_source, histories)  # history from the earlier window, never the evaluated one
     quality: dict[str, dict[str, list[dict[str, Any]]]] = {}
     details["world"] = {"rules": "integrations/world.py", **dataclasses.asdict(WorldModel())}
     for trace in traces:

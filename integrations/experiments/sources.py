@@ -38,7 +38,7 @@ from schedmate.synthetic.jobs.mapping import size_class
 from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models
 from schedmate.schedulers.job import JobSpec
 
-__all__ = ["SemanticSources", "independent_history"]
+__all__ = ["SemanticSources", "independent_history", "use_history"]
 
 
 def independent_history(specs: Sequence[JobSpec], n: int, *, seed: int, prefix: str = "hist") -> list[JobSpec]:
@@ -159,3 +159,14 @@ class SemanticSources:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def use_history(make_source: Any, history_for: Callable[[Sequence[JobSpec], int], Sequence[JobSpec]]) -> None:
+    """Give an experiment's windows their earlier-window history: sets `history_for` on a
+    `SemanticSources` that has none of its own or one a previous experiment set (the main job
+    runs two experiments through one source); other sources keep what they do."""
+    from schedmate.integrations.world import Histories
+
+    if isinstance(make_source, SemanticSources) and (make_source.history_for is None
+                                                      or isinstance(make_source.history_for, Histories)):
+        make_source.history_for = history_for

@@ -77,7 +77,7 @@ from schedmate.integrations.experiments.common import (
     write_experiment,
 )
 from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.integrations.experiments.sources import SemanticSources
+from schedmate.integrations.experiments.sources import use_history
 from schedmate.integrations.failures_sim import (
     FAILURE_KEY,
     CauseDiagnosis,
@@ -622,8 +622,7 @@ def run_standalone_experiment(
         raise FileNotFoundError(f"trace {trace!r} (or its earlier window) is absent or empty (../shared/data; set SCHEDMATE_SHARED_DATA)")
     base, first_history = made
     histories = Histories()
-    if isinstance(make_source, SemanticSources) and make_source.history_for is None:
-        make_source.history_for = histories  # history from the earlier window, never the evaluated one
+    use_history(make_source, histories)  # history from the earlier window, never the evaluated one
     quality: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     details: dict[str, Any] = {"source": source_label, "trace": trace, "jobs": len(base), "failures": {}}

@@ -328,13 +328,17 @@ def _real_point(case: str, arm: str, real: Path | None) -> dict[str, Any] | None
     rows = [r for r in doc.get("rows", []) if r.get("arm") == arm and isinstance(r.get("mean_jct"), (int, float))]
     if not rows:
         return None
-    aq = doc.get("advisor_quality") or {}
-    block = aq.get(arm, aq) if isinstance(aq, dict) else {}
-    comp = block.get("completed", block) if isinstance(block, dict) else {}
+    # `advisor_quality` (integrations/experiments/quality.py): {arm: {completed|early_ended|all: {...}}}
+    # at the top of standalone.json; per trace under details in lucid.json ({trace: {arm: ...}})
+    aq = doc.get("advisor_quality") or (doc.get("details") or {}).get("advisor_quality") or {}
+    if isinstance(aq, dict) and arm not in aq:
+        aq = next((v for v in aq.values() if isinstance(v, dict) and arm in v), {})
+    block = aq.get(arm) if isinstance(aq, dict) else None
+    comp = block.get("completed") if isinstance(block, dict) else None
     return {
         "mean_jct": float(np.mean([r["mean_jct"] for r in rows])), "seeds": len(rows), "source": str(path),
-        "median_abs_ln": comp.get("median_abs_ln") if isinstance(comp, dict) else None,
-        "covered_share": comp.get("share_matched") if isinstance(comp, dict) else None,
+        "median_abs_ln": comp.get("median_abs_log_ratio") if isinstance(comp, dict) else None,
+        "covered_share": comp.get("matched_share") if isinstance(comp, dict) else None,
     }
 
 
