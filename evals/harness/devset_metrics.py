@@ -69,6 +69,8 @@ class Prediction:
     error: str | None = None
     llm_calls: int = 0
     newest_line: int | None = None  # 1-based line of the newest line behind the step time (trackers)
+    rule: str | None = None  # which rule read the step time (`extraction.TimeRule`; trackers)
+    confidence: float | None = None  # the step time's confidence (trackers)
 
 
 def norm_unit(unit: str | None) -> str | None:
@@ -122,6 +124,8 @@ def _tracker(tracker: MetricTracker, path: Path, *, reading: str = "last") -> Pr
         dt, False, res.method, res.step_time.format if res.step_time else (tp.format if tp else None),
         None, res.stats.llm_calls,
         next((src.lineno for src in est.lines[:1]), None) if (est := res.step_time or tp) else None,
+        res.step_time.rule if res.step_time else None,
+        res.step_time.confidence if res.step_time else None,
     )  # fmt: skip
 
 
@@ -225,6 +229,38 @@ def _wins(rows: list[dict[str, Any]], systems: Sequence[str]) -> dict[str, dict[
     return {a: {b: sum(right(r, a) and not right(r, b) for r in labelled) for b in systems if b != a} for a in systems}
 
 
+THRESHOLDS = (0.9, 0.8, 0.6, 0.4, 0.0)
+
+
+def coverage_accuracy(rows: list[dict[str, Any]], system: str) -> list[dict[str, Any]]:
+    """Abstaining below a confidence threshold: per threshold, the share of step-time-labelled
+    items answered (coverage) and the share of those answered right (accuracy)."""
+    labelled = [r for r in rows if r["step_time_s"] is not None and system in r["systems"]]
+    out = []
+    for t in THRESHOLDS:
+        answered = [r for r in labelled if (c := r["systems"][system].get("confidence")) is not None and c >= t
+                    and r["systems"][system]["judged"].get("step_time") is not None]  # fmt: skip
+        right = sum(r["systems"][system]["judged"]["step_time"] is True for r in answered)
+        out.append({"threshold": t, "answered": len(answered), "labelled": len(labelled),
+                    "coverage": ratio(len(answered), len(labelled)), "accuracy": ratio(right, len(answered))})  # fmt: skip
+    return out
+
+
+def _by_rule(rows: list[dict[str, Any]], system: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        p = r["systems"].get(system, {})
+        j = p.get("judged", {}).get("step_time")
+        if r["step_time_s"] is None or p.get("rule") is None or j is None:
+            continue
+        d = out.setdefault(p["rule"], {"n": 0, "correct": 0})
+        d["n"] += 1
+        d["correct"] += j is True
+    for d in out.values():
+        d["accuracy"] = ratio(d["correct"], d["n"])
+    return out
+
+
 # -- loading ---------------------------------------------------------------------------------------
 
 
@@ -321,6 +357,8 @@ def run_devset_metrics(
                      for b in sorted({r["id"].split("-", 1)[0] for r in rows})},
         "by_framework_system": main,
         "wins_step_time": _wins(rows, systems),
+        "step_time_coverage": coverage_accuracy(rows, main),
+        "step_time_by_rule": _by_rule(rows, main),
         "wall_s": round(time.perf_counter() - t_start, 2),
     }
     return summary, rows
@@ -365,6 +403,17 @@ def markdown(summary: dict[str, Any]) -> list[str]:
         for fw, m in summary["by_framework"].items():
             out.append(f"| {fw} | {m['n']} | {_pct(m['step_time']['accuracy'])} | {_pct(m['loss']['accuracy'])} | "
                        f"{_pct(m['throughput']['accuracy'])} |")
+    cov = summary.get("step_time_coverage") or []
+    if cov and cov[0]["labelled"]:
+        out += ["", f"Step time by confidence ({summary['by_framework_system']}; abstain below the threshold):", "",
+                "| confidence >= | answered | coverage | accuracy |", "|---|---|---|---|"]  # fmt: skip
+        for c in cov:
+            out.append(f"| {c['threshold']:.1f} | {c['answered']}/{c['labelled']} | {_pct(c['coverage'])} | {_pct(c['accuracy'])} |")
+        rules = summary.get("step_time_by_rule") or {}
+        if rules:
+            out += ["", "| rule | n | step time ±10% |", "|---|---|---|"]
+            for name, d in sorted(rules.items(), key=lambda kv: -kv[1]["n"]):
+                out.append(f"| {name} | {d['n']} | {_pct(d['accuracy'])} |")
     wins = summary["wins_step_time"]
     if wins:
         names = list(wins)
@@ -388,5 +437,5 @@ def write_devset_report(out_dir: str | Path, summary: dict[str, Any], rows: list
     return line
 
 
-__all__ = ["DEFAULT_FOLDER", "Prediction", "judge", "load_items", "markdown", "norm_unit", "run_devset_metrics",
+__all__ = ["DEFAULT_FOLDER", "Prediction", "coverage_accuracy", "judge", "load_items", "markdown", "norm_unit", "run_devset_metrics",
            "summary_line", "write_devset_report"]  # fmt: skip
