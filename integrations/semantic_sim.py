@@ -92,6 +92,7 @@ from schedmate.integrations.artefacts import (
 )
 from schedmate.integrations.insight_cache import ContentCache
 from schedmate.integrations.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.integrations.world import WORLD_KEY
 from schedmate.integrations.simlogs import FAILED_LOGS_KEY, running_log, split_lines
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
@@ -261,22 +262,28 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def measured_outcome(art: Artefact, job_id: str, seed: int, *, duration: float | None,
-                     final_status: FinalStatus | None) -> tuple[Any, dict[str, float]]:
+                     final_status: FinalStatus | None, step_factor: float = 1.0) -> tuple[Any, dict[str, float]]:
     """What a deployed system knows about a finished run: its run time and final status, what
     monitoring measured (`modelled_metrics`: utilisation, memory, speed with a per-run spread) and
     what its log shows (the tracker's wall time per optimizer step: the per-device batch over the
     measured per-GPU speed; startup and steps per epoch as the config runs). Returns the store's
-    `JobOutcome` and the Lucid-style single-job metrics."""
+    `JobOutcome` and the Lucid-style single-job metrics. `step_factor` is the run's own step-time
+    factor in the simulated world (`integrations.world`): its log shows that step time."""
     from schedmate.embeddings.store import JobOutcome
     from schedmate.synthetic.jobs.history import expected_perf
 
     m = modelled_metrics(art, job_id, seed)
     perf = expected_perf(art.config)
-    step = art.config.per_device_batch * art.config.grad_accum / m["speed"] if m["speed"] > 0 else None
+    step = art.config.per_device_batch * art.config.grad_accum / m["speed"] * step_factor if m["speed"] > 0 else None
     outcome = JobOutcome(duration=duration, sm_util=m["sm_util"], gpu_util=m["gpu_util"], gpu_memory=m["gpu_mem_gb"],
                          final_status=final_status, step_time_s=step, startup_s=perf.startup_s,
                          steps_per_epoch=perf.steps_per_epoch)
     return outcome, {k: m[k] for k in _METRIC_KEYS}
+
+
+def _step_factor(spec: JobSpec) -> float:
+    """The run's own step-time factor in the simulated world (1 for a job no world made)."""
+    return float((spec.attributes.get(WORLD_KEY) or {}).get("step_factor", 1.0))
 
 
 def _insight(est: Any, pool: Sequence[Any], k: int, latency_s: float) -> AdvisorInsight:
@@ -418,7 +425,7 @@ class SimulationInsights:
                 self._counts["history_without_fingerprint"] += 1
                 continue
             outcome, metrics = measured_outcome(art, spec.job_id, self.config.seed, duration=spec.duration,
-                                                final_status=spec.status)
+                                                final_status=spec.status, step_factor=_step_factor(spec))
             hist.append(HistoricalJob(job_id=spec.job_id, metadata=fp, outcome=outcome, gpus=art.gpus, nodes=art.nodes,
                                       submitted={"submit_time": spec.submit_time, "source": "history",
                                                  "metrics": metrics}))
@@ -550,13 +557,19 @@ class SimulationInsights:
         if finished:
             measured = job.run_time if job.run_time > 0 else job.spec.duration
             outcome, submitted["metrics"] = measured_outcome(art, job.job_id, self.config.seed, duration=measured,
-                                                             final_status=_final_status(job))
+                                                             final_status=_final_status(job),
+                                                             step_factor=_step_factor(job.spec))
         try:
             self._retriever().ingest([HistoricalJob(job_id=job.job_id, metadata=fp, outcome=outcome, gpus=art.gpus,
                                                     nodes=art.nodes, submitted=submitted)])
             self._counts["recorded_finished" if finished else "recorded_arrivals"] += 1
         except Exception as exc:  # noqa: BLE001 -- history is best effort
             self._failed("store_errors", exc)
+
+    def advice_log(self) -> dict[str, float | None]:
+        """The duration each advised job was given (None: no estimate), for estimate quality."""
+        return {jid: (None if rec.get("duration_s") is None else float(rec["duration_s"]))
+                for jid, rec in self._advice.items()}
 
     def stats(self) -> dict[str, Any]:
         c = self._counts
