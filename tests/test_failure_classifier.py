@@ -252,7 +252,8 @@ SHAPES: dict[str, tuple[list[str], str, str]] = {
      "[default0]:Traceback (most recent call last):", '[default0]:  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/linear.py", line 116, in forward',
      "[default1]:step 61 | loss 2.7770 | lr 3.0e-04", "[default0]:    return F.linear(input, self.weight, self.bias)",
      "[default0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB. GPU 0 has a total capacity of 23.65 GiB of which 611.06 MiB is free."],
-     "framework", "OutOfMemoryError"),
+     # a CUDA OOM is the job's batch or model, too large for the GPU: script (logs.md §2.1b)
+     "script", "OutOfMemoryError"),
  "pdsh host: labels": ([*(f"host-12: {t}" for t in TRAINING), "host-12: Traceback (most recent call last):",
      'host-12:   File "/srv/job/train.py", line 3, in <module>', "host-12:     from flash_attn import flash_attn_func",
      "host-12: ModuleNotFoundError: No module named 'flash_attn'"], "script", "ModuleNotFoundError"),
@@ -297,7 +298,7 @@ SHAPES: dict[str, tuple[list[str], str, str]] = {
      "infrastructure", "Watchdog"),
  "a RuntimeError that is a CUDA OOM": ([*TRAINING, "Traceback (most recent call last):", '  File "/opt/conda/lib/python3.8/site-packages/torch/nn/modules/conv.py", line 443, in forward',
      "RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 10.76 GiB total capacity; 9.12 GiB already allocated; 301.56 MiB free; 9.33 GiB reserved in total by PyTorch)"],
-     "framework", "CUDA out of memory"),
+     "script", "CUDA out of memory"),  # the device's memory, the job's batch: script (logs.md §2.1b)
  # raised in the library's model registry: the library predates the model (the context decides, not the class)
  "a KeyError that is an unsupported model type": (["Loading checkpoint from /models/qwen2-7b", "Traceback (most recent call last):",
      '  File "/opt/conda/lib/python3.9/site-packages/transformers/models/auto/configuration_auto.py", line 917, in from_pretrained',

@@ -76,6 +76,9 @@ def _diagnosis_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
     if d.category:
         out.append(f"This is {_a(d.category)} {d.category} failure ({d.reason or 'reason unknown'}, faulty component "
                    f"{d.component or 'unknown'}).")
+    if "category by evidence: " in (d.message or ""):  # which evidence decided the category (logs.md §2.1b)
+        decided = d.message.split("category by evidence: ", 1)[1].split("; calibrated confidence", 1)[0]
+        out.append(f"What decided the category: {decided[:240]}.")
     if why := thin_evidence(d):
         out.append(f"The evidence is thin: {why}, so treat this as a lead, not a verdict.")
     return out

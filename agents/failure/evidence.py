@@ -258,7 +258,7 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
                   "a CUDA error with no hardware evidence in the log: a kernel or library bug", cuda, "context")
 
     # 6. NCCL timeouts: a rank still in the job's own code, else an unknown cause
-    nccl = first(NCCL_TIMEOUT, focus)
+    nccl = first(NCCL_TIMEOUT, [block, root])  # the failure itself, not another rank's timeout after it
     if nccl is not None or reason is R.NCCL_TIMEOUT_ERROR:
         at = nccl if nccl is not None else root
         strag = first(STRAGGLER, range(max(lo, at - 30), min(hi, at + 10)))

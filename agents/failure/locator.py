@@ -574,7 +574,7 @@ _RAW_KEYWORDS: tuple[bytes, ...] = (
     b"unable", b"cannot", b"corrupt", b"invalid", b"unexpected", b"critical", b"cuda-capable", b"nvlink",
     b"stale file", b"unreachable", b"no route", b"link is down", b"link down", b"flapping", b"already in use",
     b"connection closed", b"can't load", b"does not appear to have", b"not a valid", b"couldn't find", b"non-zero exit",
-    b"quota", b"nvrm", b"network is down", b"watchdog", b"exitcode", b"exit code", b"exited with", b"signal",
+    b"quota", b"nvrm", b"network is down", b"watchdog", b"exitcode", b"exit code", b"exited with", b"death signal",
     b"wtermsig", b"preemption", b"marked dead", b"not answering", b"lost connection", b" died", b"is dead", b"was lost",
     b"memory limit",
 )  # fmt: skip
