@@ -185,8 +185,11 @@ def test_track_reads_the_slowdown_from_the_log_the_simulator_wrote(source: Simul
     for s in TRACE[3:9]:
         art = source.artefact(s.job_id)
         assert art is not None
-        later = 4000.0 + 60 * art.log_interval * art.step_time_s / 0.5  # ~60 progress lines after packing
-        reading = source.track(packed(s), event_at=4000.0, now=later)
+        # packed once ~30 progress lines of steady state are in the log (a bar's rate still carries
+        # start-up before that), then ~60 progress lines after packing
+        solo = max(4000.0, 30 * art.log_interval * art.step_time_s)
+        later = solo + 60 * art.log_interval * art.step_time_s / 0.5
+        reading = source.track(packed(s, solo_s=solo), event_at=solo, now=later)
         if reading is not None:  # a format without a trackable signal answers None
             read += 1
             assert reading.ratio == pytest.approx(0.5, rel=0.12)

@@ -84,6 +84,8 @@ from schedmate.agents.tracker.regex_extractors import (
 )
 from schedmate.agents.tracker.formats import clock_of_day, is_eval_line
 from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, robust_mean
+
+_PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
@@ -751,7 +753,10 @@ class MetricTracker:
                 fs.add(g.extraction.step)
         fmt = _pick_family(stats)
         rows = groups[fmt]  # newest first
-        if unit == "s" and (cum := cumulative_slope([(g.extraction.step, v) for g, v in rows])) is not None:
+        # a time the line itself names per step (`elapsed time per iteration`, `s/it`) is never
+        # a clock since the start, however a slowdown makes it climb with the step
+        per_step = any(g.extraction.time_rule in _PER_STEP_RULES for g, _ in rows)
+        if unit == "s" and not per_step and (cum := cumulative_slope([(g.extraction.step, v) for g, v in rows])) is not None:
             value, n_used = cum  # a clock since the start, not a step time: its slope is
             used = [g for g, _ in rows[:n_used]]
             return MetricEstimate(value, unit, value, 0.0, tuple(g.line for g in used), (), _method(used),
