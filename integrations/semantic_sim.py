@@ -262,13 +262,15 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def measured_outcome(art: Artefact, job_id: str, seed: int, *, duration: float | None,
-                     final_status: FinalStatus | None, step_factor: float = 1.0) -> tuple[Any, dict[str, float]]:
+                     final_status: FinalStatus | None, step_factor: float = 1.0,
+                     startup_s: float | None = None) -> tuple[Any, dict[str, float]]:
     """What a deployed system knows about a finished run: its run time and final status, what
     monitoring measured (`modelled_metrics`: utilisation, memory, speed with a per-run spread) and
     what its log shows (the tracker's wall time per optimizer step: the per-device batch over the
     measured per-GPU speed; startup and steps per epoch as the config runs). Returns the store's
     `JobOutcome` and the Lucid-style single-job metrics. `step_factor` is the run's own step-time
-    factor in the simulated world (`integrations.world`): its log shows that step time."""
+    factor in the simulated world (`integrations.world`): its log shows that step time, and
+    `startup_s` the run's own start-up there (None: the config's nominal one)."""
     from schedmate.embeddings.store import JobOutcome
     from schedmate.synthetic.jobs.history import expected_perf
 
@@ -276,7 +278,7 @@ def measured_outcome(art: Artefact, job_id: str, seed: int, *, duration: float |
     perf = expected_perf(art.config)
     step = art.config.per_device_batch * art.config.grad_accum / m["speed"] * step_factor if m["speed"] > 0 else None
     outcome = JobOutcome(duration=duration, sm_util=m["sm_util"], gpu_util=m["gpu_util"], gpu_memory=m["gpu_mem_gb"],
-                         final_status=final_status, step_time_s=step, startup_s=perf.startup_s,
+                         final_status=final_status, step_time_s=step, startup_s=startup_s or perf.startup_s,
                          steps_per_epoch=perf.steps_per_epoch)
     return outcome, {k: m[k] for k in _METRIC_KEYS}
 
@@ -284,6 +286,12 @@ def measured_outcome(art: Artefact, job_id: str, seed: int, *, duration: float |
 def _step_factor(spec: JobSpec) -> float:
     """The run's own step-time factor in the simulated world (1 for a job no world made)."""
     return float((spec.attributes.get(WORLD_KEY) or {}).get("step_factor", 1.0))
+
+
+def _world_startup(spec: JobSpec) -> float | None:
+    """The run's own start-up in the simulated world (None for a job no world made)."""
+    v = (spec.attributes.get(WORLD_KEY) or {}).get("startup_s")
+    return None if v is None else float(v)
 
 
 def _insight(est: Any, pool: Sequence[Any], k: int, latency_s: float) -> AdvisorInsight:
@@ -425,7 +433,8 @@ class SimulationInsights:
                 self._counts["history_without_fingerprint"] += 1
                 continue
             outcome, metrics = measured_outcome(art, spec.job_id, self.config.seed, duration=spec.duration,
-                                                final_status=spec.status, step_factor=_step_factor(spec))
+                                                final_status=spec.status, step_factor=_step_factor(spec),
+                                                startup_s=_world_startup(spec))
             hist.append(HistoricalJob(job_id=spec.job_id, metadata=fp, outcome=outcome, gpus=art.gpus, nodes=art.nodes,
                                       submitted={"submit_time": spec.submit_time, "source": "history",
                                                  "metrics": metrics}))
@@ -558,7 +567,8 @@ class SimulationInsights:
             measured = job.run_time if job.run_time > 0 else job.spec.duration
             outcome, submitted["metrics"] = measured_outcome(art, job.job_id, self.config.seed, duration=measured,
                                                              final_status=_final_status(job),
-                                                             step_factor=_step_factor(job.spec))
+                                                             step_factor=_step_factor(job.spec),
+                                                             startup_s=_world_startup(job.spec))
         try:
             self._retriever().ingest([HistoricalJob(job_id=job.job_id, metadata=fp, outcome=outcome, gpus=art.gpus,
                                                     nodes=art.nodes, submitted=submitted)])

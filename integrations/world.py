@@ -10,9 +10,12 @@ Philly). The world keeps the two apart, so that no agent input depends on a job'
    (at least `min_group` of them; else the size class; else all), at a quantile that is a hash
    of (seed, job id), interpolated on the log scale. Swapping two evaluated jobs' outcomes
    changes no plan, hence no artefact byte (`tests/test_world.py`).
-2. **Run time** = the artefact's start-up + the train and eval time its config implies (planned
-   steps x the workload's step time, `expected_perf`) x f, with f = exp(N(0, `step_sigma`)) the
-   job's own step-time factor. `step_sigma` = 0.3 is an assumption, not a measurement: one
+2. **Run time** = the artefact's start-up x g + the train and eval time its config implies
+   (planned steps x the workload's step time, `expected_perf`) x f, with f = exp(N(0,
+   `step_sigma`)) the job's own step-time factor and g = exp(N(0, `startup_sigma` = 0.5)) its
+   start-up factor (image pulls, data staging, rendezvous: minutes-long jobs are mostly start-up,
+   and a start-up known to the second would make them trivially predictable).
+   `step_sigma` = 0.3 is an assumption, not a measurement: one
    config on a shared cluster runs at different speeds with placement, input pipeline, node
    generation and co-location (Lucid's `colocate_info.csv` alone moves a job's speed by 0-35%);
    the value curve (`experiment value-curve`) shows what estimate quality is worth on each axis.
@@ -69,6 +72,7 @@ class EarlyStops:
 @dataclass(frozen=True)
 class WorldModel:
     step_sigma: float = 0.3  # per-job step-time factor, log-normal (see the module docstring)
+    startup_sigma: float = 0.5  # per-job start-up factor, log-normal: image pulls, data staging, rendezvous
     min_group: int = 20  # reference jobs a (user, size class) group needs to set a user's plans
     early: EarlyStops = field(default_factory=EarlyStops)
 
@@ -136,7 +140,8 @@ def realise_one(spec: JobSpec, seed: int, pool: PlanPool, model: WorldModel = Wo
     art = plan_artefact(blind, seed)
     perf = expected_perf(art.config)
     factor = math.exp(model.step_sigma * _normal("step-factor", seed, spec.job_id))
-    full = perf.startup_s + (perf.train_s + perf.eval_s) * factor
+    startup = perf.startup_s * math.exp(model.startup_sigma * _normal("startup-factor", seed, spec.job_id))
+    full = startup + (perf.train_s + perf.eval_s) * factor
     status = _stop(spec, seed, model.early)
     run = full
     cause = "completed"
@@ -144,12 +149,12 @@ def realise_one(spec: JobSpec, seed: int, pool: PlanPool, model: WorldModel = Wo
         u = unit_hash("stop-point", seed, spec.job_id)
         quick = status is FinalStatus.FAILED and unit_hash("quick", seed, spec.job_id) < model.early.quick_share
         if quick:
-            run = min(full, perf.startup_s - model.early.quick_mean_s * math.log(max(1e-12, 1.0 - u)))
+            run = min(full, startup - model.early.quick_mean_s * math.log(max(1e-12, 1.0 - u)))
             cause = "failed-early"
         else:
             run = full * max(u, 1e-3)
             cause = "failed" if status is FinalStatus.FAILED else "cancelled"
-    world = {"plan_s": round(plan, 3), "full_run_s": round(full, 3), "startup_s": round(perf.startup_s, 3), "step_factor": round(factor, 5),
+    world = {"plan_s": round(plan, 3), "full_run_s": round(full, 3), "startup_s": round(startup, 3), "step_factor": round(factor, 5),
              "stop": cause, "trace_duration_s": spec.duration, "trace_status": spec.status.value}
     attrs = {**spec.attributes, "planned_work": plan, WORLD_KEY: world}
     out = replace(spec, duration=max(1.0, run), status=status, work=None, attributes=attrs)
