@@ -220,8 +220,10 @@ def _arm_policy(arm: str, setup: LucidSetup, table: WorkloadTable, seed: int, so
         flags = Flags.only("packing_cancellation")
     elif arm == "lucid+sm/theta0.65":
         theta = setup.theta_alt
-    elif arm == "lucid+sm/global-fallback":  # unmatched jobs' EBM estimates scaled by one factor (before issue 22)
+    elif arm.startswith("lucid+sm/global-fallback"):  # unmatched jobs' EBM estimates scaled by one factor (before issue 22)
         flags = Flags(fallback_by_class=False)
+        if "/d=" in arm:  # e.g. lucid+sm/global-fallback/d=0.5: only half the jobs seen, the rest on the EBM
+            rate = float(arm.rsplit("=", 1)[1])
     elif arm.startswith("lucid+sm/d="):
         rate = float(arm.split("=", 1)[1])
     elif arm != "lucid+sm":
