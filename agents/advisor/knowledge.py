@@ -113,6 +113,13 @@ LIBRARY_DEFAULTS: dict[str, dict[str, object]] = {
     "megatron": {"num_workers": 2},
     # torchtune's recipes build their DataLoader without workers
     "torchtune": {"num_workers": 0},
+    # CLIs that build `transformers.TrainingArguments` from a YAML (LLaMA-Factory's HfArgumentParser, axolotl):
+    # `dataloader_num_workers` unset is the Trainer's 0 (their `preprocessing_num_workers` tokenise, not load)
+    "hf_trainer_cli": {"dataloader_num_workers": 0},
+    # torchtitan's ParallelAwareDataloader is a StatefulDataLoader built without num_workers
+    "torchtitan": {"num_workers": 0},
+    # detectron2/config/defaults.py: _C.DATALOADER.NUM_WORKERS = 4
+    "detectron2": {"DATALOADER.NUM_WORKERS": 4},
     # ultralytics/cfg/default.yaml (the `yolo` CLI and `YOLO(...).train()`)
     "ultralytics": {"epochs": 100, "batch": 16, "lr0": 0.01, "workers": 8},
     # fairseq's option defaults: `--task translation`, `--num-workers 1`, `--lr 0.25`; `--max-epoch 0` / `--max-update 0`
@@ -306,6 +313,9 @@ NAMED_SIZES_B: dict[str, float] = {
     "vgg-11": 0.1329, "vgg-13": 0.1330, "vgg-16": 0.1384, "vgg-19": 0.1437,
     "inception-v3": 0.0272, "googlenet": 0.0066, "alexnet": 0.0611, "squeezenet-1-0": 0.00125,
     "squeezenet-1-1": 0.00124, "regnet-y-400mf": 0.0043, "regnet-y-800mf": 0.0064, "regnet-y-16gf": 0.0836, "resnext-50": 0.0250, "resnext-101": 0.0888,
+    # RTMDet (mmdetection configs/rtmdet/README.md, params of the COCO detectors)
+    "rtmdet-tiny": 0.0048, "rtmdet-t": 0.0048, "rtmdet-s": 0.0089, "rtmdet-m": 0.0247, "rtmdet-l": 0.0523,
+    "rtmdet-x": 0.0949,
     "rtdetr-l": 0.032, "rtdetr-x": 0.067, "rtdetr-r18": 0.020, "rtdetr-r50": 0.042, "rtdetr-r101": 0.076,
     "mobilenetv2": 0.0035, "mobilenetv3-large": 0.0054, "mobilenetv3-small": 0.0025,
     "deit-tiny": 0.0057, "deit-small": 0.022, "deit-base": 0.086,
@@ -614,6 +624,8 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
     "object-detection": (
         (r"(?i)object detection", 3), (r"ultralytics|\bYOLO", 3), (r"(?i)mAP50|bbox_mAP|box AP", 2),
         (r"(?i)\bdetr\b|faster[-_ ]?r-?cnn|retinanet|DetectionCheckpointer|detectron2|mmdet", 2),
+        # single-stage detector families (as a model name or an mmdet config's `type`)
+        (r"(?i)\b(?:rtmdet|fcos|atss|yolox|tood|gfl|centernet|ssd\d*|cascade[-_ ]?r-?cnn)\b(?!-?ins)", 2),
     ),
     "instance-segmentation": ((r"(?i)instance segmentation|mask[-_ ]?r-?cnn|segm_mAP", 3),
                               (r"(?i)\byolo\w*-seg\b", 4)),

@@ -27,8 +27,19 @@ def _windows(text: str, max_len: int = 4) -> list[str]:
 
 
 def find_known_model(text: str) -> tuple[str, str] | None:
-    """(canonical, as written) of the first model of a known family named in `text` (`knowledge.find_model`)."""
-    return find_model(text)
+    """(canonical, as written) of the first model of a known family named in `text` (`knowledge.find_model`).
+    A point release written with an underscore, as torchtune and torchtitan name builders and folders
+    (`lora_llama3_1_8b`, `qwen2_5_7b`, `llama3_2_vision`), is read as the dotted version."""
+    hit = find_model(text)
+    dotted = _UNDERSCORE_VERSION.sub(r"\1\2.\3", text)
+    if dotted != text:
+        better = find_model(dotted)
+        if better is not None and (hit is None or len(better[0]) > len(hit[0])):
+            return better[0], hit[1] if hit is not None else better[1]
+    return hit
+
+
+_UNDERSCORE_VERSION = re.compile(r"(?i)\b((?:\w*_)?(?:llama|qwen|gemma|phi|olmo|smollm|granite|mistral)[-_]?)(\d)_(\d)(?=_|\b|$)")
 
 
 def known_dataset(value: str) -> str | None:

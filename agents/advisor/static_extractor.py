@@ -399,6 +399,9 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
     if (launch.cli or "").startswith("fairseq") or any(_FAIRSEQ.search(t) for t in texts.values()):
         for k, v in LIBRARY_DEFAULTS["fairseq"].items():  # fairseq's own argparse defaults
             facts.append(Fact(k, v, "<library default: fairseq>", f"--{k.replace('_', '-')} {v}", "argparse_default"))
+    for fw in _frameworks(repo, launch, texts, closure):  # frameworks whose loader defaults the code does not show
+        for k, v in LIBRARY_DEFAULTS[fw].items():
+            facts.append(Fact(k, v, f"<library default: {fw}>", f"{k}: {v}", "library_default"))
     if hf_training or ((uses_hf or any(_HF_IMPORT.search(t) for t in texts.values()))
                        and any(HF_TRAINING_ARGS.search(t) for t in texts.values())):
         for k, v in LIBRARY_DEFAULTS["transformers.TrainingArguments"].items():
@@ -449,6 +452,13 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             continue
         if low.startswith("gin.") and len(low) > 4:  # t5x: --gin.TRAIN_STEPS=1000, --gin.train.batch_size=64
             gin_bindings.append(f"{dest[4:]} = {raw}")
+            continue
+        if low in _PARAMS_OVERRIDE_OPTS and isinstance(raw, str) and raw.strip():
+            found = codefacts.find_config_file(repo, raw) if raw.endswith(CONFIG_EXT) else None
+            if found is not None:  # TF Model Garden: a YAML file of overrides, merged after --config_file
+                config_files.append(found)
+                continue
+            overrides += _params_override(raw)
             continue
         spec = specs.get(snippet.split("=")[0].split(" ")[0])
         value = _typed(spec, raw)
@@ -562,6 +572,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             facts.append(Fact(key, cfgs.parse_override_value(raw), src_cli, ov, "cli"))
 
     facts = runenv.interpolate(facts, launch.env)
+    facts += _schedule_lr(facts)
 
     # -- README prose (lowest precedence) -----------------------------------------------------------
     readme = _readme(repo)
@@ -991,6 +1002,76 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                             facts=facts, errors=errors, tiers=tiers, confidence=conf)
 
 
+_PARAMS_OVERRIDE_OPTS = {"params_override", "params_overrides", "config_override", "config_overrides"}
+
+
+def _params_override(raw: str) -> list[str]:
+    """TF Model Garden's `--params_override`: 'a.b=1,c.d=[2,3]' (commas between assignments) or a YAML/JSON
+    mapping ('{trainer: {train_steps: 10}}'), as `key=value` overrides."""
+    text = raw.strip()
+    if text.startswith("{") or (":" in text and "=" not in text):
+        try:
+            import yaml
+            data = yaml.safe_load(text)
+        except Exception:  # noqa: BLE001 -- not YAML: try the a=b form
+            data = None
+        if isinstance(data, dict):
+            return [f"{k}={v}" for k, v in codefacts.flat_items(data)]
+    parts = re.split(r",\s*(?=[A-Za-z_][\w.]*\s*=)", text)
+    return [p.strip() for p in parts if "=" in p]
+
+
+_STEPWISE = re.compile(r"^(.*?)(?:^|\.)(stepwise|piecewise_constant|piecewise)\.values$", re.I)
+
+
+def _schedule_lr(facts: list[Fact]) -> list[Fact]:
+    """The peak learning rate of a step schedule stated only as its values (TF Model Garden
+    `learning_rate: {type: stepwise, stepwise: {boundaries: [...], values: [0.8, 0.08, ...]}}`): the first
+    value, the rate the run trains at after any warm-up. Skipped where the section's `type` names another
+    schedule."""
+    eff = effective(facts)
+    out: list[Fact] = []
+    for key, f in eff.items():
+        m = _STEPWISE.match(key)
+        if m is None or not isinstance(f.value, (list, tuple)) or not f.value:
+            continue
+        parent = key[: m.start(2)].rstrip(".")
+        kind = eff.get(f"{parent}.type" if parent else "type")
+        if kind is not None and str(kind.value).lower() != m.group(2).lower():
+            continue
+        lr = as_lr(f.value[0])
+        if lr is None:
+            continue
+        out.append(Fact(f"{key[: -len('values')]}initial_lr", lr, f.source, f"{f.snippet} -> values[0] = {lr}",
+                        f.kind))
+    return out
+
+
+_DETECTRON2 = re.compile(r"^\s*(?:from|import)\s+detectron2\b", re.M)
+_MEGATRON_ENTRY = re.compile(r"(?:^|/)pretrain_(?:gpt|bert|t5|mamba|retro|vlm|ict)\w*\.py$")
+
+
+def _frameworks(repo: Path, launch: Launch, texts: dict[str, str], closure: list[str]) -> list[str]:
+    """Frameworks recognised by their launcher (a CLI, a `-m` module, a known entry) or their imports, whose
+    data-loader defaults apply where neither the code copied nor a config sets them:
+    * HF-Trainer-based CLIs (`llamafactory-cli`, `axolotl`): `TrainingArguments.dataloader_num_workers` 0;
+    * detectron2 (`from detectron2 ...`, a yacs `_BASE_` config chain): `DATALOADER.NUM_WORKERS` 4;
+    * Megatron-LM's `pretrain_*.py` launched from a script without its parser in the repository: 2;
+    * torchtitan (`-m torchtitan.train`): its dataloader runs without worker processes: 0."""
+    out: list[str] = []
+    head = (launch.cli or launch.module or "").replace("-", "_").lower()
+    if re.match(r"(?:llamafactory|llama_factory|axolotl)", head):
+        out.append("hf_trainer_cli")
+    if head.startswith("torchtitan"):
+        out.append("torchtitan")
+    if any(_DETECTRON2.search(t) for t in texts.values()):
+        out.append("detectron2")
+    if (launch.entry and _MEGATRON_ENTRY.search(launch.entry) and not (repo / launch.entry).is_file()
+            and not any(_MEGATRON_IMPORT.search(t) for t in texts.values())):
+        out.append("megatron")
+    return out
+
+
 _TOKEN_BATCH = frozenset({"max_tokens", "max_tokens_per_batch", "batch_size_tokens", "tokens_per_batch"})
 
 
@@ -1169,9 +1250,9 @@ def _word_lm_size(eff: dict[str, Fact], fields: dict[str, Any]) -> tuple[float, 
     return size, why, by_leaf["nhid" if "nhid" in by_leaf else "hidden_size"].source
 
 
-def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
-                config_files: list[str] = ()) -> tuple[str, str, str, str] | None:  # type: ignore[assignment]
-    """A well-known model named in launch values, launch scripts, the entry's docs or the README."""
+def _hint_models(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
+                 config_files: list[str] = ()):  # type: ignore[assignment,no-untyped-def]
+    """Well-known models named in launch values, launch scripts, the entry's docs or the README, in order."""
     ordered = sorted((f for f in eff.values() if isinstance(f.value, str)), key=lambda f: -f.rank)
     for f in ordered:
         if _TOKENIZER.search(f.key) or _TOKENIZER.search(f.value):
@@ -1179,34 +1260,49 @@ def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
         if f.kind in ("cli", "env", "config", "constant"):
             hit = find_known_model(f.value)
             if hit:
-                return hit[0], hit[1], f.source, f"name:{f.kind}"
+                yield hit[0], hit[1], f.source, f"name:{f.kind}"
     for name, value in launch.shell_vars.items():
         if _TOKENIZER.search(name) or _TOKENIZER.search(value):
             continue
         hit = find_known_model(value)
         if hit:
-            return hit[0], hit[1], launch.args_source, "name:shell"
+            yield hit[0], hit[1], launch.args_source, "name:shell"
     for src in reversed(config_files):  # a configuration file named after its model (mask_rcnn_R_50_FPN_3x.yaml)
         hit = find_known_model(Path(src).stem)
         if hit:
-            return hit[0], hit[1], src, "name:config file"
+            yield hit[0], hit[1], src, "name:config file"
     for src, text in launch.texts.items():  # a launch script named after its model with its size
         hit = find_known_model(Path(src).stem) if src != "<command>" else None  # (pretrain_gpt_1.3b.sh) is more
         if hit and size_from_name(hit[0]) is not None:  # specific than the prose in its comments ('GPT-3')
-            return hit[0], hit[1], src, "name:script file"
+            yield hit[0], hit[1], src, "name:script file"
         hit = find_known_model(" ".join(re.findall(r"#\s*(.*)", text)) + " " + src)
         if hit:
-            return hit[0], hit[1], src, "name:comment"
+            yield hit[0], hit[1], src, "name:comment"
     if launch.entry and launch.entry in texts:
         hit = find_known_model(Path(launch.entry).stem)  # dlrm_s_pytorch.py
         if hit:
-            return hit[0], hit[1], launch.entry, "name:entry file"
+            yield hit[0], hit[1], launch.entry, "name:entry file"
         doc = re.match(r'\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', texts[launch.entry], re.S)
         if doc:
             hit = find_known_model(doc.group(1))
             if hit:
-                return hit[0], hit[1], launch.entry, "name:docstring"
-    return None
+                yield hit[0], hit[1], launch.entry, "name:docstring"
+
+
+def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
+                config_files: list[str] = ()) -> tuple[str, str, str, str] | None:  # type: ignore[assignment]
+    """The first well-known model named (`_hint_models`); a name without a size (`/ckpt/gpt3`) gives way to a
+    later mention of the same family that states one (`train_gpt3_175b_distributed.sh`)."""
+    first = None
+    for hit in _hint_models(eff, launch, texts, config_files):
+        if first is None:
+            first = hit
+            if size_from_name(hit[0]) is not None:
+                return hit
+            continue
+        if size_from_name(hit[0]) is not None and hit[0].startswith(first[0] + "-"):
+            return hit
+    return first
 
 
 def _infer_task(launch: Launch, texts: dict[str, str], fields: dict[str, Any],
