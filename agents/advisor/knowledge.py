@@ -657,6 +657,10 @@ TASK_CUES: dict[str, tuple[tuple[str, float], ...]] = {
                             (r"(?i)\bglue\b|\bmnli\b|\bsst-?2\b|\bimdb\b", 2)),
     "summarization": ((r"(?i)summari[sz]ation", 3), (r"(?i)cnn[_-]?daily[_-]?mail|\bxsum\b|samsum", 2)),
     "translation": ((r"(?i)machine translation|\btranslation\b", 3), (r"(?i)\bwmt\d*\b|opus", 1.5)),
+    # self-distillation / joint-embedding pretraining of an image backbone (DINO, iBOT, DINOv2, BYOL, MoCo)
+    "self-supervised-pretraining": ((r"(?i)self-supervised|\bdinov[23]\b|\bdino\b(?![-_ ]?detr)|\bibot\b|\bbyol\b|"
+                                     r"\bmoco(?:v\d)?\b|\bsimclr|\bswav\b|\bijepa\b", 3),
+                                    (r"momentum_teacher|teacher_temp|koleo", 2)),
     "masked-image-modeling": ((r"(?i)masked auto-?encoder|masked image model", 4), (r"\bmask_ratio\b", 2),
                               (r"norm_pix_loss|mae_vit|(?i:\bmae-vit)", 2)),
     "seq2seq": ((r"(?i)span[- ]corruption", 2), (r"(?i)encoder[- ]decoder", 1.5),

@@ -551,6 +551,12 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             facts.append(Fact(key, value, src_cli, snip, "cli"))
         overrides = []
     for rel in config_files:
+        base = _omegaconf_default(repo, rel, parse)
+        if base is not None:  # OmegaConf.merge(default_cfg, cfg, cli): the package's default config first
+            merged, used = cfgs.load_config_chain(repo, base)
+            files += used
+            for key, (value, src, snip) in merged.items():
+                facts.append(Fact(key, value, src, snip, "config"))
         merged, used = cfgs.load_config_chain(repo, rel)
         files += used
         kind = "cli" if rel.endswith(".json") and uses_hf else "config"
@@ -573,6 +579,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
 
     facts = runenv.interpolate(facts, launch.env)
     facts += _schedule_lr(facts)
+    facts += _scaling_rule_lr(facts, launch, world_size)
 
     # -- README prose (lowest precedence) -----------------------------------------------------------
     readme = _readme(repo)
@@ -737,7 +744,8 @@ def _derived_lengths(eff: dict[str, Fact], epochs: tuple[Fact, Any] | None) -> l
         low = min((samples, gbs), key=lambda f: f.rank)  # as strong as the weaker of the two statements
         out.append((Fact("train_iters", n // b, low.source, f"{samples.snippet} // {gbs.snippet}", low.kind),
                     n // b, 9))
-    for key in ("max_steps_per_epoch", "num_batches", "max_batches_per_epoch"):
+    for key in ("max_steps_per_epoch", "num_batches", "max_batches_per_epoch",
+                "official_epoch_length", "epoch_length", "iterations_per_epoch"):  # DINOv2: fixed-length 'epochs'
         cap = by_leaf.get(key)
         per = as_int(cap.value, 1) if cap is not None and cap.kind != "derived" else None
         if not per:  # a count the code derives (ceil(samples / batch)) is an epoch's size, not a cap
@@ -841,6 +849,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         if "." in s and f.leaf in ("_component_", "class_path", "type", "_target_") and "/" not in s:
             s = s.rsplit(".", 1)[-1]  # torchtune.models.llama3.lora_llama3_8b -> lora_llama3_8b
         s = re.sub(r"^(?:q?lora|full|peft)[_-]", "", s)
+        patch = eff.get(f"{f.key.rpartition('.')[0]}.patch_size" if "." in f.key else "patch_size")
+        if patch is not None and as_int(patch.value, 1) and _VIT_NO_PATCH.match(s):
+            s = f"{s}_patch{as_int(patch.value, 1)}"  # DINO/DINOv2 `arch: vit_large` beside `patch_size: 16`
         flavor = _flavor(eff, f)
         if flavor and size_from_name(s) is None:
             s = f"{s}-{flavor}"  # torchtitan `[model] name = "llama3"`, `flavor = "8B"`
@@ -889,6 +900,15 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
             re.search(r"\bopen_clip\b|\bCLIP\b|clip\.load\(", t) for t in texts.values()):
         fields["model_name"] = "clip-" + fields["model_name"]
         evidence["model_name"] = evidence["model_name"].model_copy(update={"value": fields["model_name"]})
+
+    # a backbone trained by self-distillation (DINO / iBOT / DINOv2 `student:` and `teacher:` sections) is the
+    # method's model, named after the method's package (dinov2/run/train/train.py -> dinov2-vit-l-16)
+    ev_m = evidence.get("model_name")
+    method = _ssl_method(launch)
+    if (fields["model_name"] and ev_m is not None and method and (ev_m.key or "").startswith("student.")
+            and any(k.startswith("teacher.") for k in eff) and not fields["model_name"].startswith(method)):
+        fields["model_name"] = f"{method}-{fields['model_name']}"
+        evidence["model_name"] = ev_m.model_copy(update={"value": fields["model_name"]})
 
     # dataset
     for fld, group in (("dataset", "dataset"), ("valid_dataset", "valid_dataset")):
@@ -973,6 +993,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         canon = fields["model_name"]
         raw = str(evidence["model_name"].raw) if "model_name" in evidence else canon
         named = model_size_b(canon, raw)
+        method = _ssl_method(launch)
+        if named is None and method and canon.startswith(method + "-"):
+            named = model_size_b(canon[len(method) + 1:], raw)  # the backbone's size (heads are not kept)
     dims = _dims(eff, fields["model_name"])
     hinted = "model_name" in evidence and evidence["model_name"].kind.startswith("name:")
     if hinted and dims is not None and (" + " in dims[1] or " vocab=" in dims[1]) and named is not None:
@@ -1019,6 +1042,71 @@ def _params_override(raw: str) -> list[str]:
             return [f"{k}={v}" for k, v in codefacts.flat_items(data)]
     parts = re.split(r",\s*(?=[A-Za-z_][\w.]*\s*=)", text)
     return [p.strip() for p in parts if "=" in p]
+
+
+_VIT_NO_PATCH = re.compile(r"(?i)^vit[_-]?(?:tiny|small|base|large|huge|giant\d?|[tsblhg])$")
+_SSL_METHODS = ("dinov2", "dinov3", "dino", "ibot", "esvit", "msn", "ijepa")
+
+
+def _ssl_method(launch: Launch) -> str | None:
+    """The self-distillation method whose package the entry belongs to (`dinov2/run/train/train.py`,
+    `python -m dinov2.train`)."""
+    top = (launch.entry or launch.module or "").replace(".", "/").split("/")[0].lower()
+    return top if top in _SSL_METHODS else None
+
+
+_OMEGA_MERGE = re.compile(r"OmegaConf\.merge\(\s*\w*default\w*\s*,")
+
+
+def _omegaconf_default(repo: Path, rel: str, parse: Any) -> str | None:
+    """The package default a YAML config is merged over where the code does
+    `OmegaConf.merge(default_cfg, OmegaConf.load(args.config_file), OmegaConf.from_cli(opts))` (DINOv2's
+    ssl_default_config.yaml): the nearest `*default*.yaml` in the config's folder or one above it, used only
+    when a module of the repository merges a default config first and the YAML names no base of its own."""
+    if not rel.endswith((".yaml", ".yml")):
+        return None
+    data = cfgs.load_structured(repo, rel)
+    if not isinstance(data, dict) or any(k in data for k in (*cfgs.BASE_KEYS, "defaults")):
+        return None
+    if not any((res := parse(py)) is not None and _OMEGA_MERGE.search(res[1]) for py in _repo_py_files(repo)
+               if "OmegaConf" in (pyc.read_text(repo, py) or "")):
+        return None
+    folder = Path(rel).parent
+    while True:
+        cands = sorted(p for p in (repo / folder).glob("*default*.y*ml") if p.is_file() and p.name != Path(rel).name)
+        if cands:
+            return str(min(cands, key=lambda p: ("config" not in p.name, len(p.name))).relative_to(repo))
+        if folder == Path(".") or folder == Path(""):
+            return None
+        folder = folder.parent
+
+
+_SCALING_RULE = re.compile(r"^(sqrt|linear)_wrt_(\d+)(?:k)?$", re.I)
+
+
+def _scaling_rule_lr(facts: list[Fact], launch: Launch, world_size: int | None) -> list[Fact]:
+    """A learning rate the code derives from a base rate and the global batch by a named rule (DINOv2
+    `optim.scaling_rule: sqrt_wrt_1024`: lr = base_lr x sqrt(batch_size_per_gpu x world / 1024); `linear_wrt_256`
+    the linear rule), replacing the YAML's placeholder `lr`."""
+    eff = effective(facts)
+    rule = next((f for f in eff.values() if f.leaf == "scaling_rule" and isinstance(f.value, str)
+                 and _SCALING_RULE.match(f.value.strip())), None)
+    if rule is None:
+        return []
+    parent = rule.key.rpartition(".")[0]
+    base = eff.get(f"{parent}.base_lr" if parent else "base_lr")
+    per_gpu = max((f for f in eff.values() if f.leaf in PER_DEVICE_BATCH or f.leaf == "batch_size_per_gpu"),
+                  key=lambda f: f.rank, default=None)
+    n = world_size or runenv.launcher_world(launch)
+    b = as_lr(base.value) if base is not None else None
+    bs = as_int(per_gpu.value, 1) if per_gpu is not None else None
+    if not (b and bs and n):
+        return []
+    m = _SCALING_RULE.match(rule.value.strip())
+    ratio = bs * n / int(m.group(2))
+    lr = float(f"{b * (math.sqrt(ratio) if m.group(1).lower() == 'sqrt' else ratio):.4g}")  # as a log prints it
+    why = f"{base.value} x {m.group(1)}({bs} x {n} GPUs / {m.group(2)}) ({rule.value})"
+    return [Fact(f"{parent}.lr" if parent else "lr", lr, rule.source, why, "derived")]
 
 
 _STEPWISE = re.compile(r"^(.*?)(?:^|\.)(stepwise|piecewise_constant|piecewise)\.values$", re.I)
