@@ -654,3 +654,49 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
 
     visit(body)
     return out
+
+
+def _call_values(node: ast.Call, names: Mapping[str, Any], classes: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """`TrainConfig(lr=3e-4, model=ModelConfig(n_layer=12))` -> its dataclass defaults (where the class is a
+    dataclass of the module) updated with the keywords that fold, nested calls as nested dicts."""
+    out: dict[str, Any] = dict(classes.get(dotted(node.func).rsplit(".", 1)[-1], {}))
+    for kw in node.keywords:
+        if not kw.arg:
+            continue
+        if isinstance(kw.value, ast.Call) and kw.value.keywords:
+            out[kw.arg] = _call_values(kw.value, names, classes)
+            continue
+        v = evaluate(kw.value, names)
+        if v is not MISSING and _jsonish(v):
+            out[kw.arg] = v
+    return out
+
+
+def registry_entry(tree: ast.Module, name: str) -> tuple[str, dict[str, Any], int] | None:
+    """A named configuration in a module-level registry, selected by `--config NAME`:
+    `CONFIGS = {"gpt2-small": TrainConfig(lr=6e-4, ...)}` or a list of `TrainConfig(name="pi0_aloha", ...)`
+    (openpi's `_CONFIGS`); (registry, values, line), the values over the class's dataclass defaults."""
+    names: dict[str, Any] = {}
+    for stmt in tree.body:  # plain constants the entries may use
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            v = evaluate(stmt.value, names)
+            if v is not MISSING and _jsonish(v):
+                names[stmt.targets[0].id] = v
+    classes = dataclass_defaults(tree)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target, value = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            target, value = stmt.target.id, stmt.value
+        else:
+            continue
+        if isinstance(value, ast.Dict):
+            for k, v in zip(value.keys, value.values):
+                if isinstance(k, ast.Constant) and k.value == name and isinstance(v, ast.Call):
+                    return target, _call_values(v, names, classes), v.lineno
+        elif isinstance(value, (ast.List, ast.Tuple)):
+            for v in value.elts:
+                if isinstance(v, ast.Call) and any(kw.arg == "name" and isinstance(kw.value, ast.Constant)
+                                                   and kw.value.value == name for kw in v.keywords):
+                    return target, _call_values(v, names, classes), v.lineno
+    return None

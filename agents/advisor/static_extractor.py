@@ -436,6 +436,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
     hydra_cli: dict[str, str] = {}
     gin_files: list[str] = []
     gin_bindings: list[str] = []
+    registry_used = False
     for dest, raw, snippet in options:
         low = dest.lower().replace("-", "_")
         if low in _HYDRA_OPTS and isinstance(raw, str) and not (
@@ -471,7 +472,17 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
             if found is not None:
                 (py_configs if found.endswith(".py") else config_files).append(found)
                 continue
+            if _registry_facts(raw, closure, parse, facts):
+                registry_used = True
+                continue
         facts.append(Fact(dest, value, src_cli, snippet, "cli"))
+    if not registry_used:  # `--config` not given: argparse's default names the registry entry
+        given = {d.lower().replace("-", "_") for d, _, _ in options}
+        for opt, sp in specs.items():
+            low = sp.dest.lower()
+            if (low in _CONFIG_OPTS or low.endswith("config")) and low not in given and isinstance(sp.default, str) \
+                    and sp.default and _registry_facts(sp.default, closure, parse, facts):
+                break
     i = 0
     while i < len(positionals):
         pos = positionals[i]
@@ -1042,6 +1053,25 @@ def _params_override(raw: str) -> list[str]:
             return [f"{k}={v}" for k, v in codefacts.flat_items(data)]
     parts = re.split(r",\s*(?=[A-Za-z_][\w.]*\s*=)", text)
     return [p.strip() for p in parts if "=" in p]
+
+
+def _registry_facts(name: str, closure: list[str], parse: Any, facts: list[Fact]) -> bool:
+    """Registry-based argument parsing: `--config NAME` selects `CONFIGS[NAME]` (a dict of config objects, or a
+    list of them with `name=`) in the entry or a module it imports; its values become config facts."""
+    if not re.fullmatch(r"[\w.+-]+", name):
+        return False
+    for rel in closure:
+        res = parse(rel)
+        if res is None or name not in res[1]:
+            continue
+        hit = pyc.registry_entry(res[0], name)
+        if hit is None:
+            continue
+        registry, values, line = hit
+        for key, value in codefacts.flat_items(values):
+            facts.append(Fact(key, value, rel, f"{registry}[{name!r}]: {key} = {value!r}"[:200], "config"))
+        return True
+    return False
 
 
 _VIT_NO_PATCH = re.compile(r"(?i)^vit[_-]?(?:tiny|small|base|large|huge|giant\d?|[tsblhg])$")
