@@ -75,6 +75,9 @@ class Extraction:
     # the wall time of one logging interval whose length in steps the line does not state
     # (`loss 2.31 (1m 2s 3ms)` every 50 steps): divided by the steps between two lines by the tracker
     interval_s: float | None = None
+    # a clock since the start of the run (fairseq `wall=1118`, OpenNMT-py's trailing `890 sec`): never
+    # a step time itself; when nothing else gives one, the tracker takes its slope over the step counter
+    clock_s: float | None = None
 
     @property
     def has_metric(self) -> bool:

@@ -153,16 +153,28 @@ def parse_duration(text: str) -> tuple[float, bool] | None:
 
 
 def clock_of_day(text: str) -> float | None:
-    """Seconds since midnight of a time-of-day stamp the line carries without a date: a leading
-    `[12:00:01]`/`12:00:01.123`, or a `Time=07:29:40` field (torch_xla). None when absent."""
-    m = _CLOCK_STAMP.search(text)
+    """Seconds since midnight of a time-of-day stamp the line carries without a year: a leading
+    `[12:00:01]`/`12:00:01.123`, glog's `I1013 14:04:15.149240 10456 file.cc:163]` (Caffe,
+    PaddlePaddle, TensorFlow's C++ side), or a `Time=07:29:40` field (torch_xla). None when absent."""
+    got = clock_of_day_res(text)
+    return got[0] if got is not None else None
+
+
+def clock_of_day_res(text: str) -> tuple[float, float] | None:
+    """(`clock_of_day`, seconds per unit of its last printed digit)."""
+    m = _GLOG_STAMP.match(text) or _CLOCK_STAMP.search(text)
     if m is None:
         return None
     g = "" if m.group("h") is not None else "2"
-    h, mi, sec = int(m.group("h" + g)), int(m.group("mi" + g)), float(m.group("s" + g).replace(",", "."))
+    h, mi, raw = int(m.group("h" + g)), int(m.group("mi" + g)), m.group("s" + g).replace(",", ".")
+    sec = float(raw)
     if h > 23 or mi > 59 or sec >= 60:
         return None
-    return h * 3600 + mi * 60 + sec
+    frac = raw.partition(".")[2]
+    return h * 3600 + mi * 60 + sec, 10.0 ** -len(frac) if frac else 1.0
+
+
+_GLOG_STAMP = re.compile(r"^\s*[IWEF]\d{4} (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}(?:\.\d+)?)\s+\d+ [\w.\-]+:\d+\]")
 
 
 _CLOCK_STAMP = re.compile(
@@ -269,7 +281,7 @@ _STEP_RATE_UNIT = re.compile(r"(?:it|its|itr|iter|iters|iteration|iterations|ste
 _EVAL_PREFIX = re.compile(r"^(?:val|valid|validation|eval|evaluation|test|dev)(?:_|$)")
 _LOSS_EXACT = (
     "loss", "total_loss", "train_loss", "training_loss", "lm_loss", "reduced_train_loss", "loss_total",
-    "train_loss_step", "avg_loss", "train_lm_loss",
+    "train_loss_step", "avg_loss", "train_lm_loss", "cost", "currentcost", "current_cost",
 )  # fmt: skip
 _STEP_TIME_KEYS = {
     "time", "step_time", "steptime", "iter_time", "iteration_time", "batch_time", "time_per_step",
@@ -372,6 +384,7 @@ class Reading:
     explicit_time: bool = False  # the step time is named per step (`step_time`, `52ms/step`), not a bare `time`
     time_rule: TimeRule | None = None  # which rule read the step time (`extraction.TimeRule`)
     interval_s: float | None = None  # one logging interval's wall time, its steps not stated
+    clock_s: float | None = None  # a clock since the start (`wall=1118`): its slope over the steps, when nothing else
 
 
 def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
@@ -387,6 +400,7 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
     batch = None
     batch_key = ""
     step = None
+    clock = None
     for f in fs:
         kind, k = _key_kind(f.key)
         unit = (f.unit or "").lower()
@@ -398,6 +412,9 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
             continue
         if kind == "loss_any":
             loss_any = f.value if loss_any is None else loss_any
+            continue
+        if clock is None and f.value > 0 and _CLOCK_KEY.fullmatch(f.key) and (scale := _time_scale(f)) is not None:
+            clock = f.value * scale  # (`train_wall` is not: fairseq resets it every interval in newer releases)
             continue
         if (n := _PER_N_KEY.fullmatch(k)) and f.value > 0 and not explicit and (scale := _time_scale(f)) is not None:
             step_time, explicit = f.value * scale / int(n.group(1)), True  # `time_per_100_steps: 12.3`
@@ -485,10 +502,12 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
         # (not when either is per device or per micro-batch: the two may count different GPUs)
         if not _PER_DEVICE.search(rate_key + " " + batch_key):
             step_time, rule = batch / rate, "batch_over_rate"
+    if clock is None and step is not None and "sec" in text and (m := _ONMT_CLOCK.search(text)):
+        clock = float(m.group(1))  # OpenNMT-py `Step 50/5000; ...; 84/336 tok/s;    890 sec`: since the start
     if step_time is not None:
         interval = None
     return Reading(step, step_time, loss if loss is not None else loss_any, rate, rate_unit, total, explicit,
-                   rule if step_time is not None else None, interval)  # fmt: skip
+                   rule if step_time is not None else None, interval, clock)  # fmt: skip
 
 
 _BARE_DURATION = re.compile(rf"[(,|]\s*({NUM})\s?(ms|s|sec|secs)(?=\s*,)")  # listed beside other figures
@@ -576,7 +595,7 @@ def interval_steps(text: str) -> tuple[float, int] | None:
 
 
 _PAREN_DURATION = re.compile(
-    rf"\bloss\b\s*[:=]?\s*{NUM}\s*\(\s*(?P<dur>{DURATION})\s*\)", re.IGNORECASE
+    rf"\b\w*loss\w*\s*[:=]?\s*{NUM}\s*\(\s*(?P<dur>{DURATION})\s*\)", re.IGNORECASE
 )
 
 
@@ -595,6 +614,11 @@ def paren_duration(text: str) -> tuple[float, bool] | None:
 _PER_N_KEY = re.compile(
     r"(?:time|secs?|seconds|s|ms)_(?:per|for)_(\d+)_(?:steps|iters|iterations|batches)(?:_\(?(?:ms|s|sec)\)?)?"
 )
+# OpenNMT-py's report line (`onmt/utils/statistics.py`: `"Step %s; acc: ..; %3.0f/%3.0f tok/s; %6.0f sec"`,
+# the seconds since training started): the trailing unnamed `N sec` after a `Step N/T;` head
+_ONMT_CLOCK = re.compile(rf"\bStep\s+\d+\s*/\s*\d+;.*;\s*({NUM})\s*sec\s*$")
+# A clock since the start of the run, named so (fairseq `wall=1118`, `elapsed: 1:02:03`, `time_elapsed`)
+_CLOCK_KEY = re.compile(r"(?:wall|wall_?clock|wall_?time|elapsed|elapsed_time|time_elapsed|total_time|time_total)(?:_\(?(?:ms|s|sec)\)?)?")
 _BATCH_KEY = re.compile(r"(?:global_|total_|effective_)?(?:batch_size|bs)")
 _PER_SAMPLE_UNITS = ("samples/s", "sequences/s", "images/s")
 _PER_DEVICE = re.compile(r"gpu|device|rank|micro|per_dev|local", re.IGNORECASE)
@@ -664,7 +688,7 @@ _EVAL_MARKERS = re.compile(
 )
 _HEAD_TOKEN = re.compile(
     r"\s*(?:\[[^\]]{0,60}\]|\(\w+\)|\d{1,2}/\d{1,2}\s+\d\d:\d\d:\d\d|\d\d:\d\d:\d\d(?:[.,]\d+)?"
-    r"|(?:INFO|DEBUG|WARNING|I|W)\b|[\w.]+\s+-(?=\s)|[\w.]+\s*[|:](?=\s)|[-|:])"
+    r"|(?:INFO|DEBUG|WARNING|I|W|END)\b|[\w.]+\s+-(?=\s)|[\w.]+\s*[|:](?=\s)|[-|:])"
 )
 _EVAL_WORDS = ("val", "test", "eval", "predict")  # a head word (within the line's first 160 characters)
 _MARKER_HINTS = (
@@ -744,7 +768,8 @@ def key_fields(text: str) -> Extraction | None:
         if not (r.loss is not None and _TRAIN_LOSS_KEY.search(text)):
             return None  # no counter: only a time named per step is trusted (prose says "time 3 s")
     return Extraction(_framework(text), r.step, r.step_time_s, r.loss, r.throughput, r.throughput_unit, r.total,
-                      r.time_rule, r.interval_s if r.step is not None else None)  # fmt: skip
+                      r.time_rule, r.interval_s if r.step is not None else None,
+                      r.clock_s if r.step is not None else None)  # fmt: skip
 
 
 _KERAS = re.compile(
@@ -779,6 +804,53 @@ def keras(text: str) -> Extraction | None:
                       "per_step_unit" if st is not None else None)  # fmt: skip
 
 
+# Marian (`src/training/scheduler.h`): `Ep. 1 : Up. 400 : Sen. 51200 : Cost 192.55 : Time 33.76s :
+# 9576.24 words/s`; the Time is the wall time since the previous display (`--disp-freq` updates):
+# an interval, divided by the updates between two lines by the tracker
+_MARIAN = re.compile(
+    rf"\bEp\.\s*\d+\s*:\s*Up\.\s*(?P<n>\d+)\s*:.*?\bCost\s+(?P<loss>{NUM})\s*:\s*Time\s+(?P<t>{NUM})s"
+    rf"(?:\s*:\s*(?P<rate>{NUM})\s+words/s)?"
+)
+# Darknet (`detector.c`): `957: 0.660188, 0.689227 avg loss, 0.000839 rate, 3.315456 seconds, 61248 images`:
+# the batch's loss, the running mean, the learning rate, that iteration's seconds
+_DARKNET = re.compile(
+    rf"^\s*(?P<n>\d+):\s*(?P<loss>{NUM}),\s*{NUM}\s+avg(?: loss)?,\s*{NUM}\s+rate,\s*(?P<t>{NUM})\s+seconds,\s*\d+\s+images"
+)
+# BigDL DistriOptimizer: `[Iteration 17445][Wall Clock 26295.0s] Trained 3072 records in 1.4747 seconds.
+# Throughput is 2083.1 records/second. Loss is 2.74.`: one line per iteration, its own time
+_BIGDL = re.compile(
+    rf"\[Iteration (?P<n>\d+)\].*?\bTrained \d+ records in (?P<t>{NUM}) seconds\."
+    rf"(?:\s*Throughput is (?P<rate>{NUM}) records/second\.)?(?:\s*Loss is (?P<loss>{NUM})\.?)?"
+)
+# YOLACT (`train.py`): `[  0]     110 || B: 6.134 | C: 4.497 | .. | T: 16.399 || ETA: .. || timer: 0.288`:
+# T is the total loss, timer the moving mean of the iteration time in seconds
+_YOLACT = re.compile(rf"^\s*\[\s*\d+\]\s+(?P<n>\d+)\s+\|\|.*?\bT:\s*(?P<loss>{NUM})\s*\|\|.*?\btimer:\s*(?P<t>{NUM})")
+
+
+def layouts(text: str) -> Extraction | None:
+    """Marian, Darknet, BigDL and YOLACT lines: fixed layouts whose values carry no `key: value`
+    vocabulary the tokenizer could read (an unnamed `3.3 seconds`, `Time 33.76s` between ` : `)."""
+    if "Up." in text and (m := _MARIAN.search(text)):
+        t, rate = float(m.group("t")), m.group("rate")
+        return Extraction("marian", int(m.group("n")), None, float(m.group("loss")),
+                          float(rate) if rate else None, "tokens/s" if rate else None,
+                          interval_s=t if t > 0 else None)  # fmt: skip
+    if "avg" in text and "seconds" in text and (m := _DARKNET.match(text)):
+        t = float(m.group("t"))
+        return Extraction("darknet", int(m.group("n")), t if t > 0 else None, float(m.group("loss")),
+                          time_rule="framework" if t > 0 else None)  # fmt: skip
+    if "Trained" in text and (m := _BIGDL.search(text)):
+        t, rate, loss = float(m.group("t")), m.group("rate"), m.group("loss")
+        return Extraction("bigdl", int(m.group("n")), t if t > 0 else None, float(loss) if loss else None,
+                          float(rate) if rate else None, "samples/s" if rate else None,
+                          time_rule="framework" if t > 0 else None)  # fmt: skip
+    if "timer:" in text and (m := _YOLACT.match(text)):
+        t = float(m.group("t"))
+        return Extraction("yolact", int(m.group("n")), t if t > 0 else None, float(m.group("loss")),
+                          time_rule="framework" if t > 0 else None)  # fmt: skip
+    return None
+
+
 _TIMM = re.compile(
     rf"\bTrain: (?P<epoch>\d+) \[\s*(?P<n>\d+)/(?P<total>\d+).*?\bLoss:\s*(?P<loss>{NUM})"
     rf".*?\bTime:\s*(?P<time>{NUM})s?,\s*(?P<rate>{NUM})/s"
@@ -799,4 +871,4 @@ def timm(text: str) -> Extraction | None:
     )  # fmt: skip
 
 
-__all__ = ["Field", "Reading", "fields", "is_eval_line", "keras", "key_fields", "read_fields", "timm"]
+__all__ = ["Field", "Reading", "fields", "is_eval_line", "keras", "key_fields", "layouts", "read_fields", "timm"]

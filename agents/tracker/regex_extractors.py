@@ -35,7 +35,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from schedmate.embeddings.logtext import normalise_line, strip_ansi
 
 from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction, TimeRule
-from schedmate.agents.tracker.formats import is_eval_line, keras, key_fields, read_fields, timm
+from schedmate.agents.tracker.formats import is_eval_line, keras, key_fields, layouts, read_fields, timm
 
 
 def _num(text: str | None) -> float | None:
@@ -192,7 +192,9 @@ _POSTFIX_LOSS = re.compile(r"(?:^|[\s,])(?:train_)?loss(?:_step)?[=:]\s*(" + NUM
 
 
 def tqdm_bar(text: str) -> Extraction | None:
-    m = _TQDM.search(text)
+    m = None
+    for m in _TQDM.finditer(text):
+        pass  # redraws pasted without their `\r` (a flattened copy) are one line: the newest is the last
     if m is None:
         return None
     if _TQDM_SKIP_DESC.search(text[: m.start()]):
@@ -262,7 +264,8 @@ def bar_in_redraws(raw: str | bytes, *, skip_last: bool = True, max_segments: in
 # -- custom key-value lines ---------------------------------------------------------------------
 
 _KV_STEP = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?|it|batch)s?\b\s*[:=#\[]?\s*(\d+)\b(?!\.\d)", re.IGNORECASE)
-_KV_LOSS = re.compile(r"(?<![\w/])((?:\w+[_ ])?loss)\b\s*[:=]?\s*(" + NUM + r")(?![\d:])", re.IGNORECASE)
+# (`CurrentCost=2.59`: PaddlePaddle v1's TrainerInternal, the batch's own cost; `AvgCost` is a running mean)
+_KV_LOSS = re.compile(r"(?<![\w/])((?:\w+[_ ])?loss|(?:Current)?Cost)\b\s*[:=]?\s*(" + NUM + r")(?![\d:])", re.IGNORECASE)
 _EVAL_WORDS = re.compile(r"^(?:val|valid|validation|eval|evaluation|test|dev)[_ ]", re.IGNORECASE)
 _KV_TIME = re.compile(
     r"\b(?:step[_ ]?time|iter(?:ation)?[_ ]?time|batch[_ ]?time|time[_ ]?per[_ ](?:step|iter(?:ation)?)"
@@ -352,6 +355,7 @@ DEFAULT_EXTRACTORS: tuple[tuple[str, Extractor], ...] = (
     ("tqdm", tqdm_bar),
     ("timm", timm),
     ("keras", keras),
+    ("layouts", layouts),  # Marian, Darknet, BigDL, YOLACT
     ("key_value", key_value),  # before `fields`: on a tie the older, narrower reader names the line
     ("fields", key_fields),
 )

@@ -82,7 +82,7 @@ from schedmate.agents.tracker.regex_extractors import (
     strip_timestamp,
     timestamp_resolution,
 )
-from schedmate.agents.tracker.formats import clock_of_day, is_eval_line
+from schedmate.agents.tracker.formats import clock_of_day_res, is_eval_line
 from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, robust_mean
 
 _PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
@@ -115,7 +115,7 @@ METHOD_WEIGHT: dict[str, float] = {"regex": 1.0, "mixed": 0.85, "llm": 0.7}
 # progress bar (which may time any loop) and LLM-read values last.
 FORMAT_PRECEDENCE: dict[str, int] = {
     "megatron": 0, "deepspeed": 1, "hf_trainer": 2, "mmengine": 3, "detectron2": 3, "metric_logger": 3,
-    "fairseq": 3, "timm": 3, "paddle": 3, "torchtitan": 3, "nemo": 3, "nanogpt": 3, "keras": 3, "fields": 3,
+    "fairseq": 3, "timm": 3, "marian": 3, "darknet": 3, "bigdl": 3, "yolact": 3, "paddle": 3, "torchtitan": 3, "nemo": 3, "nanogpt": 3, "keras": 3, "fields": 3,
     "key_value": 3, "lightning": 4, "tqdm": 5, "llm": 6,
 }  # fmt: skip
 _SHAPE_CACHE = 1024  # line shapes (numbers masked) with what the LLM taught about them
@@ -714,6 +714,11 @@ class MetricTracker:
                 good, lambda e: e.throughput if e.throughput_unit == best else None, best
             )
         if step_time is None:
+            step_time = _step_time_from_clock(good)
+            if step_time is not None:
+                state.notes.append(f"step time derived from a clock since the start ({step_time.format})")
+                notes = tuple(state.notes)
+        if step_time is None:
             step_time = _step_time_from_stamps(good)
             if step_time is not None:
                 state.notes.append(f"step time derived from line timestamps and step counters ({step_time.format})")
@@ -885,44 +890,98 @@ def _confidence(e: MetricEstimate) -> float:
     return round(METHOD_WEIGHT[e.method] * support * share * consistency, 4)
 
 
-def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 3, min_ticks: float = 20.0) -> MetricEstimate | None:
-    """A step time for logs that print a step counter and a date-time stamp but no duration
-    (torchtitan's `step: N loss: .. tps: ..`): the slope of stamp over step across the lines of
-    one family, oldest to newest, i.e. the time between lines divided by the steps between them.
-    Needs `min_lines` lines and a span of at least `min_ticks` units of the stamps' resolution
-    (a seconds-only stamp needs >= 20 s), else None.
+def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 2, min_ticks: float = 20.0) -> MetricEstimate | None:
+    """A step time for logs that print a step counter and a stamp but no duration (torchtitan's
+    `step: N loss: .. tps: ..`, Caffe's glog `Iteration N, loss = ..`): the slope of stamp over
+    step across the lines of one family, i.e. the time between lines divided by the steps between
+    them. `value` is the slope over the newest run of lines (the counter falls going back in time:
+    a restarted counter, a new pass, ends the run); `last` is the newest interval's, from the newest
+    line back to the nearest older line at least `min_ticks` units of the stamps' resolution away.
+    Needs `min_lines` lines and a span of at least `min_ticks` units (a seconds-only stamp needs
+    >= 20 s), else None.
 
-    Stamps: a full date-time at the line's start, else a time of day (`[12:00:01]`, torch_xla's
-    `Time=07:29:40`; unwrapped past midnight). Lines of several ranks or devices interleaved (`Device=xla:0/3`,
-    `[rank1]`, `(0/7)`) are never mixed: one rank's sequence is used (the one with most lines,
-    then the lowest rank), since ranks print the same step at slightly different times."""
+    Stamps: a full date-time at the line's start, else a time of day (`[12:00:01]`, glog's
+    `I1013 14:04:15.149`, torch_xla's `Time=07:29:40`; unwrapped past midnight). Lines of several
+    ranks or devices interleaved (`Device=xla:0/3`, `[rank1]`, `(0/7)`) are never mixed: one rank's
+    sequence is used (the one with most lines, then the lowest rank), since ranks print the same
+    step at slightly different times."""
     groups: dict[tuple[str, str], list[tuple[int, float, float, LineMetrics]]] = {}
-    for g in good:
+    closed: set[tuple[str, str]] = set()
+    for g in good:  # newest first
         ex, src = g.extraction, g.line
         if ex.step is None:
             continue
         if src.timestamp is not None and src.timestamp_source == "line":
             stamp, res = src.timestamp, timestamp_resolution(src.text) or 1.0
-        elif (clock := clock_of_day(src.text)) is not None:
-            stamp, res = clock, 1.0
+        elif (clock := clock_of_day_res(src.text)) is not None:
+            stamp, res = clock
         else:
             continue
-        groups.setdefault((_family(ex), rank_of(src.text)), []).append((ex.step, stamp, res, g))
+        gk = (_family(ex), rank_of(src.text))
+        rows_g = groups.setdefault(gk, [])
+        if rows_g and ex.step == rows_g[-1][0]:
+            continue  # another line of the same step (one line per metric): its first stamp stands
+        if gk in closed or (rows_g and ex.step > rows_g[-1][0]):
+            closed.add(gk)  # the counter restarted (a new pass or epoch): the newest run only
+            continue
+        rows_g.append((ex.step, stamp, res, g))
     if not groups:
         return None
     key = min(groups, key=lambda k: (-len(groups[k]), k[1]))
     fam = key[0]
-    rows = _unwrap_days(sorted(groups[key], key=lambda r: (r[0], r[1])))
+    rows = _unwrap_days(groups[key][::-1])  # oldest first
     if len(rows) < min_lines:
         return None
     (s0, t0, r0, _), (s1, t1, r1, _) = rows[0], rows[-1]
     if s1 <= s0 or t1 - t0 < min_ticks * max(r0, r1):
         return None
     value = (t1 - t0) / (s1 - s0)
+    last = value
+    for sj, tj, rj, _ in reversed(rows[:-1]):
+        if sj < s1 and t1 - tj >= min_ticks * max(rj, r1):
+            last = (t1 - tj) / (s1 - sj)
+            break
     methods = {r[3].method for r in rows}
     method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
     lines = tuple(r[3].line for r in sorted(rows, key=lambda r: -r[1]))
-    return MetricEstimate(value, "s", value, 0.0, lines, (), method, f"{fam}+timestamps")
+    return MetricEstimate(value, "s", value, 0.0, lines, (), method, f"{fam}+timestamps", last=last)
+
+
+def _step_time_from_clock(good: list[LineMetrics]) -> MetricEstimate | None:
+    """A step time from a clock since the start printed beside the step counter (fairseq's
+    `wall=1118` when its `ups` is rounded to 0, OpenNMT-py's trailing `890 sec`): the slope of the
+    clock over the step across the newest run of one family's lines (`last`: the newest two
+    lines'). A lone line gives its clock over its step (the mean since the start, start-up
+    included; the counter is taken to start at 0)."""
+    groups: dict[str, list[tuple[int, float, LineMetrics]]] = {}
+    closed: set[str] = set()
+    for g in good:  # newest first
+        ex = g.extraction
+        if ex.step is None or ex.clock_s is None:
+            continue
+        fk = _family(ex)
+        rows_g = groups.setdefault(fk, [])
+        if rows_g and ex.step == rows_g[-1][0]:
+            continue
+        if fk in closed or (rows_g and (ex.step > rows_g[-1][0] or ex.clock_s >= rows_g[-1][1])):
+            closed.add(fk)  # a restart (counter or clock): the newest run only
+            continue
+        rows_g.append((ex.step, ex.clock_s, g))
+    if not groups:
+        return None
+    fam = min(groups, key=lambda k: -len(groups[k]))
+    rows = groups[fam]
+    (s1, t1, _), (s0, t0, _) = rows[0], rows[-1]
+    if len(rows) == 1:
+        if s1 <= 0:
+            return None
+        value = last = t1 / s1
+    else:
+        value = (t1 - t0) / (s1 - s0)
+        last = (t1 - rows[1][1]) / (s1 - rows[1][0])
+    used = [r[2] for r in rows]
+    return MetricEstimate(value, "s", value, 0.0, tuple(g.line for g in used), (), _method(used),
+                          f"{fam}+cumulative", last=last)  # fmt: skip
 
 
 _RANK = re.compile(
