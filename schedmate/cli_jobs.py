@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from schedmate.agents.failure.confidence import evidence_fields
 from schedmate.agents.stack import DEFAULT_POOL_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, AgentStack, AgentStackConfig
 
 __all__ = ["advise_config", "agent_stack", "history_app", "register_job_commands"]
@@ -533,6 +534,8 @@ def _diagnosis_dict(d: Any) -> dict[str, Any]:
         "category": d.category.value if d.category else None, "reason": d.reason.value if d.reason else None,
         "component": d.component.value if d.component else None,
         "confidence": getattr(d.verdict, "confidence", None), "method": d.method, "llm_status": d.llm_status,
+        # what decided the category (logs.md §2.1b), its calibrated probability, and an abstention
+        "category_evidence": evidence_fields(d.verdict), "calibrated": d.confidence, "abstained": d.abstained,
         "similar": [dataclasses.asdict(s) for s in d.similar],
         "similar_status": d.similar_status, "plan": plan, "dry_run": True, "fallbacks": list(d.fallbacks),
         "llm_calls": dataclasses.asdict(d.llm_calls), "notes": list(d.notes),
@@ -549,6 +552,13 @@ def _render_diagnosis(r: dict[str, Any]) -> None:
     console.print(f"[bold]category[/] {r['category']}  [bold]reason[/] {r['reason']}  [bold]component[/] "
                   f"{r['component']}  (confidence {r['confidence']}, {r['method']}, LLM {r['llm_status']})",
                   highlight=False)
+    ce = r.get("category_evidence")
+    if ce:
+        guess = f"; abstained, best guess {ce['category']}" if r.get("abstained") else ""
+        conf = f", calibrated {r['calibrated']:.2f}" if r.get("calibrated") is not None else ""
+        console.print(f"[bold]decided by[/] {escape(ce['rule'])} ({ce['strength']}{conf}{guess}): {escape(ce['why'])}", highlight=False)
+        if ce.get("line"):
+            console.print(f"  evidence: {ce['line'][:200]}", markup=False, highlight=False)
     if r["similar"]:
         t = Table("past job", "similarity", "category", "reason", "status", title="similar past failures")
         for s in r["similar"]:

@@ -102,7 +102,8 @@ def test_the_first_answer_cites_the_root_cause_line_by_number_and_quotes_it(core
     assert oom.line(oom.root)[:60] in a.text  # the line is quoted in the answer itself
     for c in a.citations:  # every quoted line is the log's own line under its own number
         assert c.text == oom.line(c.number)
-    assert a.diagnosis.category == "framework" and a.diagnosis.reason == "OutOfMemoryError"
+    # a CUDA OOM on the device is the owner's batch or model: script (logs.md §2.1b), and the answer says why
+    assert a.diagnosis.category == "script" and a.diagnosis.reason == "OutOfMemoryError"
     assert a.answered_by == "tools" and a.thin_evidence is None and a.persisted
 
 
@@ -111,9 +112,9 @@ def test_an_instruction_inside_the_log_is_quoted_never_followed(core: ServiceCor
     a = agent(core, redis_server).ask("t-inject", "why did it fail?", log=str(oom.path))
     injected = [c for c in a.citations if c.text == INJECTION]
     assert injected and injected[0].number == oom.root + 1 and injected[0].role == "context"  # shown as a quote
-    assert a.diagnosis is not None and a.diagnosis.category == "framework" and a.diagnosis.component == "software"
+    assert a.diagnosis is not None and a.diagnosis.category == "script" and a.diagnosis.component == "gpu"
     assert "network" not in a.text.lower() and "infrastructure" not in a.text.lower()
-    assert a.plan_steps == []  # a framework failure gets no automatic action, whatever the log asks
+    assert a.plan_steps == []  # a script failure gets no automatic action, whatever the log asks
 
 
 def test_a_model_that_obeys_the_log_is_overruled_by_the_tools(core: ServiceCore, redis_server: str, oom: GeneratedLog,

@@ -29,7 +29,8 @@ _CATEGORIES = "|".join(c.value for c in FailureCategory)
 _COMPONENTS = "|".join(c.value for c in Component if c is not Component.UNKNOWN)
 _CATEGORY_CLAIM = re.compile(rf"\b({_CATEGORIES})[ -](?:failure|error|fault|problem|issue|category)s?\b", re.I)
 _CLASSIFIED = re.compile(rf"\bclassif\w*\s+(?:it\s+|this\s+)?as\s+(?:an?\s+)?({_CATEGORIES}|{_COMPONENTS})\b", re.I)
-_COMPONENT_CLAIM = re.compile(rf"\b({_COMPONENTS})[ -](?:failure|error|fault|problem|issue|outage)s?\b", re.I)
+# "an out-of-memory error" names the failure, not the host-memory component
+_COMPONENT_CLAIM = re.compile(rf"(?<!of )(?<!of-)\b({_COMPONENTS})[ -](?:failure|error|fault|problem|issue|outage)s?\b", re.I)
 _COMPONENT_AT = re.compile(rf"\b(?:failure|error|fault|problem|issue|outage)s?\s+(?:in|on|with|of)\s+(?:the\s+|a\s+)?"
                            rf"({_COMPONENTS})s?\b", re.I)
 _REASON = re.compile(r"\b(" + "|".join(sorted((r.value for r in FailureReason), key=len, reverse=True)) + r")\b")
@@ -76,7 +77,12 @@ def _diagnosis_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
     if d.category:
         out.append(f"This is {_a(d.category)} {d.category} failure ({d.reason or 'reason unknown'}, faulty component "
                    f"{d.component or 'unknown'}).")
-    if "category by evidence: " in (d.message or ""):  # which evidence decided the category (logs.md §2.1b)
+    ce = d.category_evidence
+    if ce and ce.get("rule"):  # which evidence decided the category (logs.md §2.1b)
+        line = f" ({quote(ce['line'], 160)})" if ce.get("line") else ""
+        guess = "" if d.category else f" It points to {ce.get('category')}, but too weakly to answer."
+        out.append(f"What decided the category: {ce['rule']}: {ce.get('why', '')}{line}.{guess}")
+    elif "category by evidence: " in (d.message or ""):  # a backend that only reports the handler's message
         decided = d.message.split("category by evidence: ", 1)[1].split("; calibrated confidence", 1)[0]
         out.append(f"What decided the category: {decided[:240]}.")
     if why := thin_evidence(d):

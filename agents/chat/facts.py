@@ -7,6 +7,7 @@ page all read the same values, and a model's sentence can be checked against the
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +79,8 @@ class DiagnosisFacts(_Frozen):
     plan_notes: list[str] = []
     similar: list[SimilarCase] = []
     degraded: list[str] = []
+    # what decided the category (logs.md §2.1b): rule, why, line, strength, category, prior_category
+    category_evidence: dict[str, Any] | None = None
 
 
 class MetricFacts(_Frozen):

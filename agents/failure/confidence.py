@@ -93,11 +93,23 @@ def finish(verdict: FailureVerdict, lines: Sequence[str | bytes], block: int, ro
     """The verdict with its category decided by evidence, calibrated, and abstained when too unsure."""
     if verdict.reason is None and verdict.category is None:
         return verdict
-    ev: Evidence | None = decide(lines, block, root, verdict.reason)
+    reason_in, filled = verdict.reason, False
+    rules = verdict.rules
+    if reason_in is None and rules is not None and rules.specific:
+        # the learned classifier named a category but no reason it was sure of; the exception class
+        # or signature the rules read names the reason (a `KeyError:` line is a KeyError)
+        reason_in, filled = rules.reason, True
+    ev: Evidence | None = decide(lines, block, root, reason_in)
     if ev is None:
         return verdict
+    if filled and ev.strength == "prior" and verdict.category is not None:
+        # no evidence beyond the reason the rules filled in: the learned classifier's category read
+        # the context, the rules' class only its Acme prior, so the category stays the learned one
+        ev = Evidence(verdict.category, verdict.component or ev.component, None, "learned-context",
+                      f"the learned classifier's category from the context; the rules name the reason {reason_in.value}",
+                      "", None, "prior")  # fmt: skip
     calibration = calibration or load_calibration()
-    reason = ev.reason or verdict.reason
+    reason = ev.reason or reason_in
     key = bucket(ev.strength, verdict.confidence)
     p = calibration.probability(key)
     abstain = p < calibration.threshold
@@ -108,3 +120,16 @@ def finish(verdict: FailureVerdict, lines: Sequence[str | bytes], block: int, ro
         verdict, category=None if abstain else ev.category, reason=reason, component=ev.component, evidence=ev,
         prior_category=verdict.category, calibrated=p, abstained=abstain, guess_category=ev.category, note=note,
     )  # fmt: skip
+
+
+def evidence_fields(verdict: FailureVerdict | None) -> dict | None:
+    """What decided a verdict's category (logs.md §2.1b) as plain fields for reports (CLI, service,
+    chat): rule, why, the deciding line, the evidence's strength, the category it points to (also when
+    the handler abstained) and the reason's Acme category (the prior); None without evidence."""
+    ev = verdict.evidence if verdict is not None else None
+    if verdict is None or ev is None:
+        return None
+    guess, prior = verdict.guess_category, verdict.prior_category
+    return {"rule": ev.rule, "why": ev.why, "line": ev.line or None, "strength": ev.strength,
+            "category": guess.value if guess is not None else None,
+            "prior_category": prior.value if prior is not None else None}  # fmt: skip

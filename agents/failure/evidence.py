@@ -81,9 +81,18 @@ SIGKILL = _rx(
 )
 WORKER = _rx(r"\bDataLoader worker\b|\bin worker\b|\bworker process\b")
 SHM = _rx(r"\bbus error\b|\binsufficient shared memory\b|\bshared memory \(shm\)|/dev/shm\b|\bout of shared memory\b|\bSIGBUS\b")
+# torch.multiprocessing failing to put a tensor in shared memory: the shm segment is full by itself
+SHM_WRITE = _rx(r"\bunable to (?:write to|open) (?:file|shared memory object) </torch_|\bunable to mmap \d+ bytes from file </torch_")
 DISK_FULL = _rx(r"\bNo space left on device\b|\[Errno 28\]|\bDisk quota exceeded\b")
 TRUNCATED_LOAD = _rx(r"\bPytorchStreamReader failed\b|\bunexpected EOF\b|\bfailed finding central directory\b|\bHeaderTooLarge\b|\btruncated\b")
-CUDA_OOM = _rx(r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b|\bCuda failure '?out of memory\b|\bHIP out of memory\b")
+CUDA_OOM = _rx(
+    r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b|\bCuda failure '?out of memory\b|\bHIP out of memory\b"
+    # TensorFlow's and XLA's (JAX) device allocators: `OOM when allocating tensor with shape[...]`,
+    # `ResourceExhaustedError`, `RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes`,
+    # `Allocator (GPU_0_bfc) ran out of memory trying to allocate`
+    r"|\bOOM when allocating tensor\b|\bResourceExhaustedError\b|\bRESOURCE_EXHAUSTED: Out of memory\b"
+    r"|\bAllocator \(GPU_\d+_bfc\) ran out of memory\b|\bOut of memory while trying to allocate \d+ bytes\b"
+)
 FRAMEWORK_LEAK = _rx(r"\bmemory leak\b|\bleak(?:s|ing|ed)? (?:GPU )?memory\b")
 CLASS_ASSERT = _rx(
     r"\bt >= 0 && t < n_classes\b|\bcur_target >= 0 && cur_target < n_classes\b|\bsrcIndex < srcSelectDimSize\b"
@@ -92,7 +101,7 @@ CLASS_ASSERT = _rx(
 )
 DEVICE_ASSERT = _rx(r"\bdevice-side assert(?:ion)? triggered\b|\.cu:\d+: \w+: block: \[")
 CUDA_ERROR = _rx(
-    r"\bCUDA error\b|\billegal memory access\b|\bunspecified launch failure\b|\bCUBLAS_STATUS_\w+|\bCUDNN_STATUS_\w+"
+    r"\bCUDA error\b|\bcuda runtime error\b|\billegal memory access\b|\bunspecified launch failure\b|\bCUBLAS_STATUS_\w+|\bCUDNN_STATUS_\w+"
     r"|\bcudaError\w+|\bkernel execution error\b|\bmisaligned address\b|\bTHCudaCheck FAIL\b|\bCUDA driver error\b"
 )
 DRIVER_MISMATCH = _rx(
@@ -109,7 +118,7 @@ STRAGGLER = _rx(
 VERSION = _rx(
     r"\bundefined symbol\b|\bGLIBC(?:XX)?_[\d.]+' not found\b|\bversion `?[\w.]+'? not found\b|\bwas compiled (?:against|with)\b"
     r"|\bcompiled (?:against|for) (?:a )?(?:different|another|an incompatible)\b|\bversion mismatch\b|\bmismatched versions?\b"
-    r"|\brequires? (?:[\w.-]+ ?)?[\w.-]+ ?(?:>=|==|<=|>|<|~=) ?\d[\w.]*|\bis (?:not )?(?:compatible|incompatible) with (?:the installed |your )?[\w.-]+ (?:version|==|>=|\d)"
+    r"|\brequires? [`'\"]?(?:[\w.-]+ ?)?[\w.\[\]-]+ ?(?:>=|==|<=|>|<|~=) ?\d[\w.]*|\bis (?:not )?(?:compatible|incompatible) with (?:the installed |your )?[\w.-]+ (?:version|==|>=|\d)"
     r"|\bplease (?:upgrade|update|downgrade|reinstall) (?:your )?[\w.-]+|\bpip install (?:-U|--upgrade) \S+|\bdeprecated and (?:has been )?removed\b"
     r"|\bhas been removed in (?:version )?v?\d|\bError building extension\b|\bninja\b.*\bnon-zero exit status\b|\bCommand '\['ninja'"
     r"|\bABI\b.*\b(?:mismatch|incompatib)",
@@ -135,12 +144,32 @@ CONNECTION = _rx(
 )
 PEER_LOST = _rx(
     r"\bnode \S+ (?:is )?not responding\b|\bnot answering\b|\bhas been marked dead\b|\b(?:node|worker|peer|host) \S+ (?:died|is dead|is unreachable|was lost)\b"
-    r"|\blost connection to (?:the )?(?:node|worker|peer|host|head)\b|\bNODE_FAIL\b|\bDUE TO NODE FAIL"
+    r"|\blost connection to (?:the )?(?:node|worker|peer|host|head)\b|\bNODE_FAIL\b|\bDUE TO NODE FAIL|\bbecause its node has died\b"
 )
 LAUNCHER_SIGNAL = _rx(
     r"\bReceived (?:1|15|SIGHUP|SIGTERM) death signal\b|\bgot signal: (?:1|15)\b|\bSignalException\b|\bDUE TO PREEMPTION\b"
     r"|\bslurmstepd: error: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED\b(?!.*TIME LIMIT)"
 )
+# a checkpoint archive cut short: the zip's central directory (written last) is missing, so the
+# write never finished (a full disk, a killed save, an incomplete copy): storage, not a library bug
+CORRUPT_ARCHIVE = _rx(r"\bPytorchStreamReader failed reading (?:zip archive|file)\b|\bfailed finding central directory\b")
+# a model or dataset hub (or any download host) that the node cannot reach, with no usable cache
+HUB_UNREACHABLE = _rx(
+    r"\bWe couldn't connect to '?https?://|\bLocalEntryNotFoundError\b|\bConnection error, and we cannot find the requested files\b"
+    r"|\bCouldn't reach '?https?://|\bcheck(?:out)? your internet connection\b|\bTemporary failure in name resolution\b"
+)
+DATASET_CONTEXT = _rx(r"\bload_dataset\b|/datasets/|\bdatasets\.|\bDataset\w*Error\b")
+# tensor shapes that do not fit each other: the owner's model, data or batch configuration
+SHAPE_MISMATCH = _rx(
+    r"\bshapes cannot be multiplied\b|\bExpected input batch_size \(\d+\) to match target batch_size\b"
+    r"|\bThe size of tensor a \(\d+\) must match the size of tensor b\b|\bsize mismatch, m1: \[|\bGiven groups=\d+, weight of size\b"
+    r"|\bIncompatible shapes: \[|\bDimensions must be equal, but are \d+ and \d+\b|\boperands could not be broadcast together with shapes\b"
+    r"|\bTarget size \(.*\) must be the same as input size\b|\bshape '\[[-\d, ]+\]' is invalid for input of size \d+"
+)
+# DDP: a parameter produced no gradient, the owner's model or forward (find_unused_parameters)
+UNUSED_PARAMS = _rx(r"\bExpected to have finished reduction in the prior iteration\b|\bparameters that were not used in producing (?:the )?loss\b")
+# an option of the job's command line named in the message: the owner's arguments
+CLI_OPTION = _rx(r"(?:^|[\s`'\"(])--[a-z][\w-]+", 0)
 STORAGE = _rx(r"\[Errno 5\] Input/output error\b|\bInput/output error\b|\bStale file handle\b|\bRemote I/O error\b|\bbotocore\.exceptions\b")
 
 
@@ -213,6 +242,10 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
     if shm is not None and (WORKER.search(" ".join(text.get(i, "") for i in focus)) or reason is R.DATALOADER_KILLED):
         return ev(_I, C.MEMORY, R.DATALOADER_KILLED, "shm-exhausted",
                   "a DataLoader worker died of a bus error: shared memory (/dev/shm) too small for the container", shm)
+    shw = first(SHM_WRITE, focus)
+    if shw is not None:
+        return ev(_I, C.MEMORY, R.DATALOADER_KILLED, "shm-exhausted",
+                  "a tensor could not be written to shared memory: /dev/shm too small for the container", shw)
     kill = first(SIGKILL, focus)
     if kill is not None and not CUDA_OOM.search(root_text):
         worker = WORKER.search(text[kill]) is not None or reason is R.DATALOADER_KILLED
@@ -229,6 +262,15 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
     io = first(STORAGE, focus)
     if io is not None:
         return ev(_I, C.STORAGE, R.S3_STORAGE_ERROR, "storage-io", "the file system failed the read or write (I/O error)", io)
+    zipcut = first(CORRUPT_ARCHIVE, focus)
+    if zipcut is not None:
+        return ev(_I, C.STORAGE, R.MODEL_LOADING_ERROR, "truncated-checkpoint",
+                  "the checkpoint archive is cut short (no zip central directory): its write or copy never finished", zipcut, "context")
+    hub = first(HUB_UNREACHABLE, focus)
+    if hub is not None:
+        ds = first(DATASET_CONTEXT, range(max(lo, root - 12), min(hi, root + 3)))
+        return ev(_I, C.NETWORK, R.DATASET_LOADING_ERROR if ds is not None else R.MODEL_LOADING_ERROR, "hub-unreachable",
+                  "the node cannot reach the model or dataset host and nothing is cached: network reachability", hub)
 
     # 4. GPU memory: the owner's batch or model, unless the log blames a framework leak
     cuda_oom = first(CUDA_OOM, focus)
@@ -244,7 +286,8 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
     if cls is not None and (first(DEVICE_ASSERT, around) is not None or CUDA_ERROR.search(root_text) or reason in (R.CUDA_ERROR, R.RUNTIME_ERROR)):
         return ev(_S, C.SOFTWARE, R.CUDA_ERROR, "class-index-assert",
                   "a device-side assert on a class index: labels outside [0, n_classes), the owner's data or config", cls)
-    drv = first(DRIVER_MISMATCH, [*focus, *core])
+    pre = range(max(lo, block - 3), block)  # a native library's one-line report printed just before the traceback
+    drv = first(DRIVER_MISMATCH, [*focus, *core, *pre])
     if drv is not None:
         return ev(_F, C.SOFTWARE, R.CUDA_ERROR, "driver-build-mismatch",
                   "the installed torch build does not match the node's driver: pin a build that matches", drv)
@@ -253,9 +296,23 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
         return ev(_S, C.SOFTWARE, R.CUDA_ERROR, "device-side-assert",
                   "a device-side assert (an index out of range in the job's tensors)", dev_assert, "context")
     cuda = first(CUDA_ERROR, focus)
-    if cuda is not None and reason in (R.CUDA_ERROR, R.RUNTIME_ERROR, R.NCCL_TIMEOUT_ERROR, R.NCCL_REMOTE_ERROR, R.NETWORK_ERROR, None):
+    if cuda is None and re.match(r'Traceback \(most recent call last\)|File "', root_text):
+        cuda = first(CUDA_ERROR, pre)  # the traceback (cut before its exception) of a CUDA error printed just above
+    # no CUDA OOM line is in focus here (step 4), so a learned OutOfMemoryError is not what the line says
+    if cuda is not None and reason in (R.CUDA_ERROR, R.RUNTIME_ERROR, R.NCCL_TIMEOUT_ERROR, R.NCCL_REMOTE_ERROR, R.NETWORK_ERROR,
+                                       R.OUT_OF_MEMORY_ERROR, None):
         return ev(_F, C.SOFTWARE, R.CUDA_ERROR, "cuda-error-no-hardware",
                   "a CUDA error with no hardware evidence in the log: a kernel or library bug", cuda, "context")
+
+    # 5b. tensors that do not fit each other, parameters DDP never saw a gradient for: the owner's model or data
+    shp = first(SHAPE_MISMATCH, focus)
+    if shp is not None:
+        return ev(_S, C.SOFTWARE, None, "shape-mismatch",
+                  "tensor shapes do not fit each other: the owner's model, data or batch configuration", shp)
+    unused = first(UNUSED_PARAMS, focus)
+    if unused is not None:
+        return ev(_S, C.SOFTWARE, None, "ddp-unused-parameters",
+                  "DDP found parameters without a gradient: the owner's model or forward (or find_unused_parameters)", unused)
 
     # 6. NCCL timeouts: a rank still in the job's own code, else an unknown cause
     nccl = first(NCCL_TIMEOUT, [block, root])  # the failure itself, not another rank's timeout after it
@@ -272,7 +329,7 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
     sig = first(LAUNCHER_SIGNAL, focus)
     if sig is not None:
         return ev(_I, C.NODE, R.NODE_FAILURE, "launcher-signal", "the launcher was sent SIGTERM/SIGHUP or the job was preempted", sig, "context")
-    peer = first(PEER_LOST, focus)
+    peer = first(PEER_LOST, [*focus, *range(root + 6, min(hi, root + 10))])  # Ray lists the actor's fields before why it died
     if peer is not None:
         return ev(_I, C.NODE, R.NODE_FAILURE, "peer-lost", "a node or peer stopped answering", peer)
     conn = first(CONNECTION, focus)
@@ -326,6 +383,16 @@ def decide(lines: Sequence[str | bytes], block: int, root: int | None, reason: F
             return ev(_F, C.SOFTWARE, R.ASSERTION_ERROR, "framework-internal-assert", "an assert inside a library's internals", root, "context")
         if frames:
             return ev(_S, C.SOFTWARE, R.ASSERTION_ERROR, "assert-in-job-code", "an assert in the job's own code", root, "context")
+
+    # 9b. an exception the job's own code raised (innermost frame outside any installed library), or a
+    # check that names one of the job's command-line options: the owner's code, data or arguments
+    exc = re.match(r"(?:[\w.]+\.)?(ZeroDivisionError|ValueError)\b", root_text)
+    if exc is not None:
+        if CLI_OPTION.search(root_text):
+            return ev(_S, C.SOFTWARE, None, "argument-check", "the check names one of the job's command-line options: the owner's arguments", root, "context")
+        if frames and not inner_lib:
+            return ev(_S, C.SOFTWARE, None, "exception-in-job-code",
+                      f"{exc.group(1)} raised in the job's own code (no library frame): the owner's code or data", root, "context")
 
     # 10. a checkpoint that does not fit the owner's model
     shape = first(STATE_DICT_SHAPE, [*focus, *range(root, min(n, root + 12))] if root + 12 <= hi else focus)

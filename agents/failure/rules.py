@@ -92,7 +92,14 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
     _rule("xid-off-bus", R.CUDA_ERROR, _XID + r"79\b|\bGPU has fallen off the bus\b"),
     # a device-side assert is the application's bug (an index out of range), not the GPU's
     _rule("cuda-device-assert", R.RUNTIME_ERROR, r"\bdevice-side assert(?:ion)? triggered\b"),
-    _rule("cuda-oom", R.OUT_OF_MEMORY_ERROR, r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b|\bCuda failure '?out of memory\b"),
+    _rule(
+        "cuda-oom",
+        R.OUT_OF_MEMORY_ERROR,
+        r"\bCUDA out of memory\b|\bOutOfMemoryError\b|\bCUBLAS_STATUS_ALLOC_FAILED\b|\bCuda failure '?out of memory\b"
+        # TensorFlow's and XLA's (JAX) device allocators
+        r"|\bOOM when allocating tensor\b|\bResourceExhaustedError\b|\bRESOURCE_EXHAUSTED: Out of memory\b"
+        r"|\bAllocator \(GPU_\d+_bfc\) ran out of memory\b|\bOut of memory while trying to allocate \d+ bytes\b",
+    ),
     _rule("nccl-unhandled-cuda", R.CUDA_ERROR, r"\bncclUnhandledCudaError\b|\bunhandled cuda error\b"),
     _rule(
         "cuda-error",
@@ -157,7 +164,7 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         "node-failure",
         R.NODE_FAILURE,
         r"\bNODE_FAIL\b|\bDUE TO NODE FAIL(?:URE)?\b|\bNode failure on\b|\bnode \S+ (?:is )?not responding\b"
-        r"|\bnode \S+ (?:became )?NotReady\b",
+        r"|\bnode \S+ (?:became )?NotReady\b|\bbecause its node has died\b",
     ),
     _rule(
         "storage",
@@ -188,7 +195,7 @@ DEFAULT_RULES: tuple[SignatureRule, ...] = (
         "sigkill",
         R.HOST_OUT_OF_MEMORY,
         r"^Killed\s*$|\bexit ?code\s*[:=]?\s*-9\b|\bexit(?:s|ed)? with (?:return )?code\s*[:=]?\s*-9\b"
-        r"|\bexit(?:ed with)? (?:code|status)\s*[:=]?\s*137\b|\bWTERMSIG 9\b|\bSignals\.SIGKILL\b"
+        r"|\bexit(?:ed with)? (?:code|status)\s*[:=]?\s*137\b|\bWTERMSIG 9\b|\bSignals\.SIGKILL\b|\bterminated with signal (?:9|SIGKILL)\b"
         r"|^(?!.*\bclosing signal\b).*\b(?:killed by|received|got) (?:signal:? ?)?(?:9|SIGKILL)\b",
         component=Component.MEMORY,
     ),

@@ -86,7 +86,8 @@ class CoreBackend:
                                reason=s.get("reason"), final_status=s.get("final_status")) for s in r.similar]
         return DiagnosisFacts(status=r.status, category=r.category, reason=r.reason_code, component=r.component,
                               line=r.line, root_cause=r.root_cause, message=r.message, plan_steps=steps,
-                              plan_notes=notes, similar=similar, degraded=list(r.degraded))
+                              plan_notes=notes, similar=similar, degraded=list(r.degraded),
+                              category_evidence=r.category_evidence)
 
     def similar(self, line: str, k: int) -> list[SimilarCase]:
         r = self._call(self.core.similar_failures, SimilarFailuresRequest(line=line[:4096], k=k))

@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from schedmate.agents.failure.confidence import evidence_fields
 from schedmate.integrations.service.config import ServiceConfig
 from schedmate.integrations.service.models import (
     SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
@@ -441,7 +442,8 @@ def _diagnosis(d: Any) -> DiagnoseResponse:
                   "final_status": s.final_status} for s in d.similar],
         plan=d.plan.model_dump(mode="json") if d.plan is not None else None,
         action=d.plan.actions[0].kind.value if d.plan is not None and d.plan.actions else None,
-        llm_status=d.llm_status, message=d.message, degraded=list(d.fallbacks))
+        llm_status=d.llm_status, message=d.message, degraded=list(d.fallbacks),
+        category_evidence=evidence_fields(d.verdict), confidence=d.confidence, abstained=d.abstained)
     out.infrastructure = out.category == "infrastructure" if out.category else None
     if d.status != "failure_found":
         _default(out, f"{d.status}: {d.message}")

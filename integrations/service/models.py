@@ -139,6 +139,11 @@ class DiagnoseResponse(_Out):
     action: str | None = None  # first proposed recovery action (dry-run)
     llm_status: str = "skipped"
     message: str = ""
+    # what decided the category (logs.md §2.1b): {rule, why, line, strength, prior_category}; the
+    # calibrated probability that the category is right; abstained: too unsure, category None
+    category_evidence: dict[str, Any] | None = None
+    confidence: float | None = None
+    abstained: bool = False
 
 
 # -------------------------------------------------------------------------------------- jobs
