@@ -215,7 +215,9 @@ def test_diagnose_json_gives_category_and_the_root_cause_line_number(tmp_path, m
     log = failed_log(tmp_path / "job-42.log")
     got = run_json(["diagnose", str(log), "--method", "rules", "--node", "gpu-node-07"])
     assert got["status"] == "failure_found"
-    assert got["category"] == "framework" and got["reason"] == "OutOfMemoryError"
+    # a CUDA OOM on the device is the owner's batch or model (logs.md §2.1b), and the report says what decided it
+    assert got["category"] == "script" and got["reason"] == "OutOfMemoryError"
+    assert got["category_evidence"]["rule"] == "cuda-oom-on-device" and "CUDA out of memory" in got["category_evidence"]["line"]
     assert got["line"] == 34 and log.read_text().splitlines()[got["line"] - 1] == OOM
     assert got["job_id"] == "job-42" and got["dry_run"] is True
     assert got["plan"]["actions"] == [] and "user must fix" in got["plan"]["notes"][0]
@@ -224,6 +226,7 @@ def test_diagnose_json_gives_category_and_the_root_cause_line_number(tmp_path, m
     text = runner.invoke(app, ["diagnose", str(log), "--method", "rules"])
     assert text.exit_code == 0
     assert "line 34 of 36" in text.output and "CUDA out of memory" in text.output and "dry run" in text.output
+    assert "decided by cuda-oom-on-device" in text.output
 
 
 def test_diagnose_finds_similar_past_failures_in_the_history(tmp_path, models, redis_url):

@@ -167,6 +167,9 @@ def test_diagnose_quotes_the_root_cause_line_and_its_number(make_client: Any, fi
     assert got["category"] in ("infrastructure", "framework", "script") and got["plan"]["job_id"] == "j7"
     oom = make_client().post("/v1/diagnose", json={"log": str(files["failed"])}).json()
     assert oom["reason_code"] == "OutOfMemoryError" and oom["line"] == 14
+    # what decided the category (logs.md §2.1b): a CUDA OOM on the device is the owner's batch
+    assert oom["category"] == "script" and oom["category_evidence"]["rule"] == "cuda-oom-on-device"
+    assert oom["category_evidence"]["line"] and oom["confidence"] is not None and oom["abstained"] is False
 
 
 def test_failure_reports_become_searchable_history(make_client: Any, files: dict[str, Path], redis_url: str) -> None:
