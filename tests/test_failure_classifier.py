@@ -339,7 +339,10 @@ def test_each_real_world_shape_is_located_at_its_cause_and_classified(
     d = FailureHandler(classifier, learned=learned).diagnose_lines(lines, META)
     assert d.status == "failure_found" and d.located is not None
     assert needle in lines[d.located.line_no], (lines[d.located.line_no], d.located)
-    assert d.category is not None and d.category.value == category, (d.verdict, d.root_cause)
+    # a verdict with no evidence beyond Acme's prior and a low classifier confidence may abstain under the
+    # fitted calibration (agents/failure/data/calibration.json); its best guess must still be the expected one
+    got = d.category if not d.abstained else (d.verdict.guess_category if d.verdict is not None else None)
+    assert got is not None and got.value == category, (d.verdict, d.root_cause)
 
 
 @pytest.mark.parametrize("method", ["learned", "rules"])
