@@ -604,6 +604,7 @@ def run_standalone_experiment(
     detection_rates: Sequence[float] = (0.0, 0.5, 1.0),
     sweep_arm: str = "schedmate-srpt",
     progress: Callable[[str], None] | None = None,
+    trace_seed: int | None = None,
 ) -> ExperimentResult:
     """Run case 3 and write `standalone.json` (rows, `aggregate`, `resubmit_sweep`,
     `detection_sweep`), `standalone.csv`, per-seed job CSVs and JCT CDFs.
@@ -611,13 +612,16 @@ def run_standalone_experiment(
     `source_label` names the insight source in every output. `gpus` fixes the cluster and skips
     sizing; sizing starts at `start_gpus` (default: 2× the trace's mean GPU demand). `limit`
     keeps the earliest jobs of the Philly week; `n_jobs` sizes the synthetic traces. Sweeps run
-    `sweep_arm` with and without the handler (empty sequences skip them).
+    `sweep_arm` with and without the handler (empty sequences skip them). `trace_seed` draws the
+    synthetic traces (default: the first seed; every seed then runs the same trace in its own
+    world), so runs of single seeds can share one trace.
     """
     say = progress or (lambda _msg: None)
     if setup is None:
         setup = StandaloneSetup(failures=FailureModel(fail_rate=FAIL_RATES.get(trace, 0.305)))
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    made = world_jobs(trace, seed_list[0], days=days, limit=limit, n_jobs=n_jobs, trace_seed=seed_list[0])
+    trace_seed = seed_list[0] if trace_seed is None else trace_seed
+    made = world_jobs(trace, seed_list[0], days=days, limit=limit, n_jobs=n_jobs, trace_seed=trace_seed)
     if not made:
         raise FileNotFoundError(f"trace {trace!r} (or its earlier window) is absent or empty (../shared/data; set SCHEDMATE_SHARED_DATA)")
     base, first_history = made
@@ -656,7 +660,7 @@ def run_standalone_experiment(
                 jobs, history = first, first_history
             else:
                 seed_base, history = world_jobs(trace, seed, days=days, limit=limit, n_jobs=n_jobs,
-                                                trace_seed=seed_list[0]) or ([], [])
+                                                trace_seed=trace_seed) or ([], [])
                 jobs = inject_failures(seed_base, seed, setup.failures)
             histories.add(jobs, seed, history)
             truth = _truth(jobs)
