@@ -298,7 +298,9 @@ def summary_line(
         f"Sia+SM vs Sia (t_prof {cfg.t_prof:g} s, detection {cfg.detection_rate:g}, {len(cfg.seeds)} seeds, source: {source}): "
         f"mean JCT {_change(cuts['mean_jct'])} (lower on {wins}/{len(comparison)} workloads), "
         f"p99 {_change(cuts['p99_jct'])}, makespan {_change(cuts['makespan'])}, "
-        f"bootstrap share {100 * float(np.mean(boot)) if boot else 0:.0f}%{fifo_txt}"
+        f"bootstrap share {100 * float(np.mean(boot)) if boot else 0:.0f}%{fifo_txt}; "
+        "advisor estimates: no duration is used (Sia+SM copies a similar finished job's throughput model; "
+        "Sia's artefacts are per application and batch, never planned from an outcome)"
     )
 
 
