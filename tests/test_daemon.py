@@ -242,7 +242,7 @@ def test_a_job_that_ends_badly_gets_a_diagnosis_stored(tmp_path: Path, redis_url
     daemon.run_once()
     bad, good, told = state.job("bad"), state.job("good"), state.job("told")
     assert bad.phase == "failed" and bad.diagnosis is not None and bad.diagnosis.trigger == "idle+signature"
-    assert bad.diagnosis.status == "failure_found" and bad.diagnosis.category == "framework"
+    assert bad.diagnosis.status == "failure_found" and bad.diagnosis.category == "script"  # a CUDA OOM: the owner acts (logs.md 2.1b)
     assert "out of memory" in (bad.diagnosis.root_cause or "").lower()
     assert good.phase == "idle" and good.diagnosis is None  # idle without a failure signature: not ended
     assert told.phase == "failed" and told.end_status == "failed" and told.diagnosis.trigger == "end:failed"

@@ -302,7 +302,7 @@ def run_value_curve(case: str, out: Path, *, seeds: int = 1, quick: bool = False
     for c in cov:
         row = sorted((p for p in points if p["coverage"] == c), key=lambda p: p["sigma"])
         stops[f"{c:g}"] = next((p["sigma"] for p in row if p["mean_jct"] >= baselines[best]), None)
-    real_point = _real_point(case, spec.arm, real)
+    real_point = _real_point(case, spec.arm, real, trace=_trace_of(case, quick))
     doc: dict[str, Any] = {
         "case": case, "arm": spec.arm,
         "label": LABEL if spec.sigma_axis else "rule source (same-config donors) at detection rate = coverage "
@@ -317,7 +317,14 @@ def run_value_curve(case: str, out: Path, *, seeds: int = 1, quick: bool = False
     return doc
 
 
-def _real_point(case: str, arm: str, real: Path | None) -> dict[str, Any] | None:
+def _trace_of(case: str, quick: bool) -> str | None:
+    """The trace the curve runs for `case` (the real point must come from the same one)."""
+    if case == "sia":
+        return None
+    return "synthetic" if quick else {"standalone": "acme", "lucid": "helios"}[case]
+
+
+def _real_point(case: str, arm: str, real: Path | None, *, trace: str | None = None) -> dict[str, Any] | None:
     path = real if real is not None else Path(f"results/experiment-{case}/{case}.json")
     if not path.is_file():
         return None
@@ -325,14 +332,16 @@ def _real_point(case: str, arm: str, real: Path | None) -> dict[str, Any] | None
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    rows = [r for r in doc.get("rows", []) if r.get("arm") == arm and isinstance(r.get("mean_jct"), (int, float))]
+    rows = [r for r in doc.get("rows", []) if r.get("arm") == arm and isinstance(r.get("mean_jct"), (int, float))
+            and (trace is None or r.get("trace") in (None, trace))]
     if not rows:
         return None
     # `advisor_quality` (integrations/experiments/quality.py): {arm: {completed|early_ended|all: {...}}}
     # at the top of standalone.json; per trace under details in lucid.json ({trace: {arm: ...}})
     aq = doc.get("advisor_quality") or (doc.get("details") or {}).get("advisor_quality") or {}
     if isinstance(aq, dict) and arm not in aq:
-        aq = next((v for v in aq.values() if isinstance(v, dict) and arm in v), {})
+        aq = aq.get(trace) if isinstance(aq.get(trace), dict) else next(
+            (v for v in aq.values() if isinstance(v, dict) and arm in v), {})
     block = aq.get(arm) if isinstance(aq, dict) else None
     comp = block.get("completed") if isinstance(block, dict) else None
     return {
