@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -102,11 +101,9 @@ def _print_json(data: Any) -> None:
 
 
 def _dur(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.2f} h"
-    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.3g} s"
+    from schedmate.agents.advisor.estimator import format_duration
+
+    return format_duration(seconds)
 
 
 # ============================================================================== models and store
