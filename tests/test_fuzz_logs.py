@@ -41,9 +41,14 @@ def scratch() -> Path:
 
 
 def wrong_but_confident(d: Diagnosis, exc: str) -> bool:
-    """A medium/high-confidence verdict naming another category than the exception's (taxonomy)."""
-    truth = category_of(FailureReason(exc.split(":")[0]))
-    return d.verdict is not None and d.verdict.confidence in ("high", "medium") and d.category is not truth
+    """A medium/high-confidence verdict that blames the cluster for a Python exception of the job.
+
+    Under logs.md 2.1b the category is who must act, decided from the evidence: a ValueError raised
+    in the job's own `train.py` is the owner's (script) although Acme's table files ValueError
+    under framework, so script vs framework is the classifier's call; infrastructure never is."""
+    category_of(FailureReason(exc.split(":")[0]))  # the exception is one of Acme's reasons
+    return (d.verdict is not None and d.verdict.confidence in ("high", "medium")
+            and d.category is FailureCategory.INFRASTRUCTURE)
 
 
 def touches_nodes(d: Diagnosis) -> bool:
