@@ -28,7 +28,7 @@ skip_module_without_local_llm()
 
 FORMATS = [
     "Trn | stp#{step:06d} | obj {loss:.3f} | wall {time:.3f} sec",
-    "[trainer] it {step} -- cost={loss:.4f} -- took {ms:.1f} ms",
+    "[trainer] it {step} -- train_cost={loss:.4f} -- took {ms:.1f} ms",
 ]
 
 
@@ -82,7 +82,7 @@ def test_real_llm_on_unknown_format_is_correct_or_refused(classifier: LineClassi
 
 # -- a line the embedded model can handle: the fallback must give a usable, validated answer -----
 
-HANDLED = "[trainer] it {step} -- cost={loss:.4f} -- took {ms:.1f} ms"
+HANDLED = "[trainer] it {step} -- train_cost={loss:.4f} -- took {ms:.1f} ms"
 
 
 def test_real_llm_fallback_reads_a_line_it_can_handle(model) -> None:  # type: ignore[no-untyped-def]
@@ -116,7 +116,7 @@ def test_real_llm_pure_baseline_is_checked_against_the_tail(model) -> None:  # t
     from schedmate.agents.tracker.llm_baseline import llm_tail_metrics
 
     lines, truth = _log(HANDLED, n=8)
-    reading = llm_tail_metrics(model, lines + ["[eval] cost=2.9000 -- took 12.0 ms"])
+    reading = llm_tail_metrics(model, lines + ["[eval] train_cost=2.9000 -- took 12.0 ms"])
     print(f"raw={reading.raw} validated={reading.validated} line={reading.line} rejections={reading.rejections}")
     assert reading.error is None and reading.raw is not None
     if reading.validated is not None:
