@@ -261,7 +261,8 @@ class LucidSchedMate(Lucid):
                 if own is not None and len(own) >= _MIN_RATIOS:
                     f = math.exp(float(np.median(own)))
             state = self.job_state(job.job_id)
-            state.estimate = state.estimate * f  # type: ignore[operator]
+            if state.estimate is not None:
+                state.estimate = state.estimate * f
 
     # ================================================================ enhancement 3
     def schedule(self, view: ClusterView) -> Sequence[Decision]:

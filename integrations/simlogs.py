@@ -311,7 +311,7 @@ def node_named(lines: Sequence[str], line_no: int | None, block_line: int | None
                     h = named(lines[i])
                     if h is not None:
                         return hosts[h], "context"
-    seen = {pat.search(x).group(1) for x in lines if pat.search(x)}  # type: ignore[union-attr]
+    seen = {m.group(1) for x in lines if (m := pat.search(x)) is not None}
     if len(seen) == 1:
         return hosts[seen.pop()], "only_host"
     if len(set(hosts.values())) == 1:

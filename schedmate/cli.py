@@ -437,6 +437,9 @@ def eval_failures(
     devset: Annotated[Path | None, typer.Option(help="Real dev set (labels*.jsonl + logs/) reported beside the generated "
                                                      "corpus [default: evals/devset/failures].")] = None,
     no_devset: Annotated[bool, typer.Option("--no-devset", help="Skip the real dev set.")] = False,
+    fit_calibration: Annotated[Path | None, typer.Option(
+        help="Write the confidence table fitted on this dev set's failed items to this JSON file "
+             "(the packaged one is agents/failure/data/calibration.json).")] = None,
 ) -> None:
     """Failure Handler: infra-vs-not P/R/F1, category macro-F1, first-line accuracy, baselines, ablations;
     per error-text pool (dev / held-out) and per hard case, beside the real dev set."""
@@ -464,6 +467,18 @@ def eval_failures(
         console.print(f"dev set {system} coverage @ category accuracy  {cells}  (abstains below {dev.get('abstain_threshold')})")
     _warn_vanished(summary)
     console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    if fit_calibration is not None:
+        import json
+
+        from schedmate.agents.failure.confidence import Calibration
+
+        outcomes = [(str(k), bool(ok)) for k, ok in dev.get("calibration_outcomes") or []]
+        if not outcomes:
+            raise fail("--fit-calibration needs the real dev set's failed items (none were scored)")
+        table = Calibration.fit(outcomes, threshold=float(dev.get("abstain_threshold") or 0.4),
+                                fitted_on=f"{folder} ({len(outcomes)} failed items, locator+learned)")
+        fit_calibration.write_text(json.dumps(table.to_json(), indent=1) + "\n", encoding="utf-8")
+        console.print(f"wrote the calibration table fitted on {len(outcomes)} items to {fit_calibration}")
 
 
 @eval_app.command("metrics")

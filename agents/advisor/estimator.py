@@ -283,7 +283,7 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
     usable = [m for m in pool if m.score >= threshold and m.record is not None
               and m.record.outcome.duration is not None][:top_k]
     if usable:
-        outs = [m.record.outcome for m in usable]  # type: ignore[union-attr]
+        outs = [m.record.outcome for m in usable if m.record is not None]
         note = f"mean of {len(usable)} similar historical job(s)"
         _, p50, p90 = _stats([o.duration for o in outs])
         why = (f"no measured step time to scale by the plan: {note}",) if estimator == "rate-plan" else (note,)

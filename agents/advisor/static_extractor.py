@@ -55,6 +55,7 @@ import ast
 import math
 import os
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1133,7 +1134,10 @@ def _scaling_rule_lr(facts: list[Fact], launch: Launch, world_size: int | None) 
     if not (b and bs and n):
         return []
     m = _SCALING_RULE.match(rule.value.strip())
-    ratio = bs * n / int(m.group(2))
+    denom = int(m.group(2)) * (1000 if rule.value.strip().lower().endswith("k") else 1) if m is not None else 0
+    if m is None or denom <= 0:
+        return []
+    ratio = bs * n / denom
     lr = float(f"{b * (math.sqrt(ratio) if m.group(1).lower() == 'sqrt' else ratio):.4g}")  # as a log prints it
     why = f"{base.value} x {m.group(1)}({bs} x {n} GPUs / {m.group(2)}) ({rule.value})"
     return [Fact(f"{parent}.lr" if parent else "lr", lr, rule.source, why, "derived")]
@@ -1369,7 +1373,7 @@ def _word_lm_size(eff: dict[str, Fact], fields: dict[str, Any]) -> tuple[float, 
 
 
 def _hint_models(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
-                 config_files: list[str] = ()):  # type: ignore[assignment,no-untyped-def]
+                 config_files: Sequence[str] = ()) -> Iterator[tuple[str, str, str, str]]:
     """Well-known models named in launch values, launch scripts, the entry's docs or the README, in order."""
     ordered = sorted((f for f in eff.values() if isinstance(f.value, str)), key=lambda f: -f.rank)
     for f in ordered:
@@ -1408,7 +1412,7 @@ def _hint_models(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
 
 
 def _hint_model(eff: dict[str, Fact], launch: Launch, texts: dict[str, str],
-                config_files: list[str] = ()) -> tuple[str, str, str, str] | None:  # type: ignore[assignment]
+                config_files: Sequence[str] = ()) -> tuple[str, str, str, str] | None:
     """The first well-known model named (`_hint_models`); a name without a size (`/ckpt/gpt3`) gives way to a
     later mention of the same family that states one (`train_gpt3_175b_distributed.sh`)."""
     first = None

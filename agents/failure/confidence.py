@@ -7,7 +7,7 @@ reason's Acme category as `prior_category` and the deciding evidence as `evidenc
 
 Its `calibrated` value is the probability that the category is right, read from a table fitted
 on the labelled dev set (`agents/failure/data/calibration.json`, written by
-`schedmate eval failures --fit-calibration`, see `evals/harness/devset_failures.py`): verdicts are
+`schedmate eval failures --data C --devset evals/devset/failures --fit-calibration FILE`, see `evals/harness/devset_failures.py`): verdicts are
 grouped by the strength of their evidence and the classifier's own confidence (`bucket`), and each
 group's dev-set accuracy is shrunk towards a fixed prior for that strength (`BASE`) by `SHRINK`
 pseudo-items, so a bucket seen twice does not claim 100%. Below the table's `threshold` the
