@@ -477,7 +477,10 @@ def eval_failures(
             raise fail("--fit-calibration needs the real dev set's failed items (none were scored)")
         table = Calibration.fit(outcomes, threshold=float(dev.get("abstain_threshold") or 0.4),
                                 fitted_on=f"{folder} ({len(outcomes)} failed items, locator+learned)")
-        fit_calibration.write_text(json.dumps(table.to_json(), indent=1) + "\n", encoding="utf-8")
+        try:
+            fit_calibration.write_text(json.dumps(table.to_json(), indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise fail(f"--fit-calibration {fit_calibration}: cannot write ({exc.strerror or exc})") from None
         console.print(f"wrote the calibration table fitted on {len(outcomes)} items to {fit_calibration}")
 
 
