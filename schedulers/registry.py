@@ -31,6 +31,8 @@ BUILTIN: dict[str, str] = {
     "srtf": f"{_PKG}.policies.srtf:SRTF",
     "qssf": f"{_PKG}.policies.qssf:QSSF",
     "tiresias": f"{_PKG}.policies.tiresias:Tiresias",
+    "easy": f"{_PKG}.policies.easy:EasyBackfill",
+    "easy-conservative": f"{_PKG}.policies.easy:ConservativeBackfill",
     "lucid": f"{_PKG}.lucid.policy:Lucid",
     "sia": f"{_PKG}.sia.policy:Sia",
     "sia-fifo": f"{_PKG}.sia.baseline:SiaFIFO",
