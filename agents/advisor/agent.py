@@ -45,6 +45,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from opentelemetry.trace import Tracer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from schedmate.agents.advisor import budget
 from schedmate.agents.advisor.static_extractor import FIELDS, MANDATORY, StaticExtraction, extract_static
 from schedmate.agents.advisor.tools import RepoSandbox, make_repo_tools
 from schedmate.agents.advisor.validation import grounded, normalise_field, values_equal
@@ -159,6 +160,7 @@ class ExtractionResult(BaseModel):
     latency_s: float = 0.0
     static_s: float = 0.0
     llm_proposal: dict[str, Any] | None = None
+    skipped: list[str] = []  # files the static extractor's budget left unread (`budget.Budget`)
 
     @property
     def metadata(self) -> WorkloadMetadata | None:
@@ -335,6 +337,10 @@ class MetadataExtractor:
             static_s = time.perf_counter() - t0
             if self.model is None:
                 return self._result(static, None, "", "disabled", "", 0, None, t0, static_s)
+            token = budget.cancel_token()
+            if token is not None and token.cancelled:  # the caller gave up: no model calls for nobody
+                return self._result(static, None, "", "timeout", "cancelled: the caller stopped waiting", 0, None,
+                                    t0, static_s)
             sandbox = RepoSandbox(Path(repo), max_read_chars=self.config.read_chars)
             status, error, messages, calls = self._run_agent(sandbox, command, repo, gpus, nodes)
             proposal = _proposal(messages)
@@ -416,7 +422,7 @@ class MetadataExtractor:
             fields={f: d.value for f, d in decisions.items()}, decisions=decisions, llm_status=status,
             llm_error=error, model_calls=calls, tool_calls=tool_calls,
             files_read=sandbox.files_read() if sandbox else [], latency_s=time.perf_counter() - t0,
-            static_s=static_s, llm_proposal=proposal,
+            static_s=static_s, llm_proposal=proposal, skipped=list(static.skipped),
         )
 
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from schedmate.agents.advisor import budget
+
 __all__ = ["Leaf", "compose_hydra", "flatten", "load_config_chain", "load_gin", "load_structured", "parse_gin",
            "parse_override_value"]
 
@@ -37,7 +39,7 @@ def load_structured(repo: Path, rel: str) -> Any:
     p = repo / rel
     try:
         real = p.resolve(strict=True)
-        if not real.is_relative_to(repo.resolve()) or not real.is_file() or real.stat().st_size > 1_000_000:
+        if not real.is_relative_to(repo.resolve()) or not real.is_file() or not budget.admit(real, real.stat().st_size):
             return None
         text = real.read_text(encoding="utf-8", errors="replace")
     except (OSError, RuntimeError):
@@ -54,13 +56,10 @@ def load_structured(repo: Path, rel: str) -> Any:
 
 def _snippet(repo: Path, rel: str, key: str, value: Any) -> str:
     leaf = key.rsplit(".", 1)[-1]
-    try:
-        for line in (repo / rel).read_text(encoding="utf-8", errors="replace").splitlines():
-            s = line.strip()
-            if s.startswith((f"{leaf}:", f'"{leaf}":', f"'{leaf}':")):
-                return s[:200]
-    except OSError:
-        pass
+    for line in (budget.read_capped(repo / rel) or "").splitlines():
+        s = line.strip()
+        if s.startswith((f"{leaf}:", f'"{leaf}":', f"'{leaf}':")):
+            return s[:200]
     return f"{leaf}: {value}"
 
 
@@ -130,7 +129,8 @@ def parse_override_value(raw: str) -> Any:
 
 def _package_global(repo: Path, rel: str) -> bool:
     try:
-        head = (repo / rel).read_text(encoding="utf-8", errors="replace")[:400]
+        with open(repo / rel, "rb") as fh:
+            head = fh.read(400).decode("utf-8", errors="replace")
     except OSError:
         return False
     return "@package _global_" in head
@@ -325,9 +325,8 @@ def parse_gin(text: str, rel: str, macros: dict[str, Any] | None = None) -> dict
 def load_gin(repo: Path, rel: str, macros: dict[str, Any] | None = None, _depth: int = 0) -> tuple[dict[str, Leaf], list[str]]:
     """A gin file with the files it `include`s first (later bindings win), and the files read."""
     macros = macros if macros is not None else {}
-    try:
-        text = (repo / rel).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = budget.read_capped(repo / rel)
+    if text is None:
         return {}, []
     merged: dict[str, Leaf] = {}
     files: list[str] = []

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from schedmate.agents.advisor import budget
 from schedmate.agents.advisor.makefile import make_goal, parse_make_args
 
 __all__ = ["Launch", "parse_launch", "read_shell", "ShellScript"]
@@ -523,7 +524,7 @@ def _read_text(repo: Path, rel: str) -> str | None:
     p = repo / rel
     try:
         real = p.resolve(strict=True)
-        if not real.is_relative_to(repo.resolve()) or not real.is_file() or real.stat().st_size > 1_000_000:
+        if not real.is_relative_to(repo.resolve()) or not real.is_file() or not budget.admit(real, real.stat().st_size):
             return None
         return real.read_text(encoding="utf-8", errors="replace")
     except (OSError, RuntimeError):

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schedmate.agents.advisor import budget
+
 __all__ = ["MISSING", "WORLD_SIZE", "CodeFact", "Returns", "code_facts", "constant_returns", "evaluate",
            "load_py_config", "merge", "module_values", "read_text"]
 
@@ -256,7 +258,7 @@ def read_text(repo: Path, rel: str) -> str | None:
     """A repository file's text (None when missing, outside the repository or over 1 MB)."""
     try:
         real = (repo / rel).resolve(strict=True)
-        if not real.is_relative_to(repo.resolve()) or not real.is_file() or real.stat().st_size > 1_000_000:
+        if not real.is_relative_to(repo.resolve()) or not real.is_file() or not budget.admit(real, real.stat().st_size):
             return None
         return real.read_text(encoding="utf-8", errors="replace")
     except (OSError, RuntimeError):

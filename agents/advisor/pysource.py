@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schedmate.agents.advisor import budget
+
 __all__ = [
     "ArgSpec", "Literal_", "argparse_specs", "call_literals", "dataclass_fields", "hydra_main", "literal",
     "local_imports", "module_constants", "parse_file",
@@ -57,10 +59,10 @@ class ArgSpec:
 def parse_file(path: Path, cache: dict[Path, tuple[ast.Module, str] | None] | None = None) -> tuple[ast.Module, str] | None:
     if cache is not None and path in cache:
         return cache[path]
+    text = budget.read_capped(path)  # over the advisor's budget: None, and the skip is noted
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        out: tuple[ast.Module, str] | None = (ast.parse(text), text)
-    except (OSError, SyntaxError, ValueError, RecursionError):
+        out: tuple[ast.Module, str] | None = (ast.parse(text), text) if text is not None else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         out = None
     if cache is not None:
         cache[path] = out

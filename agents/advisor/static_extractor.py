@@ -62,6 +62,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from schedmate.agents.advisor import budget
 from schedmate.agents.advisor import codefacts
 from schedmate.agents.advisor import getconfig
 from schedmate.agents.advisor import runenv
@@ -132,6 +133,7 @@ class StaticExtraction:
     errors: list[str] = field(default_factory=list)
     tiers: dict[str, str] = field(default_factory=dict)  # field -> how its value was found (`facts.evidence_tier`)
     confidence: dict[str, float] = field(default_factory=dict)  # field -> P(right), calibrated on the dev set
+    skipped: list[str] = field(default_factory=list)  # files left unread by the budget (`budget.Budget`), one note each
 
     def abstaining(self, threshold: float | None = None) -> dict[str, Any]:
         """The fields with every value whose confidence is below `threshold` (default `ABSTAIN_BELOW`) as None."""
@@ -156,7 +158,7 @@ class StaticExtraction:
         return {"fields": self.fields, "confidence": self.confidence, "tiers": self.tiers,
                 "evidence": {k: v.model_dump() for k, v in self.evidence.items()},
                 "entry": self.launch.entry, "launcher": self.launch.launcher, "files": self.files,
-                "missing": self.missing, "errors": self.errors}
+                "missing": self.missing, "errors": self.errors, "skipped": self.skipped}
 
 
 # ----------------------------------------------------------------------------------------- CLI
@@ -237,16 +239,21 @@ def _typed(spec: pys.ArgSpec | None, raw: Any) -> Any:
 # ----------------------------------------------------------------------------------------- extraction
 
 
-def _repo_py_files(repo: Path, limit: int = 400) -> list[str]:
+def _repo_py_files(repo: Path, limit: int = 400, walk_limit: int = 20000) -> list[str]:
+    """Python files outside vendored/noise folders, in path order; the walk itself is bounded
+    (`walk_limit` entries) so a folder of a million files costs a bounded scan, not minutes."""
     out: list[str] = []
-    for p in sorted(repo.rglob("*.py")):
-        rel = p.relative_to(repo)
-        if any(part in SKIP_DIRS or part in NOISE_DIRS for part in rel.parts[:-1]):
-            continue
-        out.append(rel.as_posix())
-        if len(out) >= limit:
+    seen = 0
+    for root, dirs, names in os.walk(repo):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and d not in NOISE_DIRS)
+        rel_root = Path(root).relative_to(repo)
+        for name in sorted(names):
+            if name.endswith(".py"):
+                out.append((rel_root / name).as_posix())
+        seen += len(names) + len(dirs)
+        if seen > walk_limit:
             break
-    return out
+    return sorted(out)[:limit]
 
 
 def _readme(repo: Path) -> tuple[str, str] | None:
@@ -254,7 +261,8 @@ def _readme(repo: Path) -> tuple[str, str] | None:
         p = repo / name
         if p.is_file():
             try:
-                return name, p.read_text(encoding="utf-8", errors="replace")[:20000]
+                with open(p, "rb") as fh:  # prose hints live near the top: a huge README costs 20 kB
+                    return name, fh.read(20000).decode("utf-8", errors="replace")
             except OSError:
                 return None
     return None
@@ -269,22 +277,31 @@ _README_HINTS = (
 
 
 def extract_static(repo: Path | str, command: str, *, gpus: int | None = None, nodes: int | None = None,
-                   abstain_below: float | None = None) -> StaticExtraction:
+                   abstain_below: float | None = None, limits: budget.Budget | None = None) -> StaticExtraction:
     """Read the workload fingerprint of the job launched by `command` in `repo`.
 
     Every field carries a calibrated confidence (`.confidence`); with `abstain_below` a value less
     confident than that is returned as None (unknown), its evidence kept.
     Never raises on a strange repository: an internal failure yields an empty result whose
-    `errors` say why (the advisor then falls back like for any unknown fingerprint).
+    `errors` say why (the advisor then falls back like for any unknown fingerprint). Reads are
+    charged to `limits` (default `budget.DEFAULT_BUDGET`); what it skipped is in `skipped`.
     """
-    try:
-        res = _extract_static(Path(repo), command, world_size=gpus * (nodes or 1) if gpus else None)
-        if abstain_below is not None:
-            res.fields = res.abstaining(abstain_below)
-        return res
-    except Exception as exc:  # noqa: BLE001 -- the fallback path must not crash the scheduler
-        return StaticExtraction(fields={f: None for f in FIELDS}, evidence={}, launch=Launch(command=command),
-                                errors=[f"static extraction failed: {type(exc).__name__}: {exc}"[:300]])
+    with budget.spending(limits, root=Path(repo).resolve()) as spent:
+        try:
+            res = _extract_static(Path(repo), command, world_size=gpus * (nodes or 1) if gpus else None)
+            if abstain_below is not None:
+                res.fields = res.abstaining(abstain_below)
+        except budget.BudgetSpent as exc:  # over time or cancelled: unknown, said, and the worker is free
+            res = StaticExtraction(fields={f: None for f in FIELDS}, evidence={}, launch=Launch(command=command),
+                                   errors=[f"static extraction stopped: {exc}"])
+        except Exception as exc:  # noqa: BLE001 -- the fallback path must not crash the scheduler
+            res = StaticExtraction(fields={f: None for f in FIELDS}, evidence={}, launch=Launch(command=command),
+                                   errors=[f"static extraction failed: {type(exc).__name__}: {exc}"[:300]])
+        res.skipped = list(spent.notes)
+        over = {n.split(":", 1)[0].removeprefix("skipped ") for n in spent.notes}
+        res.errors = [e for e in res.errors if e.removeprefix("cannot parse ") not in over]  # said once, with why
+        res.errors.extend(n for n in spent.notes if n not in res.errors)
+    return res
 
 
 def _extract_static(repo: Path, command: str, *, world_size: int | None = None) -> StaticExtraction:
@@ -417,7 +434,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         flags = {snip.split("=")[0].split(" ")[0] for _, _, snip in options}
         scored = []
         for rel in _repo_py_files(repo):
-            if rel in closure:
+            if rel in closure or "add_argument" not in (budget.peek_text(repo / rel) or ""):
                 continue
             res = parse(rel)
             if res is None or "add_argument" not in res[1]:

@@ -223,6 +223,7 @@ class ServiceCore:
             out = AdviseResponse(metadata=_jsonable(fields), sources=res.sources(), llm_status=res.llm_status)
             if res.llm_status not in ("ok", "disabled"):
                 out.degraded.append(f"LLM extractor {res.llm_status}: static fields only")
+            out.degraded.extend(res.skipped)  # files over the advisor's read budget, one note each
             if all(fields.get(f) is None for f in MANDATORY):
                 return _default(out, "no fingerprint could be extracted from the repository and command")
             try:

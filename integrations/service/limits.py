@@ -3,7 +3,9 @@
 `WorkQueue` admits at most `slots` calls at once, running or waiting for the models; a call
 beyond that is refused at once (`QueueFull`, answered 429) rather than queued without bound, so
 overload costs a rejection, not memory. A call that outlives `timeout_s` is answered 504, but its
-thread keeps its slot until it really ends: timed-out work cannot pile up behind the lock.
+thread keeps its slot until it really ends: timed-out work cannot pile up behind the lock. The
+504 also cancels the call's `CancelToken`, so work that checks it (the advisor's budgeted reads,
+`agents.advisor.budget`) stops at its next step instead of running on for nobody.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException
+
+from schedmate.agents.advisor.budget import CancelToken, using_cancel_token
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["BodyLimit", "CallTimeout", "FastReject", "QueueFull", "WorkQueue"]
@@ -48,12 +52,14 @@ class WorkQueue:
             self.rejected += 1
             raise QueueFull(f"all {self.slots} work slots are busy")
         self._busy += 1  # the event loop is single-threaded: no lock needed
-        future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        token = CancelToken()
+        future = asyncio.get_running_loop().run_in_executor(self._executor, _cancellable, token, fn, *args)
         future.add_done_callback(self._release)
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.timeout_s)
         except TimeoutError:
             self.timed_out += 1
+            token.cancel()
             raise CallTimeout(f"no answer within {self.timeout_s:g} s") from None
 
     def _release(self, _future: Awaitable[Any]) -> None:
@@ -66,6 +72,11 @@ class WorkQueue:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _cancellable(token: CancelToken, fn: Callable[..., T], *args: Any) -> T:
+    with using_cancel_token(token):
+        return fn(*args)
 
 
 class BodyLimit:
