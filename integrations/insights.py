@@ -31,6 +31,7 @@ class AdvisorInsight:
     gpu_mem_gb: float | None = None
     metrics: Mapping[str, float] = field(default_factory=dict)  # mean historical single-job metrics
     latency_s: float = 0.0  # wall time the advisor took (simulated jobs wait this long)
+    duration_p90_s: float | None = None  # upper end of the estimate's 10-90 % interval (Slurm's time-limit rule)
 
     @property
     def matched(self) -> bool:

@@ -302,7 +302,8 @@ def _insight(est: Any, pool: Sequence[Any], k: int, latency_s: float) -> Advisor
     similar = tuple(m.job_id for m in est.similar) or (tuple(est.based_on[:k]) if est.estimated else ())
     duration = est.duration_s if est.estimated else None
     return AdvisorInsight(similar_ids=similar, duration_s=duration, duration_top3_s=duration,
-                          sm_util=est.sm_util, gpu_mem_gb=est.gpu_memory_gb, metrics=metrics, latency_s=latency_s)
+                          sm_util=est.sm_util, gpu_mem_gb=est.gpu_memory_gb, metrics=metrics, latency_s=latency_s,
+                          duration_p90_s=est.duration_p90_s if est.estimated else None)
 
 
 def _advice_dict(a: AdvisorInsight) -> dict[str, Any]:
