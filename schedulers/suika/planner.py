@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from dataclasses import dataclass
 from enum import Enum
 
-from .model import FULL_IB, Coeffs, Hardware, Plan, Stage, _replica_times, even_split, layout_plan, per_layer_memory, peak_memory, throughput
+from .model import (FULL_IB, Coeffs, Hardware, Plan, Stage, _replica_times, even_split, iteration_time, layout_plan,
+                    per_layer_memory, peak_memory, throughput)
 
 TP_DEGREES = (1, 2, 4, 8)
 
@@ -120,53 +122,130 @@ def _skeleton(plan: Plan) -> list[tuple[int, tuple[tuple[int, ...], ...]]]:
     return [(s.tp, s.replicas) for s in plan.stages]
 
 
-def expand_candidates(plan: Plan, added: Sequence[int], hw: Hardware, space: PlanSpace) -> list[list[tuple[int, tuple]]]:
-    """The skeletons one local edit away from `plan` that use every GPU of `added` (§3.7, §3.11)."""
+def _iter_candidates(plan: Plan, added: Sequence[int], hw: Hardware, space: PlanSpace) -> Iterator[list[tuple[int, tuple]]]:
+    """`expand_candidates`, lazily and in the same order (the shape memo takes the k-th)."""
     base = _skeleton(plan)
-    out: list[list[tuple[int, tuple]]] = []
     tps = [t for t in TP_DEGREES if t <= hw.gpus_per_node]
     if space is PlanSpace.DP:
         # Suika-DP: one TP group more in every stage (a whole model replica), PP/TP fixed
         tp = base[0][0]
         if any(t != tp for t, _ in base) or len(added) != tp * len(base):
-            return out
+            return
         groups = tile(added, tp, hw)
         if groups is not None and len(groups) == len(base):
-            out.append([(t, reps + (g,)) for (t, reps), g in zip(base, groups)])
-        return out
+            yield [(t, reps + (g,)) for (t, reps), g in zip(base, groups)]
+        return
     grouped = _by_node(added, hw)
     tiles = {t: _tile_grouped(grouped, t) for t in tps}
     for t in tps:  # PP-EXPAND: a new last stage
         g = tiles[t]
         if g:
-            out.append(base + [(t, g)])
+            yield base + [(t, g)]
     for i, (tp, reps) in enumerate(base):  # DP-EXPAND: extra replicas of stage i
         g = tiles.get(tp)
         if g:
-            out.append(base[:i] + [(tp, reps + g)] + base[i + 1 :])
+            yield base[:i] + [(tp, reps + g)] + base[i + 1 :]
     for i, (tp, reps) in enumerate(base):  # TP-EXPAND: rebuild stage i at another TP degree
-        pool = [x for r in reps for x in r] + list(added)
+        pool = _by_node([x for r in reps for x in r] + list(added), hw)
         for t in tps:
             if t == tp:
                 continue
-            g = tile(pool, t, hw)
+            g = _tile_grouped(pool, t)
             if g:
-                out.append(base[:i] + [(t, g)] + base[i + 1 :])
-    return out
+                yield base[:i] + [(t, g)] + base[i + 1 :]
 
 
-def expand_and_balance(
-    plan: Plan, added: Sequence[int], c: Coeffs, hw: Hardware, cap: float, space: PlanSpace = PlanSpace.SUIKA
-) -> Plan | None:
-    """EXPAND_AND_BALANCE(P0, R): the best balanced, feasible plan one edit away, or None."""
-    best, best_t = None, -math.inf
-    for skel in expand_candidates(plan, added, hw, space):
+def expand_candidates(plan: Plan, added: Sequence[int], hw: Hardware, space: PlanSpace) -> list[list[tuple[int, tuple]]]:
+    """The skeletons one local edit away from `plan` that use every GPU of `added` (§3.7, §3.11)."""
+    return list(_iter_candidates(plan, added, hw, space))
+
+
+def shape_key(plan: Plan, added: Sequence[int], hw: Hardware) -> tuple:
+    """`plan`'s skeleton and the added GPUs with nodes and racks renamed in order of first
+    appearance. EXPAND_AND_BALANCE reads GPUs only through which ones share a node or a rack
+    (tiling, bandwidth classes), so two calls with one key pick the same candidate (same index in
+    `expand_candidates`' order), with the same layers, batches and iteration time."""
+    per, racks_per = hw.gpus_per_node, hw.nodes_per_rack
+    nodes: dict[int, int] = {}
+    racks: dict[int, int] = {}
+
+    def label(g: int) -> tuple[int, int]:
+        n = g // per
+        r = n // racks_per
+        return racks.setdefault(r, len(racks)), nodes.setdefault(n, len(nodes))
+
+    skel = tuple((s.tp, tuple(label(r[0]) for r in s.replicas)) for s in plan.stages)
+    return skel, tuple(label(g) for g in sorted(added))
+
+
+def _profile(skel: Sequence[tuple[int, tuple[tuple[int, ...], ...]]], hw: Hardware) -> tuple:
+    """All LOAD_BALANCE and the iteration time read from a skeleton: per stage TP, DP and which
+    bandwidth classes link its replicas' nodes (one node; two nodes in a rack; two racks)."""
+    out = []
+    for tp, reps in skel:
+        nodes = {r[0] // hw.gpus_per_node for r in reps}
+        racks = len({n // hw.nodes_per_rack for n in nodes}) if len(nodes) > 1 else 1
+        out.append((tp, len(reps), len(nodes) == 1, len(nodes) > racks, racks > 1))
+    return tuple(out)
+
+
+def _balanced(skel: list[tuple[int, tuple]], c: Coeffs, hw: Hardware, cap: float, shapes: dict | None) -> Plan | None:
+    """`load_balance(skel)`, its iteration time memoised per `_profile` in `shapes`."""
+    if shapes is None:
+        return load_balance(skel, c, hw, cap)
+    key = ("balance", c, cap, hw, _profile(skel, hw))
+    hit = shapes.get(key)
+    if hit is None:
         p = load_balance(skel, c, hw, cap)
+        shapes[key] = ((None, None, None) if p is None else
+                             (tuple(s.layers for s in p.stages), tuple(s.batches for s in p.stages), iteration_time(p, c, hw)))
+        return p
+    layers, batches, t_iter = hit
+    if layers is None:
+        return None
+    p = Plan(tuple(Stage(tp, reps, lay, b) for (tp, reps), lay, b in zip(skel, layers, batches)))
+    p._cache[(c, hw)] = t_iter
+    return p
+
+
+def _expand_and_balance(
+    plan: Plan, added: Sequence[int], c: Coeffs, hw: Hardware, cap: float, space: PlanSpace, shapes: dict | None = None
+) -> tuple[Plan | None, int]:
+    best, best_t, best_k = None, -math.inf, -1
+    for k, skel in enumerate(_iter_candidates(plan, added, hw, space)):
+        p = _balanced(skel, c, hw, cap, shapes)
         if p is None:
             continue
         t = throughput(p, c, hw)
         if t > best_t:
-            best, best_t = p, t
+            best, best_t, best_k = p, t, k
+    return best, best_k
+
+
+def expand_and_balance(
+    plan: Plan, added: Sequence[int], c: Coeffs, hw: Hardware, cap: float, space: PlanSpace = PlanSpace.SUIKA,
+    shapes: dict | None = None,
+) -> Plan | None:
+    """EXPAND_AND_BALANCE(P0, R): the best balanced, feasible plan one edit away, or None.
+
+    `shapes` (shared by every job of one policy) memoises the answer per `shape_key`: a hit builds
+    only the winning candidate, so jobs of one model on like-shaped GPUs are balanced once."""
+    if shapes is None:
+        return _expand_and_balance(plan, added, c, hw, cap, space)[0]
+    key = (c, cap, hw, space, shape_key(plan, added, hw))
+    hit = shapes.get(key)
+    if hit is None:
+        best, k = _expand_and_balance(plan, added, c, hw, cap, space, shapes)
+        shapes[key] = (k, None) if best is None else (
+            k, (tuple(s.layers for s in best.stages), tuple(s.batches for s in best.stages), iteration_time(best, c, hw)))
+        return best
+    k, kept = hit
+    if kept is None:
+        return None
+    skel = next(islice(_iter_candidates(plan, added, hw, space), k, None))
+    layers, batches, t_iter = kept
+    best = Plan(tuple(Stage(tp, reps, lay, b) for (tp, reps), lay, b in zip(skel, layers, batches)))
+    best._cache[(c, hw)] = t_iter
     return best
 
 
@@ -211,13 +290,15 @@ def best_expansions(
     space: PlanSpace = PlanSpace.SUIKA,
     params: SearchParams = SearchParams(),
     memo: dict | None = None,
+    shapes: dict | None = None,
 ) -> list[Candidate]:
     """GET_BEST_RS_AND_THPS (Alg. 1): for each affinity-ordered prefix, the best plan found.
 
     Suika's space chains EXPAND_AND_BALANCE over the W nearest predecessors; the DP space grows by
     whole replicas; the symmetric space re-plans from scratch on R0 + prefix (Rubick). `memo`
     (one dict per job, same coefficients) keeps EXPAND_AND_BALANCE results across calls: after a
-    grant elsewhere only the prefixes whose GPUs changed are re-planned."""
+    grant elsewhere only the prefixes whose GPUs changed are re-planned. `shapes` (one dict per
+    policy) shares EXPAND_AND_BALANCE answers between jobs up to node renaming (`shape_key`)."""
     held = plan.gpus
     n = len(held)
     order = affinity_order(held, free, hw)
@@ -245,11 +326,11 @@ def best_expansions(
                 continue
             added = tuple(g for u in units[j - 1 : i] for g in u)
             if memo is None:
-                p = expand_and_balance(base, added, c, hw, cap, space)
+                p = expand_and_balance(base, added, c, hw, cap, space, shapes)
             else:
                 hit = memo.get((id(base), added))
                 if hit is None or hit[0] is not base:  # the base is kept alive, so its id is unique
-                    hit = (base, expand_and_balance(base, added, c, hw, cap, space))
+                    hit = (base, expand_and_balance(base, added, c, hw, cap, space, shapes))
                     memo[(id(base), added)] = hit
                 p = hit[1]
             if p is not None:

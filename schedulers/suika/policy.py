@@ -170,6 +170,7 @@ class ElasticPolicy(Policy):
         self._node_gpus: dict[int, int] = {}
         self._cache: dict[str, tuple[tuple, list[Candidate]]] = {}
         self._memo: dict[str, dict] = {}
+        self._shapes: dict = {}  # EXPAND_AND_BALANCE answers shared by all jobs (planner.shape_key)
         self.decision_seconds: list[float] = []
         self._stats = {"grants": 0, "reclaims": 0, "starts": 0, "redeploys": 0, "stall_seconds": 0.0}
 
@@ -370,8 +371,11 @@ class ElasticPolicy(Policy):
         memo = self._memo.setdefault(jid, {})
         if len(memo) > 50_000:
             memo.clear()
+        if len(self._shapes) > 200_000:
+            self._shapes.clear()
         cfg = self.config
-        cands = best_expansions(x.plan, key[1], x.book.coeffs, hw, x.book.cap, space=cfg.space, params=cfg.search, memo=memo)
+        cands = best_expansions(x.plan, key[1], x.book.coeffs, hw, x.book.cap, space=cfg.space, params=cfg.search, memo=memo,
+                                shapes=self._shapes)
         self._cache[jid] = (key, cands)
         return cands
 
