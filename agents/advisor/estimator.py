@@ -16,8 +16,10 @@ simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its p
 1. rate x plan over the retrieved pool (no similarity threshold: its tiers match on fields), with
    only *completed* past runs giving a step-time rate (a deployed system knows each past job's
    final status; a failed or cancelled run's wall time also holds how it ended);
-2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration (the
-   paper's rule, early exits included);
+2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration and did
+   not fail or get cancelled (issue 27: an ImportError after 0 s pulled a Slurm time limit
+   down; such runs stay in the history, for failure matching, but their wall time says when
+   they stopped, not how long the work takes; a record without a status counts);
 3. else no estimate: the scheduler keeps its default.
 """
 
@@ -250,6 +252,14 @@ def _completed(record: Any) -> bool:
     return status is not None and getattr(status, "value", status) == "completed"
 
 
+def _ended_early(record: Any) -> bool:
+    """Failed or cancelled: its run time says when it stopped, not how long the work takes (an
+    ImportError after 0 s is no duration), so it stays in the history but feeds no duration or
+    time-limit estimate. A record without a status is kept (unknown is not a failure)."""
+    status = record.outcome.final_status
+    return status is not None and getattr(status, "value", status) in ("failed", "cancelled")
+
+
 def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequence[Match], *, threshold: float,
                        top_k: int, estimator: str = "rate-plan") -> JobEstimate:
     """The deployed estimate of a job with extracted `fields` on `gpus` GPUs from `pool`: the
@@ -281,7 +291,7 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
                 why=(why,), note=f"rate x plan over {len(rate.sample_ids)} completed job(s) ({rate.tier})",
                 tier=rate.tier, **base)
     usable = [m for m in pool if m.score >= threshold and m.record is not None
-              and m.record.outcome.duration is not None][:top_k]
+              and m.record.outcome.duration is not None and not _ended_early(m.record)][:top_k]
     if usable:
         outs = [m.record.outcome for m in usable if m.record is not None]
         note = f"mean of {len(usable)} similar historical job(s)"
