@@ -125,7 +125,6 @@ def simulate(
     from schedmate.schedulers.cluster import ClusterSpec
     from schedmate.schedulers.compare import compare_policies
     from schedmate.schedulers.engine import SimConfig
-    from schedmate.schedulers.lucid.interference import LucidInterference
     from schedmate.schedulers.placement import PLACERS
     from schedmate.schedulers.traces import generate_trace, load_trace
     from schedmate.schedulers.traces.plausibility import check_plausibility
@@ -153,7 +152,11 @@ def simulate(
         if loaded.skipped:
             err.print(f"[yellow]skipped {loaded.skipped} malformed row(s)[/] in {loaded.source}: {loaded.skipped_reasons[:3]}")
         # Lucid's lookup ignores GPU count (the measured pairs are all 1-GPU), as its simulator does.
-        interference = LucidInterference.from_csv(colocate_info) if colocate_info else None
+        interference = None
+        if colocate_info:  # imported only then: the Lucid package pulls in sklearn (1.8 s)
+            from schedmate.schedulers.lucid.interference import LucidInterference
+
+            interference = LucidInterference.from_csv(colocate_info)
         console.print(f"{len(loaded.jobs)} jobs from {loaded.source} on {spec.total_gpus} GPUs ({len(spec.nodes)} nodes)")
         for warning in check_plausibility(loaded.jobs, spec).lines():
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)

@@ -29,7 +29,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from schedmate.agents.failure.confidence import evidence_fields
 from schedmate.agents.stack import DEFAULT_POOL_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, AgentStack, AgentStackConfig
 
 __all__ = ["advise_config", "agent_stack", "history_app", "register_job_commands"]
@@ -520,6 +519,8 @@ def track(
 
 
 def _diagnosis_dict(d: Any) -> dict[str, Any]:
+    from schedmate.agents.failure.confidence import evidence_fields  # here: the failure agents cost 1.5 s to import
+
     located = d.located
     plan = d.plan.model_dump(mode="json") if d.plan is not None else None
     return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import operator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -103,6 +104,10 @@ def _jct(job: JobState) -> float | None:
     return None
 
 
+# An Enum member's `.value` goes through a descriptor (~1 µs in 3.11): one dict lookup per job instead.
+_PHASE_VALUE = {phase: phase.value for phase in Phase}
+
+
 def _record(job: JobState, jct: float | None, ftf: float | None) -> JobResult:
     spec = job.spec
     ran = job.first_start is not None
@@ -112,7 +117,7 @@ def _record(job: JobState, jct: float | None, ftf: float | None) -> JobResult:
         submit_time=spec.submit_time,
         num_gpus=spec.num_gpus,
         duration=spec.duration,
-        status=job.phase.value,
+        status=_PHASE_VALUE[job.phase],
         first_start=job.first_start,
         end_time=job.end_time,
         jct=jct,
@@ -178,8 +183,9 @@ def write_outputs(
         with open(out_dir / f"{_safe(name)}.jobs.csv", "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(fields)
-            # getattr rows, not `asdict`: asdict deep-copies every field and cost seconds at 100k jobs.
-            writer.writerows([getattr(r, f) for f in fields] for r in recs)
+            # One C-level attrgetter per row, not `asdict` (deep-copies every field: seconds at 100k
+            # jobs) nor a getattr per field; csv writes the tuple as it wrote the list.
+            writer.writerows(map(operator.attrgetter(*fields), recs))
     rows = [{k: _finite(v) for k, v in asdict(s).items()} for s in summaries.values()]
     (out_dir / "summary.json").write_text(json.dumps(rows, indent=2))
     with open(out_dir / "summary.csv", "w", newline="") as fh:

@@ -49,6 +49,11 @@ class Consolidate:
     name = "consolidate"
 
     def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+        if n >= 1:  # the common case in fewer array passes (same nodes, same order as below)
+            fits = np.flatnonzero(eligible & (free >= n))
+            if fits.size:
+                best = fits[free[fits].argmin()]  # argmin returns the first (lowest index) on ties
+                return ((int(best), n),)
         candidates = np.flatnonzero(eligible & (free > 0))
         if candidates.size == 0:
             return None

@@ -105,7 +105,7 @@ class Plan:
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.free = view._sim.free.copy()
-        self.free_total = int(self.free.sum())
+        self.free_total = view._sim.free_total  # the engine keeps it equal to free.sum()
         self.usable = ~view._sim.cordoned
         self.decisions: list[Decision] = []
         self.preempted: set[str] = set()

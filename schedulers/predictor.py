@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.tree import DecisionTreeRegressor
 
 from .job import JobSpec
+
+if TYPE_CHECKING:
+    from sklearn.tree import DecisionTreeRegressor
 
 _DAY = 86_400.0
 
@@ -98,6 +101,8 @@ class OnlineDurationModel:
     def _fit(self) -> None:
         x = np.asarray(self._rows[-self.max_train :], dtype=float)
         y = np.asarray(self._targets[-self.max_train :], dtype=float)
+        from sklearn.tree import DecisionTreeRegressor  # here: sklearn costs 1.5 s to import, most replays never fit
+
         model = DecisionTreeRegressor(max_depth=8, min_samples_leaf=20, random_state=self.seed)
         self._model = model.fit(x, y)
         self._since_fit = 0
