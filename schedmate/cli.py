@@ -801,6 +801,42 @@ def experiment_standalone(
     console.print(str(result))
 
 
+@experiment_app.command("slurm")
+def experiment_slurm(
+    out: ExpOut = None,
+    trace: Annotated[str, typer.Option(help="Comma-separated: acme (Acme-like synthetic), philly (first --limit jobs "
+                                            "of 2-8 Oct 2017), synthetic (small smoke trace).")] = "acme",
+    seeds: ExpSeeds = 3,
+    jobs: Annotated[int, typer.Option(help="Synthetic trace size (acme, synthetic).")] = 2000,
+    limit: Annotated[int | None, typer.Option(help="Earliest N jobs of the Philly week.")] = 2000,
+    gpus: Annotated[int | None, typer.Option(help="Fix the cluster size (skip sizing).")] = None,
+    arms: Annotated[str | None, typer.Option(help="Comma-separated arms (default: users, default, schedmate, "
+                                                  "schedmate+extend, oracle).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="300 jobs per trace (smoke runs and tests).")] = False,
+    cache_dir: ExpCache = None,
+    precomputed: ExpPre = True,
+    history: ExpHistory = 500,
+) -> None:
+    """Slurm time limits under EASY backfilling: users' requests vs the partition default vs SchedMate's limits
+    (with and without progress-aware extension) vs the oracle; jobs killed by a SchedMate limit and GPU-hours lost."""
+    from schedmate.integrations.experiments.slurm import ARMS, TRACES, run_slurm_experiment
+
+    out = out or Path("results/experiment-slurm")
+    _check_experiment(out, seeds, limit=limit, jobs=jobs, gpus=gpus)
+    n = 300 if quick else jobs
+    chosen = [a.strip() for a in arms.split(",") if a.strip()] if arms else list(ARMS)
+    names = [t.strip() for t in trace.split(",") if t.strip()]
+    for name, known, what in [*((a, ARMS, "arm") for a in chosen), *((t, TRACES, "trace") for t in names)]:
+        if name not in known:
+            raise fail(f"unknown {what} {name!r}; choose from {', '.join(known)}")
+    with _sources(out, False, cache_dir, precomputed, history) as make:
+        result = run_slurm_experiment(out, make_source=make, source_label=make.label, traces=names, seeds=seeds,
+                                      n_jobs=n, limit=300 if quick else limit, gpus=gpus, arms=chosen,
+                                      progress=_say())
+        console.print(f"agents: {_agent_counts(make.stats())}")
+    console.print(str(result), markup=False, highlight=False)
+
+
 @experiment_app.command("value-curve")
 def experiment_value_curve(
     case: Annotated[str, typer.Option(help="standalone, lucid or sia.")] = "standalone",

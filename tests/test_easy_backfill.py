@@ -69,6 +69,7 @@ def test_a_job_within_its_limit_is_never_killed() -> None:
 @dataclasses.dataclass
 class DoubleOnce:
     check_before_s: float = 30.0
+    check_every_s: float = 0.0
     resubmit_s: float = 0.0
     asked: list[tuple[str, float, float]] = dataclasses.field(default_factory=list)
 
@@ -128,3 +129,31 @@ def test_failed_jobs_end_as_failed() -> None:
     spec = dataclasses.replace(job("A", 0, 1, 10, 100), status=FinalStatus.FAILED)
     out = run([spec], EasyBackfill())
     assert out["A"].phase is Phase.FAILED
+
+
+@dataclasses.dataclass
+class ExtendAfterStartup:
+    """Extends only once the job has run 20 s (its "first progress line"), polled every 10 s."""
+
+    check_before_s: float = 50.0
+    check_every_s: float = 10.0
+    resubmit_s: float = 0.0
+    asked: list[float] = dataclasses.field(default_factory=list)
+
+    def initial(self, job: JobState, view: ClusterView) -> tuple[float, str]:
+        return 40.0, "schedmate"
+
+    def after_kill(self, job: JobState, view: ClusterView) -> tuple[float, str]:
+        return 10_000.0, "user"
+
+    def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
+        self.asked.append(view.now)
+        return 200.0 if view.now >= 20.0 and limit < 200.0 else None
+
+
+def test_the_rule_is_polled_until_the_limit_expires() -> None:
+    rule = ExtendAfterStartup()
+    policy = EasyBackfill(rule=rule)
+    out = run([job("A", 0, 1, 100, None)], policy)
+    assert rule.asked[:3] == [0.0, 10.0, 20.0]  # limit 40 s, checked from 50 s before, every 10 s
+    assert out["A"].end_time == 100.0 and not policy.kills

@@ -49,6 +49,7 @@ class SlurmJob:
     user: str | None = None
     name: str | None = None
     admin_comment: str | None = None
+    partition: str | None = None
 
     @property
     def settled(self) -> bool:
@@ -115,7 +116,8 @@ def parse_show_job(text: str) -> SlurmJob | None:
         time_limit=fields.get("TimeLimit"), work_dir=_none(fields.get("WorkDir")), std_out=_none(fields.get("StdOut")),
         std_err=_none(fields.get("StdErr")), tres_per_node=_none(fields.get("TresPerNode")),
         num_nodes=_int(fields.get("NumNodes", "").split("-")[0] or None), user=user.split("(")[0] if user else None,
-        name=_none(fields.get("JobName")), admin_comment=_none(fields.get("AdminComment")))
+        name=_none(fields.get("JobName")), admin_comment=_none(fields.get("AdminComment")),
+        partition=_none(fields.get("Partition")))
 
 
 def _none(value: str | None) -> str | None:

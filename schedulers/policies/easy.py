@@ -43,6 +43,7 @@ class LimitRule(Protocol):
     """Where each job's time limit comes from, and what happens at and before its expiry."""
 
     check_before_s: float  # ask `extend` this long before a limit expires (0: never ask)
+    check_every_s: float  # then again this often until it expires (0: once per limit)
     resubmit_s: float  # a killed job is resubmitted this long after its kill
 
     def initial(self, job: JobState, view: ClusterView) -> tuple[float, str]:
@@ -54,7 +55,8 @@ class LimitRule(Protocol):
         ...
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
-        """A longer limit for a running job, or None to leave it (asked once per limit)."""
+        """A longer limit for a running job, or None to leave it (asked from `check_before_s`
+        before the limit, every `check_every_s`, as a live extender polls)."""
         ...
 
 
@@ -66,6 +68,7 @@ class FixedLimits:
     max_s: float = DEFAULT_LIMIT_S
     resubmit_s: float = 0.0
     check_before_s: float = 0.0
+    check_every_s: float = 0.0
 
     def initial(self, job: JobState, view: ClusterView) -> tuple[float, str]:
         own = job.spec.attributes.get(LIMIT_KEY)
@@ -95,7 +98,7 @@ class _Job:
     limit: float
     source: str
     started: float | None = None
-    checked: bool = False  # `extend` asked for the current limit
+    next_check: float = -math.inf  # when to ask `extend` next (inf: not again for this limit)
     hold_until: float = 0.0  # a killed job waits for its user's resubmission
     extensions: list[float] = field(default_factory=list)
 
@@ -165,21 +168,22 @@ class EasyBackfill(Policy):
                 self.counts[f"killed_{state.source}"] += 1
                 plan.preempt(job, discard_progress=True)
                 state.started = None
-                state.checked = False
+                state.next_check = -math.inf
                 state.hold_until = now + self.rule.resubmit_s
                 state.limit, state.source = self.rule.after_kill(job, view)
                 state.limit = _positive(state.limit)
                 if state.hold_until > now:
                     view.wake_at(state.hold_until)
                 continue
-            check_at = end - self.rule.check_before_s
-            if self.rule.check_before_s > 0 and not state.checked and now >= check_at - _EPS:
-                state.checked = True
+            check_at = max(end - self.rule.check_before_s, state.next_check)
+            if self.rule.check_before_s > 0 and now >= check_at - _EPS:
                 longer = self.rule.extend(job, view, state.limit, state.source)
+                every = self.rule.check_every_s
+                state.next_check = now + every if every > 0 else math.inf
                 if longer is not None and longer > state.limit + _EPS:
                     state.extensions.append(longer - state.limit)
                     state.limit = longer
-                    state.checked = False
+                    state.next_check = -math.inf
                     self.counts[f"extended_{state.source}"] += 1
                 self._arm(job.job_id, view)
 
@@ -189,8 +193,9 @@ class EasyBackfill(Policy):
             return
         end = state.started + state.limit
         view.wake_at(end)
-        if self.rule.check_before_s > 0 and not state.checked:
-            view.wake_at(max(view.now, end - self.rule.check_before_s))
+        check_at = max(end - self.rule.check_before_s, state.next_check)
+        if self.rule.check_before_s > 0 and check_at < end - _EPS:
+            view.wake_at(max(view.now, check_at))
 
     def _waiting(self, view: ClusterView) -> list[JobState]:
         """Waiting jobs in queue order (held resubmissions left out), at most `window` of them."""
