@@ -38,9 +38,7 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 history_app = typer.Typer(help="The job history (Redis job store) that `advise` and `diagnose` search.",
                           no_args_is_help=True)
 
-JOB_STATES = {"COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled", "TIMEOUT": "failed",
-              "OUT_OF_MEMORY": "failed", "NODE_FAIL": "failed", "PREEMPTED": "cancelled", "BOOT_FAIL": "failed",
-              "DEADLINE": "failed"}  # sacct states of a finished job -> FinalStatus; others (RUNNING, ...) are skipped
+from schedmate.history_ingest import JOB_STATES, PastJob  # noqa: E402,F401 -- moved; kept importable
 
 HistoryDirOpt = Annotated[Path | None, typer.Option(
     "--history-dir", help="Data directory of the history's redis-server (default: `schedmate redis start`'s).")]
@@ -656,22 +654,6 @@ def _job_id_of(path: Path) -> str:
 # ============================================================================== history
 
 
-@dataclass
-class PastJob:
-    """One row of an export, before extraction."""
-
-    job_id: str
-    repo: Path | None
-    command: str | None
-    gpus: int | None
-    nodes: int | None
-    outcome: dict[str, Any]
-    submitted: dict[str, Any]
-    metadata: dict[str, Any] | None = None
-    root_cause: str | None = None
-    where: str = ""
-
-
 HISTORY_FORMATS = """\
 Formats (detected from the content):
 
@@ -696,174 +678,12 @@ sacct export, '|'-separated with its header:
   AllocTRES gres/gpu=N, nodes from node=N; the command is SubmitLine, else
   `sbatch JobName` when that script is in WorkDir. A job whose WorkDir
   cannot be read here has no fingerprint and is skipped (and listed).
+
+Files are streamed (any size, progress on stderr). A row that cannot be
+read is an error with its file:line; the other rows are still stored. A
+job id already in the history (or earlier in the input) is refused: the
+first record is kept. Exit 1 when any row was refused.
 """
-
-
-def _parse_elapsed(text: str) -> float | None:
-    """sacct's [D-]HH:MM:SS, MM:SS or MM:SS.mmm."""
-    text = text.strip()
-    if not text:
-        return None
-    days = 0
-    if "-" in text:
-        d, text = text.split("-", 1)
-        days = int(d)
-    parts = [float(p) for p in text.split(":")]
-    secs = 0.0
-    for p in parts:
-        secs = secs * 60 + p
-    return days * 86400 + secs
-
-
-def _tres(text: str, key: str) -> int | None:
-    for item in text.split(","):
-        name, _, value = item.partition("=")
-        if name == key or (key == "gres/gpu" and name.startswith("gres/gpu:")):
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
-
-
-def _read_sacct(path: Path, lines: list[str]) -> tuple[list[PastJob], list[str]]:
-    header = lines[0].strip().split("|")
-    need = {"JobID", "State", "Elapsed"}
-    if not need <= set(header):
-        raise UserError(f"{path}:1: a sacct export needs the columns {', '.join(sorted(need))}; got {lines[0].strip()!r}")
-    jobs: list[PastJob] = []
-    skipped: list[str] = []
-    for no, raw in enumerate(lines[1:], start=2):
-        if not raw.strip():
-            continue
-        cells = raw.rstrip("\n").split("|")
-        if len(cells) != len(header):
-            raise UserError(f"{path}:{no}: {len(cells)} fields, the header has {len(header)}")
-        row = dict(zip(header, cells, strict=True))
-        job_id = row["JobID"].strip()
-        if "." in job_id:
-            continue  # a job step; the job's own row carries the allocation and the outcome
-        state = row["State"].split()[0] if row["State"].strip() else ""
-        status = JOB_STATES.get(state)
-        if status is None:
-            skipped.append(f"slurm-{job_id}: state {state or '?'} (not finished)")
-            continue
-        try:
-            elapsed = _parse_elapsed(row["Elapsed"])
-        except ValueError:
-            raise UserError(f"{path}:{no}: cannot read Elapsed {row['Elapsed']!r}") from None
-        workdir = Path(row["WorkDir"]) if row.get("WorkDir") else None
-        command = (row.get("SubmitLine") or "").strip() or None
-        name = row.get("JobName", "").strip()
-        if command is None and workdir is not None and name and (workdir / name).is_file():
-            command = f"sbatch {name}"
-        tres = row.get("AllocTRES", "")
-        outcome: dict[str, Any] = {"duration": elapsed, "final_status": status}
-        if state != "COMPLETED":
-            outcome["failure_reason"] = state.lower() if state != "FAILED" else f"exit {row.get('ExitCode', '?')}"
-        jobs.append(PastJob(job_id=f"slurm-{job_id}", repo=workdir, command=command, gpus=_tres(tres, "gres/gpu"),
-                            nodes=_tres(tres, "node"), outcome=outcome, where=f"{path}:{no}",
-                            submitted={"user": row.get("User") or None, "name": name or None, "source": "sacct"}))
-    return jobs, skipped
-
-
-def _read_jsonl(path: Path, lines: list[str]) -> list[PastJob]:
-    jobs: list[PastJob] = []
-    for no, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        where = f"{path}:{no}"
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{where}: expected a JSON object per line")
-        job_id = row.get("job_id")
-        if not isinstance(job_id, str) or not job_id:
-            raise UserError(f"{where}: `job_id` (a non-empty string) is required")
-        repo = row.get("repo")
-        if row.get("metadata") is None and (not repo or not row.get("command")):
-            raise UserError(f"{where}: give `repo` and `command`, or `metadata`")
-        if row.get("metadata") is not None and not isinstance(row["metadata"], dict):
-            raise UserError(f"{where}: `metadata` must be an object of fingerprint fields")
-        if not isinstance(row.get("outcome") or {}, dict):
-            raise UserError(f"{where}: `outcome` must be an object")
-        for key in ("gpus", "nodes"):
-            if row.get(key) is not None and (not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 1):
-                raise UserError(f"{where}: `{key}` must be a positive integer, not {row[key]!r}")
-        repo_path = None if not repo else (Path(repo) if Path(repo).is_absolute() else path.parent / repo)
-        known = {"job_id", "repo", "command", "gpus", "nodes", "outcome", "metadata", "root_cause"}
-        jobs.append(PastJob(job_id=job_id, repo=repo_path, command=row.get("command"), gpus=row.get("gpus"),
-                            nodes=row.get("nodes"), outcome=dict(row.get("outcome") or {}),
-                            submitted={k: v for k, v in row.items() if k not in known} | {"source": str(path.name)},
-                            metadata=row.get("metadata"), root_cause=row.get("root_cause"), where=where))
-    return jobs
-
-
-def read_history_file(path: Path) -> tuple[list[PastJob], list[str]]:
-    """Past jobs from a JSONL or a sacct export (format detected from the first line)."""
-    text = _readable_file(path, "history file").read_text(encoding="utf-8")
-    lines = text.splitlines()
-    first = next((ln for ln in lines if ln.strip()), "")
-    if not first:
-        return [], [f"{path}: empty"]
-    if first.lstrip().startswith("{"):
-        return _read_jsonl(path, lines), []
-    if "|" in first and "JobID" in first:
-        return _read_sacct(path, lines)
-    raise UserError(f"{path}:1: neither JSONL nor a sacct --parsable2 export (see `schedmate history ingest --help`)")
-
-
-def _ingest(jobs: list[PastJob], url: str) -> dict[str, Any]:
-    from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever
-    from schedmate.agents.advisor.static_extractor import MANDATORY, extract_static
-    from schedmate.agents.failure.similar import SimilarFailureFinder
-    from pydantic import ValidationError
-
-    from schedmate.embeddings.store import DEFAULT_PREFIX, JobOutcome, JobStore
-    from schedmate.schedulers.job import FinalStatus
-
-    hist: list[HistoricalJob] = []
-    failures: list[tuple[PastJob, JobOutcome]] = []
-    skipped: list[str] = []
-    for job in jobs:
-        try:
-            outcome = JobOutcome.model_validate(job.outcome)
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise UserError(f"{job.where}: outcome.{'.'.join(map(str, e['loc']))}: {e['msg']}") from None
-        if job.metadata is not None:
-            fields = dict(job.metadata)
-        elif job.repo is None or job.command is None or not job.repo.is_dir():
-            skipped.append(f"{job.job_id}: no readable repository and command")
-            continue
-        else:
-            fields = extract_static(job.repo, job.command, gpus=job.gpus, nodes=job.nodes).fields
-            job.submitted.update(repo=str(job.repo), command=job.command)
-        meta = {k: v for k, v in fields.items() if v is not None}
-        if not any(meta.get(f) is not None for f in MANDATORY):
-            skipped.append(f"{job.job_id}: no fingerprint in its code")
-            continue
-        hist.append(HistoricalJob(job_id=job.job_id, metadata=meta, outcome=outcome, gpus=job.gpus, nodes=job.nodes,
-                                  submitted=job.submitted))
-        if job.root_cause:
-            failures.append((job, outcome))
-    if not hist:
-        return {"ingested": 0, "failures": 0, "skipped": skipped}
-    embedder = load_embedder()
-    with JobStore.connect(url, embedder.dim) as store:
-        n = SimilarJobRetriever(store, embedder).ingest(hist)
-    if failures:
-        finder = SimilarFailureFinder.connect(url, embedder)
-        try:
-            for job, outcome in failures:
-                finder.record(job.job_id, job.root_cause or "", category=outcome.failure_category,
-                              reason=outcome.failure_reason, duration=outcome.duration,
-                              final_status=outcome.final_status or FinalStatus.FAILED)
-        finally:
-            finder.store.close()
-    return {"ingested": n, "failures": len(failures), "skipped": skipped}
 
 
 @history_app.command("ingest", help="Add past jobs from a file, or every *.jsonl / *.txt / *.sacct / *.psv file in a folder.\n\n"
@@ -874,7 +694,8 @@ def history_ingest(
     redis_url: RedisUrlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    from schedmate.embeddings.store import DEFAULT_PREFIX
+    from schedmate.embeddings.store import DEFAULT_PREFIX, JobStore
+    from schedmate.history_ingest import RowError, ingest_files
 
     with _user_errors():
         if not source.exists():
@@ -883,27 +704,39 @@ def history_ingest(
             if source.is_dir() else [source]
         if not files:
             raise UserError(f"no *.jsonl, *.txt, *.sacct or *.psv file in {source}")
-        jobs: list[PastJob] = []
-        skipped: list[str] = []
         for f in files:
-            got, skip = read_history_file(f)
-            jobs.extend(got)
-            skipped.extend(skip)
+            _readable_file(f, "history file")
         loc = _location(history_dir, redis_url, create=True)
         assert loc is not None
         with _served(loc) as url:
-            result = _ingest(jobs, url)
-            total = len(_record_ids(url, DEFAULT_PREFIX))
-    result["skipped"] = skipped + result["skipped"]
-    result |= {"files": [str(f) for f in files], "rows": len(jobs), "history_jobs": total, "location": loc.describe()}
+            try:  # streamed (schedmate/history_ingest.py): progress on stderr, errors per row
+                summary = ingest_files(files, url, lambda: load_embedder(),
+                                       progress=lambda m: err.print(f"ingest {m}", highlight=False, markup=False))
+            except RowError as exc:
+                raise UserError(str(exc)) from None
+            dim = _stored_dim(url, DEFAULT_PREFIX)
+            total = 0
+            if dim:
+                with JobStore.connect(url, dim) as store:
+                    total = store.count()
+    result = summary.as_dict() | {"history_jobs": total, "location": loc.describe()}
     if as_json:
         _print_json(result)
-        return
-    console.print(f"ingested {result['ingested']} of {len(jobs)} job(s) from {len(files)} file(s) "
-                  f"({result['failures']} with a root-cause line); the history now holds {total} job(s) "
-                  f"at {loc.describe()}", highlight=False)
-    for s in result["skipped"]:
-        console.print(f"[yellow]skipped[/] {escape(s)}", highlight=False)
+    else:
+        rows = summary.rows
+        parts = [f"{summary.duplicates.total} duplicate job id(s) refused"] if summary.duplicates.total else []
+        parts += [f"{summary.errors.total} row error(s)"] if summary.errors.total else []
+        parts += [f"{summary.skipped.total} skipped"] if summary.skipped.total else []
+        console.print(f"stored {summary.stored} of {rows} job row(s) from {len(files)} file(s) "
+                      f"({summary.failures} with a root-cause line){'; ' + ', '.join(parts) if parts else ''}; "
+                      f"the history now holds {total} job(s) at {loc.describe()}", highlight=False)
+        for kind, notes in (("duplicate", summary.duplicates), ("error", summary.errors), ("skipped", summary.skipped)):
+            for n in notes.kept:
+                console.print(f"[yellow]{kind}[/] {escape(n)}", highlight=False)
+            if notes.total > len(notes.kept):
+                console.print(f"[yellow]{kind}[/] ... and {notes.total - len(notes.kept)} more", highlight=False)
+    if summary.errors.total or summary.duplicates.total:
+        raise typer.Exit(1)  # partly stored: a script must not read it as a clean ingest
 
 
 @history_app.command("list")

@@ -299,17 +299,8 @@ def test_history_dir_starts_a_server_for_the_command_and_keeps_the_data(tmp_path
     assert not redis_server.status(data).running
 
 
-def test_history_errors_are_one_line(tmp_path, redis_url):
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"job_id": "a", "metadata": {"model_name": "x"}}\n{not json\n')
-    one_line_error(runner.invoke(app, ["history", "ingest", str(bad), "--redis-url", redis_url]), "bad.jsonl:2")
-    bad.write_text('{"job_id": "a", "metadata": {"model_name": "x"}, "outcome": {"sm_util": 150}}\n')
-    one_line_error(runner.invoke(app, ["history", "ingest", str(bad), "--redis-url", redis_url]),
-                   "bad.jsonl:1", "sm_util")
-    bad.write_text('{"job_id": "a", "repo": "r"}\n')
-    one_line_error(runner.invoke(app, ["history", "ingest", str(bad), "--redis-url", redis_url]), "command")
-    bad.write_text('{"job_id": "a", "metadata": {"model_name": "x"}, "gpus": "eight"}\n')
-    one_line_error(runner.invoke(app, ["history", "ingest", str(bad), "--redis-url", redis_url]), "gpus")
+def test_history_file_errors_are_one_line(tmp_path, redis_url):
+    # row-level errors (file:line, the other rows stored) are in tests/test_history_ingest.py
     odd = tmp_path / "odd.csv"
     odd.write_text("a,b,c\n1,2,3\n")
     one_line_error(runner.invoke(app, ["history", "ingest", str(odd), "--redis-url", redis_url]), "sacct")
