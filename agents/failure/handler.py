@@ -40,7 +40,10 @@ from schedmate.agents.failure.confidence import finish
 from schedmate.agents.failure.decision import METHODS, ClassifierMethod, settle, tiebreak
 from schedmate.agents.failure.learned import LearnedFailureClassifier, shared_classifier
 from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
-from schedmate.agents.failure.locator import FailureLocator, Located, LogIndex, classification_view, is_cascade
+from schedmate.agents.failure.locator import (
+    FailureLocator, Located, LogIndex, classification_view, is_cascade, is_signal,
+)
+from schedmate.agents.failure.remediation import Remediation, remediate, remediation_for
 from schedmate.agents.failure.recovery import (
     ActionOutcome,
     JobMeta,
@@ -115,6 +118,8 @@ class Diagnosis(BaseModel):
     evidence_line: str | None = None
     confidence: float | None = None  # calibrated probability that the category is right
     abstained: bool = False  # below the calibrated threshold: category None ("unknown")
+    # what the owner or operator should change, values read from the lines (advice only: never run)
+    remediation: Remediation | None = None
 
     @property
     def recoverable(self) -> bool:
@@ -272,7 +277,8 @@ class FailureHandler:
         if located is None:
             reason = "empty log" if len(index) == 0 else "no failure line in the log's tail"
             calls = self.locator.last_calls
-            return Diagnosis(**base, status="no_failure_found", message=reason, classifier_calls=calls)
+            return Diagnosis(**base, status="no_failure_found", message=reason, classifier_calls=calls,
+                             remediation=remediation_for("none", basis="none"))
         base.update(located=located, classifier_calls=located.calls)
 
         with self._step("failure.classify", timings, "classify") as span:
@@ -287,6 +293,13 @@ class FailureHandler:
             span.set_attribute("schedmate.failure.llm_status", llm_status)
             if verdict.reason is not None:
                 span.set_attribute("schedmate.failure.reason", verdict.reason.value)
+
+            remediation = remediate(view.lines, view.root, verdict.reason, verdict.category, block=view.block,
+                                    first_line=view.start + 1)
+            root_text = clean_line(view.lines[view.root]).text
+            if remediation.basis != "line" and is_cascade(root_text) and not is_signal(root_text, self.rules):
+                # only the launcher's report was found: nothing in it says what to change
+                remediation = remediation_for("unknown", basis="none")
 
         with self._step("failure.similar", timings, "similar"):
             similar, similar_status = self._find_similar(root_cause, meta, verdict, fallbacks)
@@ -310,6 +323,7 @@ class FailureHandler:
             evidence_line=verdict.evidence.line or None if verdict.evidence is not None else None,
             confidence=verdict.calibrated,
             abstained=verdict.abstained,
+            remediation=remediation,
             llm_status=llm_status,
             similar=similar,
             similar_status=similar_status,

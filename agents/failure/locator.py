@@ -138,6 +138,11 @@ def _signal_only(text: str, rules: RulesClassifier) -> bool:
     return rule is not None and rule.name in SIGNAL_ONLY
 
 
+def is_signal(text: str, rules: RulesClassifier | None = None) -> bool:
+    """Only a kill or a signal (`exitcode: -9`, `Killed`): the cause when nothing else follows."""
+    return _signal_only(text, rules or _RULES)
+
+
 def is_cascade(text: str, rules: RulesClassifier | None = None) -> bool:
     """A launcher/scheduler line reporting that something else failed (see `_CASCADE`); never
     one carrying a high-precision signature (`srun: error: Node failure on dgx31` is the cause)."""

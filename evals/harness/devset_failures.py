@@ -91,7 +91,7 @@ def _row(item: RealFailureItem, path: Path) -> dict[str, Any]:
 def _pred(line: int | None, category: str | None, flagged: bool, latency: float = 0.0, status: str = "ok",
           reason: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     out = {"line": line, "category": category, "reason": reason, "flagged": flagged, "latency_s": round(latency, 5), "status": status}
-    for k in ("confidence", "bucket", "guess", "evidence"):
+    for k in ("confidence", "bucket", "guess", "evidence", "remediation", "remediation_values"):
         if extra and k in extra:
             out[k] = extra[k]
     return out
@@ -184,6 +184,16 @@ def _score(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
     return out
 
 
+def _remediation(folder: Path, rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    from schedmate.evals.harness.devset_remediation import load_remediation_labels, score_remediation
+
+    labels, note = load_remediation_labels(folder)
+    if not labels:
+        return {"remediation": None, "remediation_note": note or "no remediation labels (remediation-*.jsonl)"}
+    return {"remediation": score_remediation(rows, labels, names), "remediation_note": note,
+            "remediation_labels": len(labels)}
+
+
 def _threshold() -> float:
     from schedmate.agents.failure.confidence import load_calibration
 
@@ -238,6 +248,8 @@ def run_devset_failures(folder: str | Path, sy: _Systems | None, *, with_llm: bo
         "coverage": {s: coverage_table(rows, s) for s in ("locator+learned", "locator+rules") if s in names},
         "calibration_outcomes": calibration_outcomes(rows, "locator+learned") if "locator+learned" in names else [],
         "abstain_threshold": _threshold(),
+        # what to change: remediation key and values against the blind remediation labels (if any)
+        **_remediation(folder, rows, names),
         "wall_s": round(time.perf_counter() - t0, 2),
     })  # fmt: skip
     return summary, rows

@@ -136,6 +136,8 @@ class _Systems:
         d = h.diagnose(path, {"job_id": log_id})
         dt = time.perf_counter() - t0
         pred = Prediction(latency_s=dt, calls=d.classifier_calls, status=d.status)
+        if d.remediation is not None:  # what to change (agents.failure.remediation), scored on the dev set
+            pred.extra.update({"remediation": d.remediation.key, "remediation_values": dict(d.remediation.values)})
         if d.located is not None:
             pred.line = d.located.line_no
             pred.lines_classified = d.located.lines_classified
