@@ -1,7 +1,7 @@
 """Arena+SchedMate (issue 12, item 5): bootstrap a new job's throughput model from similar past jobs.
 
-Arena profiles every new job on a proxy plan before it may launch: one GPU held for T_prof
-(8.5 min × #types/4), and what it learns is κ·Thr_AP·(1+ε) per (GPU type, count) (proxy-plan
+Arena profiles every new job on a proxy plan before it may launch (T_prof = 8.5 min × #types/4, a
+delay by default, one held GPU in the "arena-profhold" reading), and what it learns is κ·Thr_AP·(1+ε) per (GPU type, count) (proxy-plan
 optimality κ ≈ 0.93 and profiler error ε). `ArenaSchedMate(source)` asks the Scheduling Advisor
 at arrival (`InsightSource.advise`). When the advisor's similar jobs include jobs of this run that
 finished, and whose *measured* throughput the adapter recorded, the new job's belief is seeded

@@ -85,7 +85,8 @@ def test_what_the_adapter_passes_depends_on_history_not_on_the_jobs_outcome() ->
     policy = ArenaSchedMate(Fixed(("h1",)), ArenaConfig(seed=0))
     policy.history = {"h1": Measured(("other", 1.0, 1), {(lm.req_type, lm.req_gpus): 123.0})}
     job = _arrive(policy, a)
-    assert policy.info[job.job_id].ready_at is None and policy.counters.fallback == 1
+    info = policy.info[job.job_id]
+    assert info.profile_s > 0 and info.ready_at == info.profile_s and policy.counters.fallback == 1
 
 
 def test_bootstrap_view_means_measured_and_extrapolates_within_a_type() -> None:

@@ -55,9 +55,19 @@ def test_first_launch_waits_for_the_tick_and_pays_the_pruned_search():
     assert job.end_time == pytest.approx(300.0 + t_search_pruned(1) + 1000.0 / 0.962)
 
 
+def test_profiling_as_a_delay_holds_no_gpu_and_the_job_launches_at_the_next_tick():
+    cluster = build_cluster(((2, "A40"),))  # one type: T_prof = 8.5 min × 1/4
+    policy = Arena(ArenaConfig(depth=0, scale_up_steps=0))  # default: profiling is a pure delay
+    res = run_costed([_one_job()], cluster, policy, policy.downtime)
+    job = res.jobs[0]
+    assert job.first_start == 300.0 and job.restarts == 0  # no profiling run on a cluster GPU
+    assert policy.info["j"].first_launch == 300.0  # ready at 127.5 s, launched at the next tick
+    assert job.end_time == pytest.approx(300.0 + t_search_pruned(1) + 1000.0 / 0.962)
+
+
 def test_profiling_holds_one_gpu_then_the_job_launches_at_the_next_tick():
     cluster = build_cluster(((2, "A40"),))  # one type: T_prof = 8.5 min × 1/4
-    policy = Arena(ArenaConfig(depth=0, scale_up_steps=0))
+    policy = Arena(ArenaConfig(depth=0, scale_up_steps=0, profiling=Profiling.HOLD_GPU))  # §7.11 alternative
     res = run_costed([_one_job()], cluster, policy, policy.downtime)
     job = res.jobs[0]
     assert job.first_start == 0.0  # the profiling run

@@ -5,7 +5,7 @@
 
 Workload: Arena's §6 trace (`schedulers.arena.workload.generate`: LM jobs over 6 h, offered load
 1.3) on the spec's clusters (R2: 64 GPUs of 4 types, so profiling costs the full T_prof = 8.5 min
-on one held GPU; R1: 2 types, half that). Arms, on the same jobs, cluster and seed:
+(a delay before launch); R1: 2 types, half that). Arms, on the same jobs, cluster and seed:
 
 - `arena`: Arena as specified (profiles each new job; believes κ·Thr_AP·(1+ε));
 - `arena+sm`: `ArenaSchedMate`, which skips profiling and seeds the belief from the measured

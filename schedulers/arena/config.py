@@ -30,8 +30,8 @@ class View(str, Enum):
 class Profiling(str, Enum):
     """How a new job's profiling occupies the cluster (§7.11)."""
 
-    HOLD_GPU = "hold_gpu"  # 1 idle GPU held for T_prof (spec default)
-    DELAY = "delay"  # pure delay, no GPU held
+    HOLD_GPU = "hold_gpu"  # 1 idle GPU held for T_prof (the sensitivity arm "arena-profhold")
+    DELAY = "delay"  # pure delay, no schedulable GPU held (default: README "profiling")
 
 
 def t_search_full(n: int) -> float:
@@ -75,11 +75,12 @@ class ArenaConfig:
     artifact_search_cost: bool = False  # §7.10: min(10·n, 40) s instead of full/5.48
     full_search_cost: bool = False  # baselines: T_search_full
     ckpt_s: float = T_CKPT_S
-    profiling: Profiling = Profiling.HOLD_GPU
+    profiling: Profiling = Profiling.DELAY
     profile_s: float = T_PROF_S  # scaled by (#types)/4 at run time
     profile_per_config_s: float = 0.0  # baselines: prepended DP profiling, per (type, count) or type
     profile_per_type_only: bool = False  # Sia: 1-GPU bootstrap per type
     fcfs: bool = False  # rigid request, arrival order, stop at the first job that does not fit
+    best_type_at_launch: bool = False  # Gavel: launch on the type of highest believed throughput (count fixed)
     seed: int = 0  # κ, ε draws
 
     @property
@@ -111,7 +112,9 @@ BASELINES: dict[str, ArenaConfig] = {
     "fcfs": _baseline("fcfs", View.DP, fcfs=True, allow_type_change=False, allow_count_change=False,
                       shrink_others=False, backfill=False),
     # heterogeneity-aware max-sum-throughput: type changes, fixed count, DP profiling
-    "gavel": _baseline("gavel", View.DP, allow_count_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S),
+    # (the type is Gavel's decision, made at launch: restarts to change it cost T_search_full + T_ckpt)
+    "gavel": _baseline("gavel", View.DP, allow_count_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S,
+                       best_type_at_launch=True),
     # ElasticFlow with loosened deadlines: elastic count on one type, DP profiling
     "ef-ls": _baseline("ef-ls", View.DP, allow_type_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S),
     # Sia: count and type from a linear DP bootstrap (1 GPU per type)
@@ -131,7 +134,7 @@ SENSITIVITY: dict[str, ArenaConfig] = {
     "arena-ckpt300": ArenaConfig("arena-ckpt300", ckpt_s=300.0),
     # §7.1 and §7.11 alternatives
     "arena-norevoke": ArenaConfig("arena-norevoke", preempt_opportunistic=False),
-    "arena-profdelay": ArenaConfig("arena-profdelay", profiling=Profiling.DELAY),
+    "arena-profhold": ArenaConfig("arena-profhold", profiling=Profiling.HOLD_GPU),
     # §7.4 alternative: the artifact's 10 scale-up steps, at D = 1
     "arena-d1-u10": ArenaConfig("arena-d1-u10", depth=1, scale_up_steps=10),
 }

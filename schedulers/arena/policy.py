@@ -263,9 +263,13 @@ class Arena(Policy):
     def _start_config(self, info: JobInfo) -> Config:
         """The request if this arm believes it runs; else the nearest count it does (more GPUs
         first), best believed throughput among those."""
+        n = info.request[1]
+        if self.config.best_type_at_launch:  # Gavel: max-throughput type at the requested count
+            same = [c for c in info.allowed if c[1] == n]
+            if same:
+                return max(same, key=lambda c: (info.allowed[c], c[0] == info.request[0], c[0]))
         if info.request in info.allowed:
             return info.request
-        n = info.request[1]
         return min(info.allowed, key=lambda c: (c[1] < n, abs(c[1] - n), c[0] != info.request[0], -info.allowed[c]))
 
     def _age(self, view: ClusterView) -> None:
@@ -276,6 +280,15 @@ class Arena(Policy):
             if info.priority > 1 and not info.launched and now - info.promoted_at >= self.config.age_s:
                 info.priority -= 1
                 info.promoted_at = now
+
+    def _queue_key(self, job: JobState) -> tuple[Any, ...]:
+        """Priority, then arrival; Gavel (max-sum-throughput) orders by believed throughput per GPU
+        instead of arrival (the jobs that add most to the sum first)."""
+        info = self.info[job.job_id]
+        if self.config.best_type_at_launch:
+            per_gpu = max((v / c[1] for c, v in info.allowed.items()), default=0.0) / info.norm
+            return info.priority, -per_gpu, info.enqueued, job.job_id
+        return info.priority, info.enqueued, job.job_id
 
     def _round(self, view: ClusterView) -> list[Decision]:
         c = self.config
@@ -296,7 +309,7 @@ class Arena(Policy):
         movable = set(allocs)
         queue = sorted(
             (j for j in view.waiting() if (r := self.info[j.job_id].ready_at) is not None and r <= now + 1e-9),
-            key=lambda j: (self.info[j.job_id].priority, self.info[j.job_id].enqueued, j.job_id),
+            key=self._queue_key,
         )
         started: dict[str, Alloc] = {}
         revoked: list[str] = []
