@@ -42,16 +42,36 @@ def is_high_precision(rules: RuleVerdict | None) -> bool:
     return rules is not None and rules.rule in HIGH_PRECISION
 
 
-def settle(rules: RuleVerdict | None, learned: LearnedVerdict) -> FailureVerdict | None:
-    """Steps 1-2 and the rule tie-break of step 3; None when only the LLM could break the tie."""
+# Rules that read an exception class which *is* a taxonomy reason (`KeyError: ...` -> KeyError).
+EXCEPTION_CLASS_RULES = frozenset({
+    "attribute-error", "assertion-error", "value-error", "zero-division", "file-not-found", "permission", "type-error",
+    "key-error", "import-error", "index-error", "name-error", "syntax-error", "called-process", "argument-error",
+})
+
+
+def settle(rules: RuleVerdict | None, learned: LearnedVerdict, *, class_on_root: bool = False) -> FailureVerdict | None:
+    """Steps 1-2 and the rule tie-break of step 3; None when only the LLM could break the tie.
+
+    `class_on_root`: the rules' evidence is the root-cause line itself. Then an exception class
+    printed there that is a taxonomy reason wins over a learned guess naming *another* exception
+    class (a `KeyError` line is never a `NameError` because its neighbours looked like one); a
+    learned reason that is not a class (ModelLoadingError, an OOM) still stands, since a class
+    is only the container the failure was raised in."""
     extra = {"probability": learned.probability, "candidates": learned.candidates}
     if rules is not None and is_high_precision(rules):
         component = _component(rules.reason, rules.component)
         agree = learned.reason is rules.reason if learned.reason is not None else None
         note = f"high-precision signature {rules.rule!r}: rules decide"
         return FailureVerdict(rules.category, rules.reason, component, "rules", "high", rules, None, agree, note, **extra)
+    if (class_on_root and rules is not None and rules.rule in EXCEPTION_CLASS_RULES and learned.reason is not None
+            and learned.reason is not rules.reason and learned.reason in _CLASS_REASONS):
+        confidence: Confidence = "high" if learned.confident and learned.probability >= HIGH_PROBABILITY else "medium"
+        note = (f"the root-cause line prints {rules.reason.value}: the class wins over the learned guess "
+                f"{learned.reason.value} ({learned.probability:.2f})")
+        return FailureVerdict(rules.category, rules.reason, _component(rules.reason, rules.component), "rules",
+                              confidence, rules, None, False, note, **extra)
     if learned.confident:
-        confidence: Confidence = "high" if learned.probability >= HIGH_PROBABILITY else "medium"
+        confidence = "high" if learned.probability >= HIGH_PROBABILITY else "medium"
         return _from_learned(learned, confidence, rules, None, f"learned, category probability {learned.probability:.2f}")
     top2 = learned.candidates[:2]
     if rules is not None and rules.specific and any(c.reason is rules.reason for c in top2):
@@ -95,6 +115,16 @@ def tiebreak(
         ignored if llm is not None else "no tie-breaker: the top reason stands"
     )
     return _from_learned(learned, "low", rules, llm, note)
+
+
+# the reasons that are exception classes: what a printed class may overrule (`settle`)
+_CLASS_REASONS = frozenset({
+    FailureReason.ATTRIBUTE_ERROR, FailureReason.ASSERTION_ERROR, FailureReason.VALUE_ERROR,
+    FailureReason.ZERO_DIVISION_ERROR, FailureReason.FILE_NOT_FOUND_ERROR, FailureReason.PERMISSION_ERROR,
+    FailureReason.TYPE_ERROR, FailureReason.KEY_ERROR, FailureReason.IMPORT_ERROR, FailureReason.INDEX_ERROR,
+    FailureReason.NAME_ERROR, FailureReason.SYNTAX_ERROR, FailureReason.CALLED_PROCESS_ERROR,
+    FailureReason.ARGUMENT_ERROR, FailureReason.OS_ERROR, FailureReason.RUNTIME_ERROR,
+})
 
 
 def _from_learned(

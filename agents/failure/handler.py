@@ -55,6 +55,7 @@ from schedmate.agents.failure.recovery import (
 )
 from schedmate.agents.failure.rules import RulesClassifier, clean_line, root_cause_text
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
+from schedmate.agents.failure.specific import most_specific
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
@@ -228,7 +229,8 @@ class FailureHandler:
             # only the launcher's report of a failure was found (`srun: error: ... exit code 1`):
             # it names no cause, so no answer read from it may count as confident
             learned = dataclasses.replace(learned, confident=False)
-        verdict = settle(rules, learned)
+        on_root = rules is not None and block + rules.offset == root
+        verdict = settle(rules, learned, class_on_root=on_root)
         if verdict is not None:
             return verdict, "disabled" if self.llm is None else "skipped"
         llm, status = self._ask_llm(lines, block, fallbacks, calls)
@@ -288,6 +290,14 @@ class FailureHandler:
                 root_cause = clean_line(view.lines[view.root]).text.strip()
             else:
                 root_cause = root_cause_text(view.lines, view.block, verdict.rules)
+            # the errno line, not the generic wrapper that repeats it (`specific`)
+            if (spec := most_specific(view.lines, view.root, view.block, self.rules)) is not None:
+                at, root_cause = spec
+                if at != view.root:
+                    raw = view.lines[at]
+                    located = dataclasses.replace(located, line_no=view.start + at,
+                                                  text=raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+                    base["located"] = located
             span.set_attribute("schedmate.failure.method", self.config.method)
             span.set_attribute("schedmate.failure.source", verdict.source)
             span.set_attribute("schedmate.failure.llm_status", llm_status)
