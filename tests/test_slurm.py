@@ -410,3 +410,150 @@ def test_diagnose_needs_a_log_or_a_job_and_says_so_in_one_line() -> None:
 
     got = CliRunner().invoke(app, ["diagnose", "--json"])
     assert got.exit_code == 2 and "LOG or --job" in got.output
+
+
+# ------------------------------------------------------------------------------- progress-aware extension
+
+def test_the_extension_rule_extends_only_a_progressing_job_whose_remaining_work_does_not_fit() -> None:
+    from schedmate.integrations.slurm.extend import ExtendConfig, Progress, decide
+
+    cfg = ExtendConfig(enabled=True, check_before_s=900, margin=1.2, slack_s=300, max_extension_s=3600)
+    going = Progress(step=400, planned=1000, step_time_s=6.0, lines=50, last_line_age_s=5.0)  # 3600 s left
+
+    def run(p: Progress | None, elapsed: float = 3000, limit: float = 3600, max_time: float | None = None) -> Any:
+        return decide(p, elapsed_s=elapsed, limit_s=limit, original_s=3600, max_time_s=max_time, config=cfg)
+
+    assert run(going, elapsed=1000)[0] == "keep" and "not due" in run(going, elapsed=1000)[2]
+    action, new, why = run(going)  # needs 3000 + 1.2 x 3600 + 300 = 7620 s; the operator's cap: 3600 + 3600
+    assert (action, new) == ("extend", 7200.0) and "step 400/1000" in why
+    assert run(going, max_time=5400)[:2] == ("extend", 5400.0)  # the partition's MaxTime
+    capped = run(going, max_time=3600)
+    assert capped[0] == "keep" and "cap" in capped[2]
+    assert run(None)[0] == "keep" and "no progress lines" in run(None)[2]  # hung: never extended
+    assert "not progressing" in run(replace(going, last_line_age_s=3600))[2]
+    assert "remaining work unknown" in run(replace(going, planned=None))[2]
+    assert "fit" in run(replace(going, step=990))[2]
+    assert decide(going, elapsed_s=3000, limit_s=3600, original_s=3600, max_time_s=None,
+                  config=replace(cfg, max_extension_s=7200))[1] == 7620  # the operator's cap allows it
+
+
+def test_the_extender_never_touches_a_users_limit_and_changes_nothing_in_dry_run(tmp_path: Path) -> None:
+    from schedmate.integrations.slurm.extend import ExtendConfig, Extender
+
+    log = tmp_path / "out.log"
+    log.write_text("".join(f"step {i}/500 | loss={3 - i / 100:.2f} | step_time=2000ms\n" for i in range(1, 11)))
+    calls: list[list[str]] = []
+
+    def scontrol(args: Any) -> str:
+        calls.append(list(args))
+        return "PartitionName=main MaxTime=UNLIMITED\n"
+
+    base = SlurmJob("7", state="RUNNING", run_time_s=50.0, time_limit="00:01:00", std_out=str(log), partition="main")
+    user = Extender(ExtendConfig(enabled=True), run=scontrol).check(base)  # no SchedMate note: the user gave --time
+    assert user.action == "keep" and "never touched" in user.reason and calls == []
+    ours = replace(base, admin_comment="schedmate: time limit 1 min from SchedMate: 1.2 x p90 40 s of 2 similar")
+    dry = Extender(ExtendConfig(enabled=False), run=scontrol)
+    ext = dry.apply(ours, dry.check(ours))
+    assert ext.action == "extend" and not ext.applied and ext.new_limit_s is not None and ext.new_limit_s > 60
+    assert not any(c[:2] == ["scontrol", "update"] for c in calls)  # dry-run: nothing changed
+    live = Extender(ExtendConfig(enabled=True), run=scontrol)
+    assert live.apply(ours, live.check(ours)).applied
+    update = next(c for c in calls if c[:2] == ["scontrol", "update"])
+    assert update[2:4] == ["JobId=7", f"TimeLimit={int(ext.new_limit_s // 60)}"]
+    assert update[4].startswith("AdminComment=schedmate: time limit 1 min from SchedMate") and "extended to" in update[4]
+
+
+PROGRESS_TRAIN = '''"""Fine-tune GPT-2 on WikiText-103 (causal language modelling)."""
+import argparse
+import os
+import time
+
+
+def get_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model-name", type=str, default="gpt2")
+    p.add_argument("--dataset", type=str, default="wikitext-103")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--max-steps", type=int, default=75)
+    return p.parse_args()
+
+
+args = get_args()
+print("loading gpt2 and wikitext-103 ...", flush=True)
+if os.environ.get("HANG"):
+    time.sleep(100000)  # stuck before its first step (a hung rendezvous): no progress line, ever
+for step in range(1, args.max_steps + 1):
+    time.sleep(1.0)
+    print(f"step {step}/{args.max_steps} | loss={3.0 - step * 0.01:.3f} | step_time=1000ms", flush=True)
+print("training done", flush=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def extended(stack: dict[str, Any]) -> dict[str, Any]:
+    """Two jobs under SchedMate limits of 1 min (from two past runs of 30 s and 40 s): one prints
+    progress for ~75 s, one hangs before its first step; the extender (enabled, checking from 50 s
+    before expiry) runs every 2 s until both have ended."""
+    import httpx
+
+    from schedmate.integrations.slurm.extend import ExtendConfig, Extender
+    from schedmate.integrations.slurm.slurmjob import ScontrolError
+
+    cluster, url = stack["cluster"], stack["url"]
+    repo = _repo(stack["jobs"], "gpt2", {"train.py": PROGRESS_TRAIN, "job.sh": (
+        f"#!/bin/bash\n#SBATCH --gres=gpu:1\n{PY} train.py --model-name gpt2 --max-steps 75\n")})
+    command = launch_command((repo / "job.sh").read_text())
+    for i, d in enumerate((30.0, 40.0)):
+        ack = httpx.post(f"{url}/v1/jobs/register", json={"job_id": f"gpt2-past-{i}", "repo": str(repo),
+                                                          "command": command, "gpus": 1}, timeout=30).json()
+        assert ack["stored"] is True
+        httpx.post(f"{url}/v1/jobs/end", json={"job_id": f"gpt2-past-{i}", "duration_s": d}, timeout=30).raise_for_status()
+
+    def scontrol(args: Any) -> str:
+        done = subprocess.run(list(args), env=cluster.env, capture_output=True, text=True, timeout=10)
+        if done.returncode != 0:
+            raise ScontrolError(done.stderr.strip())
+        return done.stdout
+
+    going = cluster.sbatch(repo / "job.sh", "-o", "going-%j.log")
+    hung = cluster.sbatch(repo / "job.sh", "-o", "hung-%j.log", "--export=ALL,HANG=1")
+    submitted = {j: _show(cluster, j) for j in (going, hung)}
+    extender = Extender(ExtendConfig(enabled=True, check_before_s=50, slack_s=30, max_extension_s=600), run=scontrol,
+                        log_file=repo / "extender.log")
+    decisions: list[Any] = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        decisions += extender.run_pass()
+        states = {j: _show(cluster, j).get("JobState") for j in (going, hung)}
+        if all(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT") for s in states.values()):
+            break
+        time.sleep(2.0)
+    final = {j: _show(cluster, j) for j in (going, hung)}
+    return {"going": going, "hung": hung, "submitted": submitted, "final": final, "decisions": decisions,
+            "extender": extender, "text": {j: _show_text(cluster, j) for j in (going, hung)}, "repo": repo}
+
+
+def test_a_progressing_job_under_a_too_short_schedmate_limit_is_extended_and_completes(extended: dict[str, Any]) -> None:
+    job = extended["going"]
+    assert extended["submitted"][job]["TimeLimit"] == "00:01:00"  # SchedMate's limit from the 30 s / 40 s past runs
+    assert extended["final"][job]["JobState"] == "COMPLETED", extended["final"][job]
+    limit = parse_duration(extended["final"][job]["TimeLimit"])
+    assert limit is not None and 120 <= limit <= 60 + 600  # raised, within the operator's cap
+    assert "; schedmate: extended to" in extended["text"][job]  # what the user sees in scontrol show job
+    mine = [d for d in extended["decisions"] if d.job_id == job and d.action == "extend"]
+    assert len(mine) == 1 and mine[0].applied and "step" in mine[0].reason
+    assert extended["extender"].counts["extended"] >= 1
+    logged = [json.loads(ln) for ln in (extended["repo"] / "extender.log").read_text().splitlines()]
+    assert any(r["job_id"] == job and r["applied"] for r in logged)
+    assert "training done" in (extended["repo"] / f"going-{job}.log").read_text()
+
+
+def test_a_hung_job_is_not_extended_and_ends_with_timeout(extended: dict[str, Any]) -> None:
+    job = extended["hung"]
+    assert extended["submitted"][job]["TimeLimit"] == "00:01:00"
+    assert extended["final"][job]["JobState"] == "TIMEOUT", extended["final"][job]
+    assert extended["final"][job]["TimeLimit"] == "00:01:00"
+    assert "extended" not in extended["text"][job]
+    seen = [d for d in extended["decisions"] if d.job_id == job]
+    assert seen and all(d.action == "keep" for d in seen)
+    assert any("no progress lines" in d.reason for d in seen)
