@@ -19,6 +19,11 @@ same application and batch size is the natural match. The config states the appl
 batch (split over `SIA_GPUS` devices where the family states a per-device batch); its length is
 the family's own draw (Sia's durations come from Sia's throughput model, not from the config).
 
+**Declared workloads** (`attributes[DECLARED_KEY]`: Arena's and Suika's jobs state their model,
+global batch and parallel plan): the config states that model (nearest corpus variant, its size),
+batch, sequence length and TP/PP instead of a size-class draw, so jobs of one model look alike to
+the advisor; one artefact per (model, batch, GPUs, plan, length cell, variant).
+
 **Failures** (`failure_truth`): spec §8.3 asks for infrastructure causes weighted by job GPU-time
 so that they are ≈ 11% of failures but ≈ 82% of failure GPU time (Acme). Our reading:
 P(infra | job) = min(cap, c · g^α), g = the job's GPU-time, with (c, α) fitted once over the
@@ -52,7 +57,7 @@ from schedmate.taxonomy import FailureCategory, FailureReason, category_of, comp
 from schedmate.schedulers.job import FinalStatus, JobSpec
 
 __all__ = [
-    "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "GENERIC_PLAN", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
+    "DECLARED_KEY", "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "GENERIC_PLAN", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",
     "calibrate_infra", "content_hash", "failure_log_key", "failure_log_spec", "failure_truth", "length_bucket",
     "modelled_metrics", "plan_artefact", "planned_work", "steady_metrics", "repo_hash", "unit_hash",
 ]
@@ -79,6 +84,8 @@ _LOG_FRAMEWORK: dict[str, Framework] = {
     "pytorch": Framework.PYTORCH,
 }
 _WORLD_GRID = (1, 2, 4, 8, 16, 32, 64, 128)
+DECLARED_KEY = "declared_workload"  # JobSpec.attributes: the model and plan a policy's workload declares
+_DECLARED_FAMILY = {"lm": "gpt-pretrain", "cnn": "resnet50-in1k"}  # declared kind -> corpus family
 DEFAULT_RATIO = 2.0  # length cells: ×2 per cell
 DEFAULT_VARIANTS = 2  # code-style variants per cell (10k synthetic jobs -> ~900 artefacts)
 
@@ -192,6 +199,9 @@ def plan_artefact(spec: JobSpec, seed: int, *, ratio: float = DEFAULT_RATIO, var
     if app:
         return _sia_artefact(str(app), int(spec.attributes.get("batch_size") or 0), seed)
     plan = planned_work(spec, seed) if planned_s is None else float(planned_s)
+    declared = spec.attributes.get(DECLARED_KEY)
+    if declared:
+        return _declared_artefact(spec, dict(declared), plan, seed, ratio, variants)
     family = assign_workload(_blind(spec, plan), seed).family
     gpus = max(1, min(spec.num_gpus, MAX_GPUS))
     bucket = length_bucket(plan, ratio)
@@ -200,6 +210,34 @@ def plan_artefact(spec: JobSpec, seed: int, *, ratio: float = DEFAULT_RATIO, var
     canon = JobSpec(job_id=key, submit_time=0.0, num_gpus=gpus, duration=float(ratio**bucket))
     a = assign_workload(canon, seed, families=[family])
     return _artefact(key, a.config, "trace", int(a.log_spec.get("log_interval") or 0) or None)
+
+
+def _declared_artefact(spec: JobSpec, declared: dict[str, Any], plan: float, seed: int, ratio: float,
+                       variants: int) -> Artefact:
+    """The artefact of a job whose workload declares its model and parallel plan (`DECLARED_KEY`:
+    Arena's LM jobs, Suika's catalogue models; issue 26): the config states that model's nearest
+    corpus variant, its size, global batch, sequence length and TP/PP, so jobs of one model get
+    alike code. Inputs: what the job declares, its id (style variant) and its outcome-free plan."""
+    family = _DECLARED_FAMILY.get(str(declared.get("kind", "lm")), _DECLARED_FAMILY["lm"])
+    fam = FAMILIES[family]
+    size = float(declared.get("params_b") or fam.variants[0].size_b)
+    gpus = max(1, min(int(declared.get("gpus") or spec.num_gpus), MAX_GPUS))
+    batch = int(declared.get("global_batch") or 0)
+    tp, pp = int(declared.get("tp") or 1), int(declared.get("pp") or 1)
+    bucket = length_bucket(plan, ratio)
+    variant = int(unit_hash("variant", seed, spec.job_id) * max(1, variants))
+    key = f"{family}|{declared.get('model', '?')}|b{batch}|g{gpus}|tp{tp}pp{pp}|L{bucket}|v{variant}"
+    canon = JobSpec(job_id=key, submit_time=0.0, num_gpus=gpus, duration=float(ratio**bucket))
+    a = assign_workload(canon, seed, families=[family])
+    near = min(fam.variants, key=lambda v: (abs(math.log(v.size_b / size)), v.name))
+    changes: dict[str, Any] = {"model_name": near.name, "model_size_b": size}
+    if batch > 0 and (not fam.batch_is_global or batch % gpus == 0):
+        changes["batch_size"] = batch if fam.batch_is_global else max(1, batch // gpus)
+    if declared.get("seq_len") and a.config.seq_len is not None:
+        changes["seq_len"] = int(declared["seq_len"])
+    if fam.program == "megatron":
+        changes["extra"] = {**a.config.extra, "tp": tp, "pp": pp, "micro_batch": 1}
+    return _artefact(key, replace(a.config, **changes), "trace", int(a.log_spec.get("log_interval") or 0) or None)
 
 
 def _blind(spec: JobSpec, plan: float) -> JobSpec:

@@ -328,9 +328,11 @@ def decision_time(gpus: int, *, seed: int = 0, rounds: int = 5, horizon_s: float
     policy = Arena(config or ArenaConfig(seed=seed))
     run_costed(jobs, cluster, policy, policy.downtime, SimConfig(seed=seed, max_time=horizon_s))
     times = policy.round_times[-rounds:]
+    cpu = policy.round_cpu_times[-rounds:]
     return {"gpus": cluster.total_gpus, "jobs": len(jobs), "rounds_timed": len(times),
             "median_round_s": float(np.median(times)) if times else math.nan,
             "max_round_s": float(max(times)) if times else math.nan,
+            "median_round_cpu_s": float(np.median(cpu)) if cpu else math.nan,
             "rounds_total": len(policy.round_times)}
 
 

@@ -110,6 +110,7 @@ class Arena(Policy):
         self._tables: dict[tuple[str, float, int], PerfTable] = {}
         self._profiling_until: dict[str, float] = {}
         self.round_times: list[float] = []  # seconds per Δ round (decision-time benchmark)
+        self.round_cpu_times: list[float] = []  # CPU seconds per Δ round (wall on a shared machine measures neighbours)
 
     # ------------------------------------------------------------------ capabilities
     def throughput(self, job: JobState, placement: Placement, view: ClusterView) -> float:
@@ -237,9 +238,10 @@ class Arena(Policy):
 
     # ------------------------------------------------------------------ the Δ tick
     def optimize(self, view: ClusterView) -> Sequence[Decision]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         decisions = self._round(view)
         dt = time.perf_counter() - t0
+        self.round_cpu_times.append(time.process_time() - c0)
         self.stats.rounds += 1
         self.stats.round_seconds += dt
         self.stats.max_round_seconds = max(self.stats.max_round_seconds, dt)

@@ -16,7 +16,8 @@ import numpy as np
 from ..cluster import ClusterSpec
 from ..job import JobSpec
 from .hardware import gpu_types_of
-from .model import BATCHES, COUNTS, SIZES, make_model, perf_table
+from ..job import ParallelPlan
+from .model import BATCHES, COUNTS, SEQ_LEN, SIZES, PerfTable, make_model, perf_table
 from .policy import ATTR, LMJob
 
 H = 3600.0
@@ -38,6 +39,17 @@ class WorkloadSpec:
     sigma: float = 1.0
     clip_s: tuple[float, float] = (300.0, 8 * H)
     priorities: int = 1  # λ drawn uniformly from 1..priorities (1: the artifact setting)
+
+
+DECLARED_KEY = "declared_workload"  # = integrations.artefacts.DECLARED_KEY (core does not import integrations)
+
+
+def declared(lm: LMJob, plan: ParallelPlan) -> dict[str, object]:
+    """What the job's submission states (model, global batch, request and the AP plan on it): the
+    simulated world renders its code from this, never from the job's outcome (issue 26)."""
+    return {"model": f"{lm.family}-{lm.billions:g}B", "kind": "cnn" if lm.family == "wrn" else "lm",
+            "params_b": lm.billions, "global_batch": lm.batch, "gpus": lm.req_gpus, "tp": plan.tp, "pp": plan.pp,
+            "seq_len": None if lm.family == "wrn" else SEQ_LEN}
 
 
 def _weights(w: tuple[float, ...] | list[float]) -> np.ndarray:
@@ -80,7 +92,7 @@ def generate(cluster: ClusterSpec, seed: int, w: WorkloadSpec | None = None) -> 
     type_p = _weights([TYPE_W.get(t, 1) for t in types])
     fams = list(FAMILY_W)
     count_p = _weights(np.diff((0, *COUNT_CUM)))
-    tables: dict[tuple[str, float, int], dict] = {}
+    tables: dict[tuple[str, float, int], PerfTable] = {}
     jobs = []
     for _ in range(w.n_jobs):
         while True:
@@ -95,8 +107,8 @@ def generate(cluster: ClusterSpec, seed: int, w: WorkloadSpec | None = None) -> 
                 continue
             key = (fam, SIZES[fam][size_i], batch)
             if key not in tables:
-                tables[key] = perf_table(make_model(fam, key[1]), batch, gpus_by_type).ap
-            if tables[key][(gtype, n)] > 0:
+                tables[key] = perf_table(make_model(fam, key[1]), batch, gpus_by_type)
+            if tables[key].ap[(gtype, n)] > 0:
                 break
         jobs.append((key, gtype, n))
     times = arrivals(rng, w)
@@ -104,9 +116,10 @@ def generate(cluster: ClusterSpec, seed: int, w: WorkloadSpec | None = None) -> 
     prio = rng.integers(1, w.priorities + 1, size=w.n_jobs)
     out = []
     for i, ((fam, size, batch), gtype, n) in enumerate(jobs):
-        thr = tables[(fam, size, batch)][(gtype, n)]
+        table = tables[(fam, size, batch)]
+        thr = table.ap[(gtype, n)]
         iters = max(1, round(run[i] * thr / batch))
         lm = LMJob(fam, size, batch, gtype, n, iters, int(prio[i]))
         out.append(JobSpec(f"a{i:04d}", float(times[i]), n, iters * batch / thr, name=f"{fam}-{size:g}B",
-                           attributes={ATTR: lm}))
+                           attributes={ATTR: lm, DECLARED_KEY: declared(lm, table.plans[(gtype, n)])}))
     return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..job import JobSpec, ParallelPlan
-from .model import CATALOGUE, DEFAULT_MICRO_BATCH, ModelSpec
+from .model import CATALOGUE, DEFAULT_MICRO_BATCH, DEFAULT_N_MICRO, DEFAULT_SEQ, ModelSpec
 
 MODEL_KEY = "suika_model"
 RESTART_KEY = "restart_cost"  # the engine's per-job restart cost: 0, the policy charges its own
@@ -62,13 +62,23 @@ def job_model(spec: JobSpec) -> JobModel:
     return assign_model(spec.num_gpus)
 
 
+DECLARED_KEY = "declared_workload"  # = integrations.artefacts.DECLARED_KEY (core does not import integrations)
+
+
+def declared(model: ModelSpec, pp: int, tp: int) -> dict[str, object]:
+    """What the job's submission states (model, global batch, default plan): the simulated world
+    renders its code from this, never from the job's outcome (issue 26)."""
+    return {"model": model.name, "kind": "lm", "params_b": model.params_b, "global_batch": DEFAULT_MICRO_BATCH * DEFAULT_N_MICRO,
+            "gpus": model.gpus, "tp": tp, "pp": pp, "seq_len": DEFAULT_SEQ}
+
+
 def prepare(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     """Give every job a model and a default plan matching its GPU count, and engine restart cost 0
     (each arm charges its own redeployment model, §3.9)."""
     out = []
     for spec in jobs:
         jm = job_model(spec)
-        attrs = {**spec.attributes, MODEL_KEY: jm.model.name, RESTART_KEY: 0.0}
+        attrs = {**spec.attributes, MODEL_KEY: jm.model.name, RESTART_KEY: 0.0, DECLARED_KEY: declared(jm.model, jm.pp, jm.tp)}
         out.append(replace(spec, attributes=attrs, plan=ParallelPlan(jm.tp, jm.pp, jm.dp)))
     return out
 
@@ -111,7 +121,7 @@ def generate_trace(cfg: TraceConfig, seed: int) -> list[JobSpec]:
             num_gpus=m.gpus,
             duration=float(round(lengths[i] * factor, 1)),
             name=m.name,
-            attributes={MODEL_KEY: m.name, RESTART_KEY: 0.0},
+            attributes={MODEL_KEY: m.name, RESTART_KEY: 0.0, DECLARED_KEY: declared(m, m.pp, m.tp)},
             plan=ParallelPlan(m.tp, m.pp, m.dp),
             global_batch=192,
         )
