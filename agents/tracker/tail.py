@@ -23,14 +23,21 @@ happens to real logs while a job runs:
 
 Line numbers are 1-based within one file *generation*; `generation` increases on every
 rotation or truncation. Not thread-safe: one tail per reader.
+
+`FileState` / `ReadingCache`: a reading of a whole file (the service's `track`) depends only on
+its bytes, so it is kept while the file's (device, inode, size, mtime) are unchanged and computed
+again once any of them moves (appended, rewritten, rotated, truncated). Thread-safe.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Generic, Literal, TypeVar
 
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, _LineAssembler
 from schedmate.logfile import NotRegularFile, open_regular
@@ -38,6 +45,7 @@ from schedmate.logfile import NotRegularFile, open_regular
 DEFAULT_MAX_READ_BYTES = 8 << 20
 DEFAULT_CHUNK_BYTES = 1 << 20
 DEFAULT_MAX_LINE_BYTES = 4 * DEFAULT_MAX_CHARS
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,3 +276,64 @@ class LogTail:
             self._fh.close()
         self._fh = None
         self._ident = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """One version of a file as `stat` sees it, without reading it. Appending moves the size,
+    rewriting in place the mtime (nanoseconds), rotation the inode."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str | Path) -> FileState | None:
+        """The file's state now; None when it cannot be stat'ed."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class ReadingCache(Generic[T]):
+    """Readings of whole files, each kept while its file's `FileState` holds (LRU, `max_entries`).
+
+    `get(path, compute)` answers the kept reading when the state is the one it was computed at,
+    else calls `compute()` and keeps its result only when the state was the same before and
+    after (a file that changed mid-read is not cached) and `keep(result)` agrees (e.g. not a
+    reading degraded by a dependency that may come back). Callers that mutate an answer copy it.
+    """
+
+    def __init__(self, max_entries: int = 256) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be >= 1")
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, tuple[FileState, T]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, path: str | Path, compute: Callable[[], T], keep: Callable[[T], bool] = lambda _: True) -> T:
+        key = str(path)
+        before = FileState.of(path)
+        with self._lock:
+            kept = self._kept.get(key)
+            if before is not None and kept is not None and kept[0] == before:
+                self._kept.move_to_end(key)
+                self.hits += 1
+                return kept[1]
+            self.misses += 1
+        value = compute()
+        if before is not None and FileState.of(path) == before and keep(value):
+            with self._lock:
+                self._kept[key] = (before, value)
+                self._kept.move_to_end(key)
+                while len(self._kept) > self.max_entries:
+                    self._kept.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._kept)

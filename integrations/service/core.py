@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.agents.failure.confidence import evidence_fields
 from schedmate.integrations.service.config import ServiceConfig
 from schedmate.integrations.service.models import (
@@ -79,6 +80,8 @@ class ServiceCore:
         self._extractor: Any = None
         self._registry: Any = None
         self._tracked: OrderedDict[str, Path] = OrderedDict()
+        # whole-log `track` readings, kept while the log's (device, inode, size, mtime) hold
+        self._readings: ReadingCache[TrackResponse] = ReadingCache(config.tracked_jobs)
         self.agents: Any = None  # the `agents.stack.AgentStack` the models were built with (after `load`)
 
     # ------------------------------------------------------------------------- lifecycle
@@ -249,10 +252,19 @@ class ServiceCore:
     # ------------------------------------------------------------------------- track
 
     def track(self, req: TrackRequest) -> TrackResponse:
-        from schedmate.agents.tracker.tracker import NoSignal
-
         path = self._file(req.log, "log")
         self._need_models()
+        if req.job_id is None and req.split_at is None:
+            # A whole-log reading depends only on the log's bytes: an unchanged log (same device,
+            # inode, size, mtime) gets the same answer without being read again, and without
+            # waiting for the models. A reading degraded by the LLM is not kept (it may come back).
+            kept = self._readings.get(path, lambda: self._track_read(path, req), keep=lambda r: not r.degraded)
+            return kept.model_copy(deep=True)  # the route stamps latency_s on what it returns
+        return self._track_read(path, req)
+
+    def _track_read(self, path: Path, req: TrackRequest) -> TrackResponse:
+        from schedmate.agents.tracker.tracker import NoSignal
+
         out = TrackResponse()
         with self._lock:
             if req.job_id is None and req.split_at is None:
