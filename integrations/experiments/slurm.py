@@ -14,6 +14,10 @@ backfilling (`schedulers/policies/easy.py`, FCFS priority, kill at the limit):
 - `schedmate+extend`: the same plus progress-aware extension (`integrations/slurm/extend.decide`,
   the rule the live extender runs, with its defaults: looked at 15 min before expiry, margin 1.2,
   5 min slack, cap +24 h);
+- `schedmate+extend/min15` (sensitivity, not the deployed rule): the same with SchedMate's limit
+  at least 15 minutes (one value, fixed before any run: the extender's look-ahead window, so a
+  job's first progress lines can be seen before its limit can expire); it shows what the
+  start-up kills cost, not a tuned optimum;
 - `oracle`: each job's limit is its true run time rounded up to a minute (never killed).
 
 A job killed at its limit loses its progress (no checkpoint: the cost's upper bound; the GPU-hours
@@ -65,7 +69,8 @@ from schedmate.schedulers.policy import ClusterView
 
 __all__ = ["ARMS", "SlurmSetup", "LimitPlan", "arm_rule", "run_slurm_experiment", "format_table"]
 
-ARMS = ("users", "default", "schedmate", "schedmate+extend", "oracle")
+ARMS = ("users", "default", "schedmate", "schedmate+extend", "schedmate+extend/min15", "oracle")
+SENSITIVITY_ARMS = ("schedmate+extend/min15",)  # not the deployed rule: a candidate, labelled as such
 TRACES = ("acme", "philly", "synthetic")
 BSLD_TAU_S = 10.0  # bounded slowdown's floor on run time (Feitelson's usual 10 s)
 
@@ -109,7 +114,7 @@ class _Rule:
 
     def __post_init__(self) -> None:
         self.resubmit_s = self.setup.resubmit_s
-        if self.arm == "schedmate+extend":
+        if self.arm.startswith("schedmate+extend"):
             self.check_before_s = self.setup.extend.check_before_s
             self.check_every_s = self.setup.extend_every_s
 
@@ -123,6 +128,8 @@ class _Rule:
         if self.arm.startswith("schedmate"):
             limit = self.plan.schedmate.get(jid)
             if limit is not None:
+                if self.arm.endswith("/min15"):
+                    limit = min(max(limit, 900.0), req.max_time_s)
                 self.original[jid] = limit
                 return limit, "schedmate"
         return req.default_s, "default"
@@ -132,7 +139,7 @@ class _Rule:
         return (own, "user") if own is not None else (self.setup.requests.max_time_s, "user")
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
-        if source != "schedmate" or self.arm != "schedmate+extend" or job.first_start is None:
+        if source != "schedmate" or not self.arm.startswith("schedmate+extend") or job.first_start is None:
             return None
         elapsed = view.now - job.first_start  # SchedMate's limits hold for first attempts only
         progress = _progress(view.progress(job), self.plan.startup[job.job_id], self.plan.full_run[job.job_id])
@@ -211,6 +218,7 @@ def arm_metrics(result: SimResult, policy: EasyBackfill, setup: SlurmSetup) -> d
     run = np.array([j.spec.duration for j in jobs], dtype=float)
     bsld = np.maximum(1.0, jct / np.maximum(run, BSLD_TAU_S))
     first = min(j.spec.submit_time for j in result.jobs)
+    last = max(j.spec.submit_time for j in result.jobs)
     span = max(1e-9, result.end_time - first)
     sm_kills = [k for k in policy.kills if k.source == "schedmate"]
     stats = policy.run_stats()
@@ -219,7 +227,10 @@ def arm_metrics(result: SimResult, policy: EasyBackfill, setup: SlurmSetup) -> d
         "jobs": n, "unfinished": n - len(jobs),
         "mean_wait_h": float(wait.mean()) / 3600, "p99_wait_h": float(np.percentile(wait, 99)) / 3600,
         "mean_jct_h": float(jct.mean()) / 3600, "p99_jct_h": float(np.percentile(jct, 99)) / 3600,
-        "mean_bsld": float(bsld.mean()), "utilisation": result.busy_gpu_seconds / (result.cluster.total_gpus * span),
+        "mean_bsld": float(bsld.mean()),
+        # busy GPUs while jobs still arrive (the drain after the last arrival is one long job's tail)
+        "utilisation": _busy_share(result.timeline, first, last, result.cluster.total_gpus),
+        "useful_share": float(sum(j.spec.gpu_time for j in jobs)) / max(1e-9, result.busy_gpu_seconds),
         "killed_by_schedmate": len({k.job_id for k in sm_kills}),
         "killed_by_schedmate_share": len({k.job_id for k in sm_kills}) / max(1, n),
         "killed_by_other_limits": len({k.job_id for k in policy.kills if k.source != "schedmate"}),
@@ -233,6 +244,15 @@ def arm_metrics(result: SimResult, policy: EasyBackfill, setup: SlurmSetup) -> d
     }
 
 
+def _busy_share(timeline: np.ndarray, t0: float, t1: float, gpus: int) -> float:
+    """Mean busy share of the GPUs over [t0, t1] (the timeline's busy count is a step function)."""
+    if len(timeline) == 0 or t1 <= t0:
+        return math.nan
+    t, busy = timeline[:, 0], timeline[:, 1]
+    edges = np.clip(np.append(t, t1), t0, t1)
+    return float(np.sum(busy * np.diff(edges)) / (gpus * (t1 - t0)))
+
+
 def _lost(kills: Sequence[Kill], checkpoint_s: float | None = None) -> float:
     if checkpoint_s:
         return float(sum(k.gpus * (k.run_s % checkpoint_s) for k in kills))
@@ -244,7 +264,7 @@ def _simulate(jobs: Sequence[JobSpec], gpus: int, rule: _Rule, setup: SlurmSetup
     capped = [s if s.num_gpus <= cluster.total_gpus else dataclasses.replace(s, num_gpus=cluster.total_gpus) for s in jobs]
     policy = EasyBackfill(rule=rule)
     policy.name = f"easy/{rule.arm}"
-    result = Simulator(capped, cluster, policy, SimConfig(seed=seed, record_timeline=False)).run()
+    result = Simulator(capped, cluster, policy, SimConfig(seed=seed)).run()
     return result, policy
 
 
@@ -344,7 +364,7 @@ def _size(trace: str, jobs: Sequence[JobSpec], plan: LimitPlan, setup: SlurmSetu
         m = arm_metrics(result, policy, setup)
         return m["mean_wait_h"] / m["mean_jct_h"] if m["mean_jct_h"] > 0 else 0.0
 
-    start = 512 if trace != "synthetic" else 64
+    start = 1024 if trace != "synthetic" else 64
     sizing = size_cluster(share, start_gpus=start, target=setup.queue_target, gpus_per_node=setup.gpus_per_node)
     details["sizing"][trace] = {**dataclasses.asdict(sizing), "met": sizing.met}
     return sizing.gpus
@@ -371,7 +391,7 @@ def _request_stats(plan: LimitPlan, setup: SlurmSetup) -> dict[str, Any]:
 
 _METRICS = ("mean_wait_h", "p99_wait_h", "mean_jct_h", "p99_jct_h", "mean_bsld", "utilisation", "killed_by_schedmate",
             "killed_by_schedmate_share", "killed_by_other_limits", "gpu_h_lost_schedmate", "gpu_h_lost_schedmate_ckpt",
-            "extended_jobs", "backfilled")
+            "extended_jobs", "backfilled", "gpu_h_total")
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -395,21 +415,24 @@ def format_table(agg: Sequence[Mapping[str, Any]], details: Mapping[str, Any]) -
     for trace in dict.fromkeys(r["trace"] for r in agg):
         rows = [r for r in agg if r["trace"] == trace]
         lines.append(f"{trace}: {rows[0]['gpus']} GPUs, {rows[0]['seeds']} seed(s), EASY backfilling; mean over seeds")
-        lines.append(f"  {'arm':<17}{'wait h':>8}{'p99 wait':>9}{'JCT h':>8}{'p99 JCT':>9}{'BSLD':>8}{'util':>7}"
+        lines.append(f"  {'arm':<24}{'wait h':>8}{'p99 wait':>9}{'JCT h':>8}{'p99 JCT':>9}{'BSLD':>8}{'util':>7}"
                      f"{'SM-killed':>10}{'lost GPU-h':>11}{'extended':>9}")
         for r in rows:
-            lines.append(f"  {r['arm']:<17}{r['mean_wait_h']:>8.2f}{r['p99_wait_h']:>9.1f}{r['mean_jct_h']:>8.2f}"
+            lines.append(f"  {r['arm']:<24}{r['mean_wait_h']:>8.2f}{r['p99_wait_h']:>9.1f}{r['mean_jct_h']:>8.2f}"
                          f"{r['p99_jct_h']:>9.1f}{r['mean_bsld']:>8.1f}{r['utilisation']:>7.1%}"
                          f"{r['killed_by_schedmate_share']:>10.2%}{r['gpu_h_lost_schedmate']:>11.1f}"
                          f"{r['extended_jobs']:>9.0f}")
         by = {r["arm"]: r for r in rows}
-        if "users" in by and "schedmate+extend" in by:
-            u, s = by["users"], by["schedmate+extend"]
+        for arm, label in (("schedmate+extend", "SchedMate limits + extension"),
+                           ("schedmate+extend/min15", "sensitivity, limits >= 15 min + extension")):
+            if "users" not in by or arm not in by:
+                continue
+            u, s = by["users"], by[arm]
             cut = 1 - s["mean_wait_h"] / u["mean_wait_h"] if u["mean_wait_h"] > 0 else math.nan
             ok = cut >= 0.30 and s["killed_by_schedmate_share"] <= 0.01
-            lines.append(f"  SchedMate limits + extension vs users' requests: mean wait {cut:+.0%} cut "
-                         f"(target >= 30%), {s['killed_by_schedmate_share']:.2%} of jobs killed by a SchedMate limit "
-                         f"(target <= 1%; {s['gpu_h_lost_schedmate']:.1f} GPU-h lost, "
+            lines.append(f"  {label} vs users' requests: mean wait cut {cut:.0%} (target >= 30%), "
+                         f"{s['killed_by_schedmate_share']:.2%} of jobs killed by a SchedMate limit (target <= 1%; "
+                         f"{s['gpu_h_lost_schedmate']:.1f} of {s['gpu_h_total']:.0f} GPU-h lost, "
                          f"{s['gpu_h_lost_schedmate_ckpt']:.1f} with 30-min checkpoints): {'met' if ok else 'NOT met'}")
         q = details.get("advisor_quality", {}).get(trace)
         if q is not None:
