@@ -45,22 +45,21 @@ print(json.dumps({"s": time.perf_counter() - t0, "batch_size": res.fields.get("b
 """
 
 
-def _module(size: int) -> str:
-    """Dense, valid Python of about `size` bytes (the worst case for AST memory per byte)."""
+def _write_module(path: Path, size: int) -> None:
+    """Dense, valid Python of about `size` bytes (the worst case for AST memory per byte), written
+    in chunks: this process stays small, so a forked child's peak RSS is its own."""
     chunk = "def f{i}(a, b=3):\n    x = a + b * {i}\n    return [x, 'abc', {{'k': x}}]\n"
-    parts, n, i = [], 0, 0
-    while n < size:
-        s = chunk.format(i=i)
-        parts.append(s)
-        n += len(s)
-        i += 1
-    return "".join(parts)
+    with open(path, "w") as fh:
+        i = 0
+        while fh.tell() < size:
+            fh.write("".join(chunk.format(i=j) for j in range(i, i + 1000)))
+            i += 1000
 
 
 def make_repo(root: Path, mb: float, many: int = 0) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "train.py").write_text(TRAIN)
-    (root / "helpers.py").write_text(_module(int(mb * 1_000_000)))
+    _write_module(root / "helpers.py", int(mb * 1_000_000))
     for i in range(many):
         sub = root / f"pkg{i // 500}"
         sub.mkdir(exist_ok=True)
