@@ -193,7 +193,7 @@ def _balanced(skel: list[tuple[int, tuple]], c: Coeffs, hw: Hardware, cap: float
     """`load_balance(skel)`, its iteration time memoised per `_profile` in `shapes`."""
     if shapes is None:
         return load_balance(skel, c, hw, cap)
-    key = ("balance", c, cap, hw, _profile(skel, hw))
+    key = ("balance", _profile(skel, hw))  # `shapes` is already scoped to (c, cap, hw, space)
     hit = shapes.get(key)
     if hit is None:
         p = load_balance(skel, c, hw, cap)
@@ -232,11 +232,14 @@ def expand_and_balance(
     only the winning candidate, so jobs of one model on like-shaped GPUs are balanced once."""
     if shapes is None:
         return _expand_and_balance(plan, added, c, hw, cap, space)[0]
-    key = (c, cap, hw, space, shape_key(plan, added, hw))
-    hit = shapes.get(key)
+    scoped = shapes.get((c, cap, hw, space))
+    if scoped is None:
+        scoped = shapes[(c, cap, hw, space)] = {}
+    key = shape_key(plan, added, hw)
+    hit = scoped.get(key)
     if hit is None:
-        best, k = _expand_and_balance(plan, added, c, hw, cap, space, shapes)
-        shapes[key] = (k, None) if best is None else (
+        best, k = _expand_and_balance(plan, added, c, hw, cap, space, scoped)
+        scoped[key] = (k, None) if best is None else (
             k, (tuple(s.layers for s in best.stages), tuple(s.batches for s in best.stages), iteration_time(best, c, hw)))
         return best
     k, kept = hit

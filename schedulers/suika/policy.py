@@ -371,7 +371,7 @@ class ElasticPolicy(Policy):
         memo = self._memo.setdefault(jid, {})
         if len(memo) > 50_000:
             memo.clear()
-        if len(self._shapes) > 200_000:
+        if sum(len(v) for v in self._shapes.values()) > 200_000:
             self._shapes.clear()
         cfg = self.config
         cands = best_expansions(x.plan, key[1], x.book.coeffs, hw, x.book.cap, space=cfg.space, params=cfg.search, memo=memo,
