@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedmate.agents.stack import DEFAULT_POOL_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, AgentStack, AgentStackConfig
+from schedmate.logfile import readable_log
 
 __all__ = ["advise_config", "agent_stack", "history_app", "register_job_commands"]
 
@@ -419,6 +420,8 @@ def _track_summary(result: Any) -> dict[str, Any]:
 
 
 def _render_track(path: Path, s: dict[str, Any], *, stamp: str = "") -> None:
+    for n in s.get("notes") or []:  # how the log was read (decompressed, decoded, a capped line)
+        console.print(f"note: {n}", markup=False, highlight=False)
     if not s["signal"]:
         console.print(f"{stamp}{path}: no progress signal ({s['reason']})", markup=False, highlight=False)
         return
@@ -506,10 +509,16 @@ def track(
         for n in notes:
             err.print(f"[yellow]note:[/] {escape(n)}", highlight=False)
         tracker = _make_tracker(chat)
+        view = stack.enter_context(readable_log(log))  # gzip/bz2/xz and UTF-16/32 read as they come
+        if view.unreadable:
+            raise UserError(f"{log}: {view.status_message()}")
         if follow:
+            if view.converted:
+                raise UserError(f"{log}: --follow reads a growing plain-text log, not a {view.notes[0].removeprefix('log read ')} one")
             _follow(log, tracker, interval, timeout, as_json)
             return
-        summary = _track_summary(tracker.observe(log))
+        summary = _track_summary(tracker.observe(view.path))
+        summary["notes"] = view.notes + list(summary.get("notes") or [])
     _print_json(summary) if as_json else _render_track(log, summary)
 
 
@@ -542,6 +551,8 @@ def _diagnosis_dict(d: Any) -> dict[str, Any]:
 def _render_diagnosis(r: dict[str, Any]) -> None:
     if r["status"] != "failure_found":
         console.print(f"{r['log']}: no failure found ({r['message']})", markup=False, highlight=False)
+        for n in r.get("notes") or []:  # e.g. a capped line: the answer says what it could not read
+            console.print(f"note: {n}", markup=False, highlight=False)
         return
     console.print(f"[bold]root cause[/] (line {r['line']} of {r['total_lines']}):", highlight=False)
     console.print(f"  {r['line_text']}", markup=False, highlight=False)
@@ -575,6 +586,8 @@ def _render_diagnosis(r: dict[str, Any]) -> None:
         console.print(f"  note: {n}", markup=False, highlight=False)
     for f in r["fallbacks"]:
         console.print(f"[yellow]fallback:[/] {escape(f)}", highlight=False)
+    for n in r.get("notes") or []:
+        console.print(f"note: {n}", markup=False, highlight=False)
 
 
 def diagnose(
@@ -623,11 +636,15 @@ def diagnose(
         chat = _open_llm(stack, notes, config.llm) if llm else None
         if method == "llm" and chat is None:
             raise UserError(f"--method llm needs the LLM: {notes[0]}")
+        view = stack.enter_context(readable_log(log))  # gzip/bz2/xz and UTF-16/32 read as they come
+        if view.unreadable:
+            raise UserError(f"{log}: {view.status_message()}")
         handler = agent_stack(config, chat_model=chat).handler(store_url=url)
-        d = handler.diagnose(log, meta)
+        d = handler.diagnose(view.path, meta)
         if d.status == "unreadable":
             raise UserError(f"{log}: {d.message}")
         result = _diagnosis_dict(d)
+        result["log"], result["notes"] = str(log), view.notes + result["notes"]
         result["fallbacks"] = notes + result["fallbacks"]
         if found is not None:
             result["slurm"] = {"job_id": found.job_id, "log": found.log, "log_from": found.source}

@@ -16,10 +16,22 @@ that already turn `OSError`/`ValueError` into "cannot read log" give one clear l
 
 from __future__ import annotations
 
+import bz2
+import codecs
+import lzma
 import os
+import shutil
 import stat
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
 
-__all__ = ["NotRegularFile", "describe_mode", "open_regular", "pread_exact"]
+__all__ = ["DEFAULT_MAX_DECODED_BYTES", "LogView", "NotRegularFile", "describe_mode", "detect_encoding", "open_regular",
+           "pread_exact", "readable_log"]
 
 
 class NotRegularFile(ValueError):
@@ -73,3 +85,279 @@ def pread_exact(fd: int, size: int, offset: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+
+
+# ------------------------------------------------------------------------------ logs as they come
+#
+# A log may arrive gzip/bz2/xz-compressed (`job.log.gz` from a log rotator) or in UTF-16/32 (a
+# Windows tool, PowerShell's `>`). Read as bytes, both looked like text without a failure line,
+# and the CLI and the service answered "no failure found". `readable_log` gives the readers a
+# file they can index: the original when it is plain UTF-8-compatible text, else a UTF-8 copy
+# (decompressed and/or transcoded, streamed, its last `max_bytes` kept), and says plainly what
+# it could not read (`unreadable: encoding`, `unreadable: compression`), never leaving a caller
+# to report a healthy job.
+
+
+DEFAULT_MAX_DECODED_BYTES = 512 * 1024 * 1024  # a decoded copy keeps the log's last 512 MB (failures are at the end)
+_SAMPLE = 64 * 1024
+_CHUNK = 1024 * 1024
+_LONG_LINE = 8_000  # readers keep a line up to here (agents/failure/locator.py `_LINE_CAP`)
+_TAIL_SCAN = 64 * 1024 * 1024
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"PK\x03\x04", "zip"), (b"\x04\x22\x4d\x18", "lz4"),
+)
+_DECOMPRESSORS: dict[str, Callable[[], Any]] = {
+    "gzip": lambda: zlib.decompressobj(wbits=47),  # 32 + 15: a gzip (or zlib) header, read incrementally
+    "bz2": bz2.BZ2Decompressor,
+    "xz": lzma.LZMADecompressor,
+}
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),  # these codecs read and drop the BOM
+)
+
+
+@dataclass
+class LogView:
+    """What to read for a log: `path` (the original or a decoded UTF-8 copy), how it was decoded,
+    notes for the result, and `unreadable` ("encoding: ..." / "compression: ...") when nothing
+    trustworthy could be read; a caller then says so instead of diagnosing."""
+
+    original: Path
+    path: Path
+    compression: str | None = None
+    encoding: str = "utf-8"
+    notes: list[str] = field(default_factory=list)
+    unreadable: str | None = None
+
+    @property
+    def converted(self) -> bool:
+        return self.path != self.original
+
+    def status_message(self) -> str:
+        """`unreadable: encoding (...)`: the one line a result carries for an unreadable log."""
+        return f"unreadable: {self.unreadable}" if self.unreadable else ""
+
+
+def detect_encoding(sample: bytes) -> str | None:
+    """The text encoding of `sample` (a file's first bytes): a BOM, else the NUL pattern of
+    UTF-16/32 text (ASCII characters leave every second or three of four bytes zero), else
+    "utf-8" when it reads as text. None for binary data that is text in no encoding tried."""
+    for bom, name in _BOMS:
+        if sample.startswith(bom):
+            return name
+    if not sample:
+        return "utf-8"
+    n = len(sample) - len(sample) % 4
+    if n >= 8 and sample.count(0, 0, n) > n // 4:
+        lanes = [sample[i:n:4].count(0) / (n // 4) for i in range(4)]
+        if lanes[1] > 0.9 and lanes[2] > 0.9 and lanes[3] > 0.9 and lanes[0] < 0.5:
+            return "utf-32-le"
+        if lanes[0] > 0.9 and lanes[1] > 0.9 and lanes[2] > 0.9 and lanes[3] < 0.5:
+            return "utf-32-be"
+        even = (lanes[0] + lanes[2]) / 2
+        odd = (lanes[1] + lanes[3]) / 2
+        if odd > 0.6 and even < 0.2:
+            return "utf-16-le"
+        if even > 0.6 and odd < 0.2:
+            return "utf-16-be"
+        return None
+    text = sample.decode("utf-8", errors="replace")
+    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f\v\x1b\x08"))
+    return "utf-8" if bad <= max(8, len(text) // 20) else None  # Latin-1 accents pass; binary does not
+
+
+class _TailWriter:
+    """Keeps the last `max_bytes` written in two alternating halves (bounded disk and memory)."""
+
+    def __init__(self, folder: Path, max_bytes: int) -> None:
+        self.half = max(1, max_bytes // 2)
+        self.files = [open(folder / "a", "w+b"), open(folder / "b", "w+b")]  # noqa: SIM115
+        self.current = 0
+        self.total = 0
+
+    def write(self, data: bytes) -> None:
+        while data:
+            f = self.files[self.current]
+            room = self.half - f.tell()
+            if room <= 0:
+                self.current ^= 1
+                self.files[self.current].seek(0)
+                self.files[self.current].truncate()
+                continue
+            f.write(data[:room])
+            self.total += min(room, len(data))
+            data = data[room:]
+
+    def finish(self, out: Path) -> None:
+        older, newer = self.files[self.current ^ 1], self.files[self.current]
+        with open(out, "wb") as dst:
+            if self.total > self.half:
+                older.seek(0)
+                shutil.copyfileobj(older, dst)
+            newer.seek(0)
+            shutil.copyfileobj(newer, dst)
+        for f in self.files:
+            f.close()
+
+
+def _compression(head: bytes) -> str | None:
+    return next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+
+
+class _Stream:
+    """A log's bytes in chunks, decompressed incrementally: a stream cut short (a rotation caught
+    mid-write) yields what it holds and sets `broken`, instead of losing everything to EOFError.
+    Concatenated members (`cat a.gz b.gz`) are read one after the other."""
+
+    def __init__(self, path: Path, kind: str | None) -> None:
+        self.path, self.kind = path, kind
+        self.broken = ""
+
+    def __iter__(self) -> Iterator[bytes]:
+        fd = open_regular(self.path)
+        try:
+            with os.fdopen(fd, "rb") as raw:
+                if self.kind is None:
+                    while chunk := raw.read(_CHUNK):
+                        yield chunk
+                    return
+                yield from self._decompressed(raw)
+        except OSError as exc:
+            self.broken = exc.strerror or str(exc)
+
+    def _decompressed(self, raw: IO[bytes]) -> Iterator[bytes]:
+        assert self.kind is not None
+        new = _DECOMPRESSORS[self.kind]
+        dec, fed, data = new(), False, b""
+        while True:
+            if not data:
+                data = raw.read(_CHUNK)
+                if not data:
+                    break
+            try:
+                out = dec.decompress(data)
+            except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+                self.broken = str(exc) or type(exc).__name__
+                return
+            fed, data = True, b""
+            if out:
+                yield out
+            if dec.eof:  # a member ended: the next one (if any) starts in its unused data
+                data = dec.unused_data.lstrip(b"\x00")
+                dec, fed = new(), False
+        if fed and not dec.eof:
+            self.broken = "the compressed stream ends before its end marker (truncated)"
+
+
+def _sample(path: Path, kind: str) -> tuple[bytes, str]:
+    """The first decompressed bytes (up to `_SAMPLE`), and why the stream broke off if it did."""
+    stream = _Stream(path, kind)
+    parts: list[bytes] = []
+    got = 0
+    for chunk in stream:
+        parts.append(chunk)
+        got += len(chunk)
+        if got >= _SAMPLE:
+            break
+    return b"".join(parts)[:_SAMPLE], stream.broken
+
+
+def _long_line_note(path: Path, size: int) -> str | None:
+    """A note when the part of the log a diagnosis reads (its last 64 MB) holds a line longer
+    than readers keep: that line is capped, and the answer must say so."""
+    fd = open_regular(path)
+    try:
+        start = max(0, size - _TAIL_SCAN)
+        run = longest = 0
+        pos = start
+        while pos < size:
+            chunk = pread_exact(fd, min(_CHUNK, size - pos), pos)
+            if not chunk:
+                break
+            parts = chunk.split(b"\n")
+            run += len(parts[0])
+            for p in parts[1:]:
+                longest = max(longest, run)
+                run = len(p)
+            pos += len(chunk)
+        longest = max(longest, run)
+    finally:
+        os.close(fd)
+    if longest <= _LONG_LINE:
+        return None
+    what = "the log's last 64 MB hold" if start else "the log holds"
+    return (f"{what} a line of {longest:,} bytes: lines are read up to their first {_LONG_LINE:,} bytes "
+            "(capped), so a failure past that point of the line is not seen")
+
+
+@contextmanager
+def readable_log(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_DECODED_BYTES) -> Iterator[LogView]:
+    """The log at `path` as readers need it (see `LogView`); a decoded copy lives in a temporary
+    folder removed on exit. Raises `NotRegularFile`/`OSError` like `open_regular`."""
+    original = Path(path)
+    fd = open_regular(original)
+    try:
+        size = os.fstat(fd).st_size
+        head = pread_exact(fd, _SAMPLE, 0)
+    finally:
+        os.close(fd)
+    view = LogView(original=original, path=original)
+    kind = _compression(head)
+    if kind in ("zstd", "zip", "lz4"):
+        view.unreadable = f"compression ({kind} is not read; decompress the log first)"
+        yield view
+        return
+    sample = head
+    if kind is not None:
+        view.compression = kind
+        sample, broken = _sample(original, kind)
+        if not sample and broken:
+            view.unreadable = f"compression ({kind} stream is corrupt: {broken})"
+            yield view
+            return
+    encoding = detect_encoding(sample)
+    if encoding is None:
+        view.unreadable = ("encoding (binary data: not text in UTF-8, UTF-16 or UTF-32)"
+                           + (f" after {kind} decompression" if kind else ""))
+        yield view
+        return
+    view.encoding = encoding
+    if kind is None and encoding in ("utf-8", "utf-8-sig"):
+        note = _long_line_note(original, size)
+        if note:
+            view.notes.append(note)
+        yield view
+        return
+    with tempfile.TemporaryDirectory(prefix="schedmate-log-") as tmp:
+        total, broken = _decode_copy(original, kind, encoding, Path(tmp), max_bytes)
+        if broken and not total:
+            view.unreadable = f"compression ({kind} stream is corrupt: {broken})"
+            yield view
+            return
+        if broken:
+            view.notes.append(f"{kind} stream breaks off after {total:,} bytes ({broken}): diagnosis of the part read")
+        view.path = Path(tmp) / "decoded.log"
+        how = " and ".join(x for x in (f"{kind}-decompressed" if kind else "",
+                                       f"decoded from {encoding}" if encoding not in ("utf-8", "utf-8-sig") else "") if x)
+        view.notes.append(f"log read {how}")
+        if total > max_bytes:
+            view.notes.append(f"decoded log is {total:,} bytes: its last {max_bytes:,} are read")
+        note = _long_line_note(view.path, view.path.stat().st_size)
+        if note:
+            view.notes.append(note)
+        yield view
+
+
+def _decode_copy(path: Path, kind: str | None, encoding: str, tmp: Path, max_bytes: int) -> tuple[int, str]:
+    """Decode into `tmp/decoded.log`; (bytes written, why the stream broke off or "")."""
+    decoder: Any = codecs.getincrementaldecoder(encoding)(errors="replace")
+    writer = _TailWriter(tmp, max_bytes)
+    stream = _Stream(path, kind)
+    for chunk in stream:  # truncated or corrupt: what came is kept, `broken` says why it stopped
+        writer.write(decoder.decode(chunk).encode("utf-8", errors="replace"))
+    writer.write(decoder.decode(b"", final=True).encode("utf-8", errors="replace"))
+    writer.finish(tmp / "decoded.log")
+    return writer.total, stream.broken

@@ -28,6 +28,7 @@ import redis
 from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.agents.failure.confidence import evidence_fields
 from schedmate.integrations.service.config import ServiceConfig
+from schedmate.logfile import readable_log
 from schedmate.integrations.service.models import (
     SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
     JobEndRequest, JobRegisterRequest, MatchOut, MetricOut, SimilarFailuresRequest, SimilarFailuresResponse,
@@ -310,9 +311,19 @@ class ServiceCore:
         path = self._file(req.log, "log")
         self._need_models()
         meta = {"job_id": req.job_id, "nodes": req.nodes, "num_gpus": req.num_gpus}
-        with self._lock:
-            d = self._handler.diagnose(path, meta)
-        return _diagnosis(d)
+        with ExitStack() as stack:
+            try:  # gzip/bz2/xz and UTF-16/32 read as they come (schedmate/logfile.py)
+                view = stack.enter_context(readable_log(path))
+            except (OSError, ValueError) as exc:  # vanished, or swapped for a FIFO since the check
+                raise InputError(400, f"cannot read log: {getattr(exc, 'strerror', None) or exc}") from None
+            if view.unreadable:  # said plainly, never "no failure found"
+                return _default(DiagnoseResponse(status="unreadable", message=view.status_message()),
+                                view.status_message())
+            with self._lock:
+                d = self._handler.diagnose(view.path, meta)
+        out = _diagnosis(d)
+        out.degraded.extend(view.notes)
+        return out
 
     # ------------------------------------------------------------------------- jobs
 
