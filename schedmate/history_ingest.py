@@ -385,6 +385,8 @@ def ingest_files(files: list[Path], url: str, make_embedder: Callable[[], Any],
         for path in files:
             size = max(path.stat().st_size, 1)
             t0 = last = time.monotonic()
+            if progress is not None and size > 10_000_000:  # at once: the model load alone takes seconds
+                progress(f"{path.name}: {size / 1e6:,.0f} MB to read, in batches of {BATCH_ROWS} rows")
             with open(path, "rb") as fh:
                 for row in read_rows(path, fh):
                     if isinstance(row, str):
