@@ -541,6 +541,8 @@ def _diagnosis_dict(d: Any) -> dict[str, Any]:
         "confidence": getattr(d.verdict, "confidence", None), "method": d.method, "llm_status": d.llm_status,
         # what decided the category (logs.md §2.1b), its calibrated probability, and an abstention
         "category_evidence": evidence_fields(d.verdict), "calibrated": d.confidence, "abstained": d.abstained,
+        # what to change, values read from the lines (advice only: the plan below is the only action)
+        "remediation": d.remediation.model_dump() if d.remediation is not None else None,
         "similar": [dataclasses.asdict(s) for s in d.similar],
         "similar_status": d.similar_status, "plan": plan, "dry_run": True, "fallbacks": list(d.fallbacks),
         "llm_calls": dataclasses.asdict(d.llm_calls), "notes": list(d.notes),
@@ -566,10 +568,18 @@ def _render_diagnosis(r: dict[str, Any]) -> None:
         console.print(f"[bold]decided by[/] {escape(ce['rule'])} ({ce['strength']}{conf}{guess}): {escape(ce['why'])}", highlight=False)
         if ce.get("line"):
             console.print(f"  evidence: {ce['line'][:200]}", markup=False, highlight=False)
+    rem = r.get("remediation")
+    if rem:
+        where = f", values from line {', '.join(map(str, rem['lines']))}" if rem.get("lines") and rem.get("values") else ""
+        console.print(f"[bold]what to change[/] ({escape(rem['key'])}, for the {rem['who'].replace('+', ' and the ')}"
+                      f"{where}): {escape(rem['summary'])}", highlight=False)
+        for step in rem.get("steps") or []:
+            console.print(f"  - {step}", markup=False, highlight=False)
     if r["similar"]:
-        t = Table("past job", "similarity", "category", "reason", "status", title="similar past failures")
+        t = Table("past job", "similarity", "category", "reason", "status", "resolved by", title="similar past failures")
         for s in r["similar"]:
-            t.add_row(*_cells(s["job_id"], f"{s['score']:.3f}", s["category"], s["reason"], s["final_status"]))
+            t.add_row(*_cells(s["job_id"], f"{s['score']:.3f}", s["category"], s["reason"], s["final_status"],
+                              s.get("resolution") or "-"))
         console.print(t)
     elif r["similar_status"] == "disabled":
         console.print("similar past failures: no history store (see `schedmate history ingest`)", highlight=False)
@@ -805,6 +815,47 @@ def history_list(
         table.add_row(*_cells(r["job_id"], r["user"] or "-", r["gpus"] or "-", r["model_name"], r["dataset"], plan,
                               _dur(r["duration_s"]), util, r["final_status"]))
     console.print(table)
+
+
+@history_app.command("resolve")
+def history_resolve(
+    job: Annotated[str, typer.Argument(help="The failed job whose failure is in the history (`diagnose --record`, the "
+                                            "epilog, the service's failure report).")],
+    note: Annotated[str, typer.Option("--note", help="How it was resolved (what changed), at most 2000 characters.")],
+    history_dir: HistoryDirOpt = None,
+    redis_url: RedisUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record how a past failure was resolved: `diagnose` and `chat` show the note beside similar failures."""
+    from schedmate.agents.failure.similar import FAILURE_PREFIX, UnknownFailure, record_resolution
+    from schedmate.embeddings.store import JobStore, StoreError
+
+    with _user_errors():
+        loc = _location(history_dir, redis_url, create=False)
+        if loc is None:
+            raise UserError("no failure history yet: record failures with `schedmate diagnose LOG --record`")
+        with _served(loc) as url:
+            dim = _stored_dim(url, FAILURE_PREFIX)
+            if not dim:
+                raise UserError(f"the failure history at {loc.describe()} is empty: nothing to resolve")
+            try:
+                with JobStore.connect(url, dim, prefix=FAILURE_PREFIX) as store:
+                    if store.get(job) is None and store.get(f"slurm-{job}") is not None:
+                        job = f"slurm-{job}"  # a Slurm job id, as the epilog recorded it
+                    rec = record_resolution(store, job, note)
+            except UnknownFailure as exc:
+                raise UserError(str(exc)) from None
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+            except StoreError as exc:
+                raise UserError(f"failure history unavailable: {exc}") from None
+    out = {"job_id": job, "resolution": rec.workload["resolution"], "resolved_at": rec.workload["resolved_at"],
+           "reason": rec.outcome.failure_reason, "location": loc.describe()}
+    if as_json:
+        _print_json(out)
+        return
+    console.print(f"recorded how job {job} ({out['reason'] or 'unclassified'}) was resolved at {out['location']}",
+                  markup=False, highlight=False)
 
 
 def register_job_commands(app: typer.Typer) -> None:

@@ -124,10 +124,33 @@ def test_hardware_names_node_and_gpu_and_splits_operator_and_owner() -> None:
     assert r.steps[0].startswith("Operator: cordon dgx15") and r.steps[1].startswith("Owner: resubmit")
 
 
-def test_a_cuda_error_the_evidence_does_not_blame_on_hardware_is_the_codes() -> None:
+def test_a_cuda_error_is_the_hardwares_with_evidence_the_codes_with_a_device_assert_else_unknown() -> None:
     line = "RuntimeError: CUDA error: an illegal memory access was encountered"
-    assert remediate([line], 0, R.CUDA_ERROR, FailureCategory.SCRIPT).key == "fix_code"
     assert remediate([line], 0, R.CUDA_ERROR, FailureCategory.INFRASTRUCTURE).key == "cordon_node"
+    assert remediate([line], 0, R.CUDA_ERROR, FailureCategory.SCRIPT).key == "unknown"  # code or hardware: cannot tell
+    asserted = ["Loss.cu:257: nll_loss_forward: block: [0,0,0], thread: [4,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+                "RuntimeError: CUDA error: device-side assert triggered"]
+    assert remediate(asserted, 1, R.CUDA_ERROR, FailureCategory.SCRIPT, block=0).key == "fix_code"
+
+
+def test_a_class_error_raised_inside_an_installed_package_is_a_version_mismatch() -> None:
+    lines = ['  File "/opt/venv/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py", line 723',
+             "    raise KeyError(key)", "KeyError: 'qwen2'"]
+    r = remediate(lines, 2, R.KEY_ERROR, block=0)
+    assert r.key == "align_versions" and r.values["packages"] == ["transformers"]
+    numpy = remediate(["AttributeError: module 'numpy' has no attribute 'float'"], 0, R.ATTRIBUTE_ERROR)
+    assert numpy.key == "align_versions" and numpy.values["packages"] == ["numpy"]
+    own = ['  File "/home/me/train.py", line 12, in main', "    cfg['lr']", "KeyError: 'lr'"]
+    assert remediate(own, 2, R.KEY_ERROR, block=0).key == "fix_code"  # the job's own code
+    fstring = ['  File "utils.py", line 8', "    raise ValueError(f'bad {x}')", "                  ^", "SyntaxError: invalid syntax"]
+    assert remediate(fstring, 3, R.SYNTAX_ERROR, block=0).values == {"packages": ["python"]}
+
+
+def test_distributed_store_timeouts_are_a_peers_problem_not_a_transient_one() -> None:
+    line = "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 10.0.0.1:1234"
+    assert remediate([line], 0, R.CONNECTION_ERROR, FailureCategory.INFRASTRUCTURE).key == "debug_nccl"
+    dup = "NCCL WARN Duplicate GPU detected : rank 6 and rank 7 both on CUDA device 1c000"
+    assert remediate([dup], 0, R.RUNTIME_ERROR).key == "fix_code"
 
 
 def test_script_errors_name_the_exception_and_no_reason_means_unknown() -> None:

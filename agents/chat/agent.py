@@ -23,12 +23,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from schedmate.agents.chat.compose import can_phrase, check_phrasing, quote, first_sentences, phrase_messages, thin_evidence, tools_text
+from schedmate.agents.chat.compose import (
+    can_phrase, check_phrasing, first_sentences, phrase_messages, quote, table_text, thin_evidence, tools_text,
+)
 from schedmate.agents.chat.facts import (
     ChatInputError, ChatUnavailable, Citation, DiagnosisFacts, JobFacts, MetricsFacts, SimilarCase,
 )
 from schedmate.agents.chat.history import Session, SessionStore, check_session_id
-from schedmate.agents.chat.intent import Intent, read_intent
+from schedmate.agents.chat.intent import Intent, route_intent
+from schedmate.agents.chat.intent_model import IntentClassifier
 from schedmate.agents.chat.tools import DEFAULT_RADIUS, ChatBackend, ChatTools
 
 __all__ = ["ChatAgent", "ChatAnswer", "ChatConfig", "DRIVE_SYSTEM", "Listener", "Mode"]
@@ -68,6 +71,8 @@ class ChatAnswer(BaseModel):
     answered_by: Literal["tools", "model"]
     model_note: str | None = None  # why the model's wording was not used
     intent: list[str]
+    intent_kind: str | None = None  # what the question asks (`intent_model.INTENTS`), None: keyword rules
+    intent_method: str = "keywords"
     citations: list[Citation]
     diagnosis: DiagnosisFacts | None = None
     plan_steps: list[str] = []
@@ -94,8 +99,9 @@ class ChatAgent:
     """The conversation over a backend (SchedMate's agents) and a session store."""
 
     def __init__(self, backend: ChatBackend, sessions: SessionStore, *, chat_model: BaseChatModel | None = None,
-                 config: ChatConfig | None = None) -> None:
+                 config: ChatConfig | None = None, intents: IntentClassifier | None = None) -> None:
         self.backend = backend
+        self.intents = intents  # None: the keyword rules route questions
         self.sessions = sessions
         self.model = chat_model
         self.config = config or ChatConfig(mode="tools" if chat_model is None else "phrase")
@@ -115,7 +121,9 @@ class ChatAgent:
         say = listen or (lambda _kind, _text: None)
         session, notes = self._session(session_id)
         tools = self._tools(session, log, job_id)
-        intent = read_intent(question)
+        intent, routing_note = route_intent(question, self.intents)
+        if routing_note:
+            notes.append(routing_note)
 
         model_text, model_note = None, None
         if self.config.mode == "drive" and self.model is not None:
@@ -129,13 +137,15 @@ class ChatAgent:
             problem = check_phrasing(model_text, tools.evidence)
             if problem is None:
                 text, answered_by = _with_root_citation(model_text.strip(), tools), "model"
+                if intent.kind in ("fix", "retry") and (table := table_text(tools.evidence.diagnosis)):
+                    text = f"{text} {table}"  # what to change is the table's, whatever the model said
             else:
                 model_note = f"the model's wording was dropped: {problem}"
         if model_note:
             say("status", model_note)
 
         ev = tools.evidence
-        persisted = not notes
+        persisted = not [n for n in notes if n != routing_note]
         context = {k: str(v) for k, v in (("log", ev.log), ("job_id", ev.job_id), ("root_line", tools.root_line))
                    if v is not None}
         if persisted:
@@ -147,7 +157,7 @@ class ChatAgent:
         d = ev.diagnosis
         return ChatAnswer(
             session_id=session_id, question=question, text=text, tools_text=facts, answered_by=answered_by,
-            model_note=model_note, intent=list(intent.tools),
+            model_note=model_note, intent=list(intent.tools), intent_kind=intent.kind, intent_method=intent.method,
             citations=sorted(ev.citations.values(), key=lambda c: c.number), diagnosis=d,
             plan_steps=list(d.plan_steps) if d else [], plan_notes=list(d.plan_notes) if d else [],
             similar=ev.similar, metrics=ev.metrics, job=ev.job,

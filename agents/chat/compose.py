@@ -17,7 +17,8 @@ from schedmate.agents.chat.tools import Evidence, quote_block
 from schedmate.agents.failure.locator import is_cascade
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
 
-__all__ = ["can_phrase", "check_phrasing", "first_sentences", "phrase_messages", "thin_evidence", "tools_text", "PHRASE_SYSTEM"]
+__all__ = ["can_phrase", "check_phrasing", "first_sentences", "phrase_messages", "table_text", "thin_evidence", "tools_text",
+           "PHRASE_SYSTEM"]
 
 PHRASE_SYSTEM = (
     "You explain a failed GPU training job to an on-call engineer in one or two short sentences, using only the "
@@ -71,9 +72,7 @@ def _diagnosis_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
     if d.status != "failure_found" or d.line is None:
         return [f"I found no failure in this log ({d.message or 'nothing in its tail looks like one'}); "
                 "the evidence is too thin to name a cause."]
-    root = ev.citations.get(d.line)
-    quoted = root.text if root is not None else (d.root_cause or "")
-    out = [f"The job failed at line {d.line}: {quote(quoted)}."]
+    out = [f"The job failed at line {d.line}: {quote(_root_quote(d, ev))}."]
     if d.category:
         out.append(f"This is {_a(d.category)} {d.category} failure ({d.reason or 'reason unknown'}, faulty component "
                    f"{d.component or 'unknown'}).")
@@ -87,6 +86,134 @@ def _diagnosis_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
         out.append(f"What decided the category: {decided[:240]}.")
     if why := thin_evidence(d):
         out.append(f"The evidence is thin: {why}, so treat this as a lead, not a verdict.")
+    return out
+
+
+def _root_quote(d: DiagnosisFacts, ev: Evidence) -> str:
+    """The root-cause line as quoted: the most specific part the handler named (the errno sentence of
+    a long wrapper line) when it is part of the cited line, else the whole line."""
+    root = ev.citations.get(d.line) if d.line is not None else None
+    if root is None:
+        return d.root_cause or ""
+    return d.root_cause if d.root_cause and d.root_cause != root.text and d.root_cause in root.text else root.text
+
+
+def _from_log(d: DiagnosisFacts, ev: Evidence) -> str:
+    """What the log says, with its line number: the part of an answer that is the log's."""
+    what = f" ({d.reason}, {_a(d.category)} {d.category} failure)" if d.category else f" ({d.reason})" if d.reason else ""
+    return f"From the log: line {d.line} says {quote(_root_quote(d, ev))}{what}."
+
+
+def _from_table(d: DiagnosisFacts, steps: int = 3) -> list[str]:
+    """What the remediation table adds: the fix for the owner or operator, values filled from the log."""
+    rem = d.remediation
+    if not rem:
+        return []
+    lines = rem.get("lines") or []
+    where = f" (values from line {', '.join(str(n) for n in lines)})" if lines and rem.get("values") else ""
+    out = [f"From the remediation table ({rem['key']}, for the {str(rem.get('who', 'owner')).replace('+', ' and the ')})"
+           f"{where}: {rem['summary']}"]
+    out += [f"{i}. {step}" for i, step in enumerate((rem.get("steps") or [])[:steps], 1)]
+    return out
+
+
+def table_text(d: DiagnosisFacts | None) -> str:
+    """The remediation table's part of an answer, as one paragraph ("" without a remediation)."""
+    return " ".join(_from_table(d)) if d is not None and d.status == "failure_found" else ""
+
+
+def _resolved_text(ev: Evidence) -> list[str]:
+    """Resolved past failures like this one, with how they were resolved (from the history)."""
+    done = [s for s in ev.similar or [] if s.resolution]
+    if not done:
+        return []
+    return ["From the history, resolved failures like it: " + "; ".join(
+        f"job {s.job_id} (similarity {s.score:.2f}): {quote(s.resolution or '', 160)}" for s in done) + "."]
+
+
+def _fix_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
+    if d is None or d.status != "failure_found" or d.line is None:
+        return _diagnosis_text(d, ev)
+    return [_from_log(d, ev), *_from_table(d), *_resolved_text(ev), *_plan_text(d)]
+
+
+_NODE_KEYS = {"cordon_node"}
+_INFRA_COMPONENTS = {"gpu", "nvlink", "network", "node", "storage", "memory"}
+
+
+def _node_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
+    if d is None or d.status != "failure_found" or d.line is None:
+        return _diagnosis_text(d, ev)
+    rem = d.remediation or {}
+    values = rem.get("values") or {}
+    if rem.get("key") in _NODE_KEYS or (d.category == "infrastructure" and d.component in {"gpu", "nvlink", "node"}):
+        where = " ".join(x for x in (f"node {values['node']}" if values.get("node") else "",
+                                     f"GPU {values['gpu']}" if values.get("gpu") else "") if x)
+        verdict = f"Yes: the log points at the hardware{' (' + where + ')' if where else ''}, not the job's code."
+    elif d.category == "infrastructure":
+        verdict = (f"Partly: it is the cluster's side ({d.component or 'unknown component'}), but nothing in the log "
+                   "blames one node's hardware.")
+    elif d.category is None:
+        verdict = "Cannot tell: the evidence is too weak to say whose side it is."
+    else:
+        verdict = f"No: this is {_a(d.category)} {d.category} failure; the node is not to blame, the job needs a change."
+    return [verdict, _from_log(d, ev), *_from_table(d, steps=2)]
+
+
+# remediation key -> will resubmitting unchanged help?
+_RETRY = {
+    "retry": "Yes, likely: the log shows a transient external failure; resubmit (from the last checkpoint).",
+    "cordon_node": "Yes, on another node: exclude the node the log names, or the same fault may hit again.",
+    "change_port": "Only with another port, or once the process holding it is gone: unchanged it fails the same way.",
+    "debug_nccl": "Maybe: a collective timeout can be a one-off, but if one rank or node keeps stalling it will recur.",
+    "extend_time_limit": "Only with a longer time limit (or resuming from a checkpoint): unchanged it stops at the same limit.",
+    "unknown": "Cannot tell: the log does not say what failed.",
+    "none": "Nothing failed in this log.",
+}
+
+
+def _retry_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
+    if d is None or d.status != "failure_found" or d.line is None:
+        return _diagnosis_text(d, ev)
+    key = str((d.remediation or {}).get("key") or "unknown")
+    verdict = _RETRY.get(key.split(":", 1)[0],
+                         "No: the same failure will come back until the job changes; a retry only repeats it.")
+    out = [verdict, _from_log(d, ev), *_from_table(d, steps=1)]
+    ended = [s for s in ev.similar or [] if s.final_status]
+    if ended:
+        out.append("From the history, similar failures ended: " + "; ".join(
+            f"job {s.job_id} {s.final_status}" + (f" ({quote(s.resolution, 100)})" if s.resolution else "") for s in ended) + ".")
+    return out + _plan_text(d)
+
+
+_DETERMINISTIC = {"fix_code", "fix_path", "install", "align_versions", "shrink_batch", "change_port", "extend_time_limit",
+                  "increase_shm", "reduce_host_memory", "stabilise_training"}
+
+
+def _recurrence_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
+    if d is None or d.status != "failure_found" or d.line is None:
+        return _diagnosis_text(d, ev)
+    out = [_from_log(d, ev)]
+    m = ev.metrics
+    read = [(name, x) for name, x in (("step time", m.step_time), ("loss", m.loss), ("throughput", m.throughput))
+            if x is not None and x.lines] if m is not None and m.signal else []
+    if read:
+        figures = ", ".join(f"{name} {x.value:.4g} {x.unit}".rstrip() for name, x in read)
+        out.append(f"From the log's progress lines: {figures} up to the failure at line {d.line}.")
+    else:
+        out.append(f"The log has no progress lines to time it: the failure is at line {d.line}.")
+    key = str((d.remediation or {}).get("key") or "unknown").split(":", 1)[0]
+    if key in _DETERMINISTIC:
+        out.append("Rerun unchanged, it should fail at the same point (same step, same input) or sooner: this kind of "
+                   "failure does not go away by itself.")
+    elif key in ("cordon_node", "debug_nccl", "retry"):
+        out.append("When it recurs is not in this log: it depends on the node or the network, not on the job's step.")
+    else:
+        out.append("The log gives no way to tell when it would recur.")
+    lasted = [s for s in ev.similar or [] if s.duration_s is not None]
+    if lasted:
+        out.append("From the history, similar failures came after: " + "; ".join(
+            f"{s.duration_s:.0f} s (job {s.job_id})" for s in lasted) + ".")
     return out
 
 
@@ -107,7 +234,8 @@ def _similar_text(ev: Evidence) -> list[str]:
         return ["No similar failure is in the history."]
     cases = "; ".join(f"job {s.job_id} (similarity {s.score:.2f}, {s.reason or s.category or 'unclassified'}, "
                       f"ended {s.final_status or 'unknown'}"
-                      + (f" after {s.duration_s:.0f} s" if s.duration_s is not None else "") + ")" for s in ev.similar)
+                      + (f" after {s.duration_s:.0f} s" if s.duration_s is not None else "")
+                      + (f", resolved: {quote(s.resolution, 160)}" if s.resolution else "") + ")" for s in ev.similar)
     return [f"Similar past failures: {cases}."]
 
 
@@ -158,6 +286,14 @@ def tools_text(intent: Intent, ev: Evidence) -> str:
     out: list[str] = []
     if intent.guessed:
         out.append("I read the question as “why did it fail?”.")
+    special = _BY_KIND.get(intent.kind or "")
+    if special is not None:
+        out += special(d, ev)
+        if "window" in intent.tools:
+            out += _window_text(ev.window, d.line if d is not None and d.line is not None else ev.root_line)
+        if ev.notes:
+            out.append("Note: " + "; ".join(ev.notes) + ".")
+        return " ".join(out)
     if "diagnose" in intent.tools or ("plan" in intent.tools and d is not None):
         out += _diagnosis_text(d, ev)
     if "window" in intent.tools:
@@ -168,11 +304,16 @@ def tools_text(intent: Intent, ev: Evidence) -> str:
         out += _metrics_text(ev)
     if "job" in intent.tools:
         out += _job_text(ev)
+    if "plan" in intent.tools and d is not None and d.status == "failure_found":
+        out += _from_table(d)
     if "plan" in intent.tools or "diagnose" in intent.tools:
         out += _plan_text(d)
     if ev.notes:
         out.append("Note: " + "; ".join(ev.notes) + ".")
     return " ".join(out) if out else "I have nothing from the tools to answer with."
+
+
+_BY_KIND = {"fix": _fix_text, "node": _node_text, "retry": _retry_text, "recurrence": _recurrence_text}
 
 
 def _brief(intent: Intent, ev: Evidence) -> str:
@@ -215,7 +356,7 @@ def can_phrase(intent: Intent, ev: Evidence) -> bool:
     """Whether the small model has something to phrase: a classified failure asked about."""
     d = ev.diagnosis
     return (d is not None and d.status == "failure_found" and d.category is not None and d.line is not None
-            and bool({"diagnose", "plan"} & set(intent.tools)))
+            and bool({"diagnose", "plan"} & set(intent.tools)) and intent.kind not in _BY_KIND)
 
 
 def phrase_messages(question: str, intent: Intent, ev: Evidence) -> list[tuple[str, str]]:

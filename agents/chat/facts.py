@@ -63,6 +63,7 @@ class SimilarCase(_Frozen):
     reason: str | None = None
     final_status: str | None = None
     duration_s: float | None = None
+    resolution: str | None = None  # how it was resolved (`schedmate history resolve`), when recorded
 
 
 class DiagnosisFacts(_Frozen):
@@ -81,6 +82,8 @@ class DiagnosisFacts(_Frozen):
     degraded: list[str] = []
     # what decided the category (logs.md §2.1b): rule, why, line, strength, category, prior_category
     category_evidence: dict[str, Any] | None = None
+    # what to change (agents.failure.remediation): key, who, summary, steps, values, lines (1-based)
+    remediation: dict[str, Any] | None = None
 
 
 class MetricFacts(_Frozen):

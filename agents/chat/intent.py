@@ -1,7 +1,11 @@
-"""Which tools a question needs, read with keyword rules (the embedded 270M model cannot route).
+"""Which tools a question needs: the intent classifier's reading (`intent_model`), else keyword rules.
 
-Only the user's question is read here, never log text. A question that matches nothing is read
-as "why did it fail?" when there is a log, so the first answer is always the diagnosis.
+`route_intent` asks the classifier (MiniLM nearest-centroid over hand-written example questions)
+what the question asks: why / what to change / is it the node / will a retry help / how long until
+it fails again / lines / similar / metrics / job. The keyword rules (`read_intent`) are the baseline
+and the fallback when no embedder is at hand; a line number in the question (`lines 10-20`) is
+parsed, not routed. Only the user's question is read here, never log text. A question the rules
+match nothing in is read as "why did it fail?", so the first answer is always the diagnosis.
 """
 
 from __future__ import annotations
@@ -9,7 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Intent", "read_intent"]
+from schedmate.agents.chat.intent_model import INTENT_TOOLS, IntentClassifier
+
+__all__ = ["Intent", "read_intent", "route_intent"]
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("diagnose", re.compile(r"\b(why|fail\w*|cause|root|error|crash\w*|wrong|happen\w*|broke\w*|diagnos\w*|died|"
@@ -35,6 +41,8 @@ class Intent:
     line: int | None = None
     radius: int | None = None
     guessed: bool = False  # nothing matched: read as "why did it fail?"
+    kind: str | None = None  # the classifier's intent (`intent_model.INTENTS`); None: keyword rules
+    method: str = "keywords"  # who routed: "classifier" | "keywords"
 
 
 def read_intent(question: str) -> Intent:
@@ -53,3 +61,19 @@ def read_intent(question: str) -> Intent:
         tools = ["window"]  # "show me the error lines" is a request to see, not to classify again
     guessed = not tools
     return Intent(tools=tuple(tools or ("diagnose",)), line=line, radius=radius, guessed=guessed)
+
+
+def route_intent(question: str, classifier: IntentClassifier | None) -> tuple[Intent, str | None]:
+    """The intent of `question` by the classifier (the line numbers it names kept), and a note when
+    the keyword rules had to stand in (no classifier, or its embedder failed)."""
+    rules = read_intent(question)
+    if classifier is None:
+        return rules, None
+    try:
+        routed = classifier.route(question)
+    except Exception as exc:  # noqa: BLE001 -- routing is best effort; the keyword rules stand in
+        return rules, f"intent classifier unavailable ({type(exc).__name__}): keyword rules routed the question"
+    tools = INTENT_TOOLS[routed.intent]
+    if rules.line is not None and "window" not in tools:
+        tools = (*tools, "window")
+    return Intent(tools=tools, line=rules.line, radius=rules.radius, kind=routed.intent, method="classifier"), None

@@ -147,6 +147,13 @@ class ChatTools:
             ev.note(text)
         if ev.diagnosis.line is not None:
             self.window(ev.diagnosis.line, DEFAULT_RADIUS, role="context")
+        rem = ev.diagnosis.remediation or {}
+        for number in rem.get("lines") or []:  # the lines the remediation's values were read from
+            if isinstance(number, int) and number >= 1 and number not in ev.citations:
+                try:
+                    ev.cite(read_window(path, number, 0), "value")
+                except OSError:
+                    break
         return ev.diagnosis
 
     def window(self, line: int | None = None, radius: int = DEFAULT_RADIUS, role: str = "context") -> list[LogLine]:

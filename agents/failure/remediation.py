@@ -18,6 +18,7 @@ the recovery plan (`recovery.py` keeps its allow-list and its dry-run rule, and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from schedmate.agents.failure.remedy_signs import (
-    DETECTORS, Values, dist_for, exception_class, is_local_module, gpu_oom_figures, node_and_gpu, packages_in, path_in, shrink_advice,
+    DETECTORS, Values, api_mismatch, dist_for, exception_class, is_local_module, gpu_oom_figures, node_and_gpu, packages_in, path_in, shrink_advice,
 )
 from schedmate.agents.failure.rules import clean_line
 from schedmate.taxonomy import FailureCategory, FailureReason
@@ -41,6 +42,10 @@ KEYS: tuple[str, ...] = (
 SPECIFIC: tuple[str, ...] = ("extend_time_limit", "change_port", "shrink_batch", "increase_shm", "install",
                              "stabilise_training")
 _CONTEXT_BEFORE, _CONTEXT_AFTER = 12, 8  # lines around the block searched for values (after the root line)
+_API_REASONS = frozenset({FailureReason.TYPE_ERROR, FailureReason.ATTRIBUTE_ERROR, FailureReason.KEY_ERROR,
+                          FailureReason.VALUE_ERROR, FailureReason.MODEL_LOADING_ERROR})
+_NEW_SYNTAX = re.compile(r"""(?<![\w'"])f['"]|:=""")  # f-strings, the walrus: syntax an old interpreter rejects
+_DEVICE_ASSERT = re.compile(r"\bdevice-side assert|\bAssertion `.*` failed|\bassert(?:ion)? triggered\b", re.I)
 
 
 class Remediation(BaseModel):
@@ -77,14 +82,16 @@ REMEDIES: dict[FailureReason, ReasonRemedy] = {
     _R.S3_STORAGE_ERROR: ReasonRemedy(("fix_path",), "retry"),
     _R.NCCL_TIMEOUT_ERROR: ReasonRemedy(("cordon_node",), "debug_nccl"),
     _R.NCCL_REMOTE_ERROR: ReasonRemedy(("cordon_node",), "debug_nccl"),
-    _R.DATALOADER_KILLED: ReasonRemedy(("increase_shm",), "reduce_host_memory"),
+    # a worker killed by a signal other than SIGKILL (a segfault, "exited unexpectedly") says nothing of memory
+    _R.DATALOADER_KILLED: ReasonRemedy(("increase_shm", "reduce_host_memory"), "unknown"),
     _R.ATTRIBUTE_ERROR: ReasonRemedy(("align_versions",), "fix_code"),
     _R.OUT_OF_MEMORY_ERROR: ReasonRemedy(("reduce_host_memory",), "shrink_batch"),
     _R.RUNTIME_ERROR: ReasonRemedy(("align_versions", "debug_nccl", "fix_path"), "fix_code"),
     _R.ASSERTION_ERROR: _CODE,
     _R.VALUE_ERROR: _CODE,
     _R.ZERO_DIVISION_ERROR: ReasonRemedy((), "fix_code"),
-    _R.MODEL_LOADING_ERROR: ReasonRemedy(("retry", "fix_path", "align_versions"), "fix_code"),
+    # a checkpoint or model that cannot be read (truncated archive, bad header, wrong id) is the file's
+    _R.MODEL_LOADING_ERROR: ReasonRemedy(("retry", "fix_path", "align_versions"), "fix_path"),
     _R.DATASET_LOADING_ERROR: ReasonRemedy(("retry", "fix_path"), "fix_code"),
     _R.FILE_NOT_FOUND_ERROR: ReasonRemedy((), "fix_path"),
     _R.TYPE_ERROR: ReasonRemedy(("align_versions",), "fix_code"),
@@ -129,9 +136,10 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
     # the host label a launcher put in front (`dgx15: NVRM: Xid ...`) names the node
     labelled = {i: f"{c.source} {text[i]}" if c.source else text[i] for i, c in cleaned.items()}
     hit = lambda kind, idx: next(((i, v) for i in idx if (v := DETECTORS[kind](text[i])) is not None), None)  # noqa: E731
-    # 1. a specific line: the root line first, then the rest of the block
+    # 1. a specific line: the root line first, then the rest of the block (a time limit anywhere near)
+    near = order[: 1 + max(0, root - min(block, root))] + list(range(root + 1, min(hi, root + 3)))
     for kind in SPECIFIC:
-        if (found := hit(kind, order[: 1 + max(0, root - min(block, root))] + list(range(root + 1, min(hi, root + 3))))):
+        if (found := hit(kind, order if kind == "extend_time_limit" else near)):
             i, values = found
             return _filled(kind, values, [i], labelled, order, first_line, "line")
     if reason is None:
@@ -141,14 +149,23 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
                 return _filled(kind, found[1], [found[0]], labelled, order, first_line, "line")
         return remediation_for("unknown", basis="none")
     row = REMEDIES[reason]
-    # 2. one of the reason's fixes, found in the block or around it
+    # 2a. a class error raised inside an installed package, or syntax newer than the interpreter: versions
+    block_lines = [text[i] for i in range(min(block, root), root)]
+    if reason in _API_REASONS and (values := api_mismatch(text[root], block_lines)) is not None:
+        return _filled("align_versions", values, [root], labelled, order, first_line, "line")
+    if reason is _R.SYNTAX_ERROR and any(_NEW_SYNTAX.search(t) for t in block_lines):
+        return _filled("align_versions", {"packages": ["python"]}, [root], labelled, order, first_line, "line")
+    # 2b. one of the reason's fixes, found in the block or around it
     for kind in row.fixes:
         if (found := hit(kind, order)) is not None:
             i, values = found
             return _filled(kind, values, [i], labelled, order, first_line, "line")
-    # 3. the reason's default (a CUDA error the evidence does not blame on the hardware is the code's)
-    kind = "fix_code" if row.default == "cordon_node" and category not in (None, FailureCategory.INFRASTRUCTURE) else row.default
-    found = hit(kind, order)
+    # 3. the reason's default. A CUDA error the evidence does not blame on the hardware: the code's when
+    # an assertion fired on the device, else the log cannot tell (an illegal access may be either)
+    kind = row.default
+    if reason is _R.CUDA_ERROR and category is not FailureCategory.INFRASTRUCTURE:
+        kind = "fix_code" if any(_DEVICE_ASSERT.search(text[i]) for i in order) else "unknown"
+    found = hit(kind, order) if kind in DETECTORS else None
     if found is not None:
         return _filled(kind, found[1], [found[0]], labelled, order, first_line, "reason")
     return _filled(kind, {}, [], labelled, order, first_line, "reason")

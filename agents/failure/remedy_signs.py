@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["DETECTORS", "Detector", "Values", "dist_for", "is_local_module", "gpu_oom_figures", "parse_size", "shrink_advice"]
+__all__ = ["DETECTORS", "Detector", "Values", "api_mismatch", "dist_for", "is_local_module", "gpu_oom_figures", "parse_size", "shrink_advice"]
 
 Values = dict[str, Any]
 Detector = Callable[[str], Values | None]
@@ -182,8 +182,11 @@ def is_local_module(module: str) -> bool:
     return module.split(".")[0] in _LOCAL_MODULES
 
 
+_NOT_INSTALLED = re.compile(r"cannot import name ['\"]?\w+['\"]? from ['\"]([\w.]+)['\"] \(unknown location\)")
+
+
 def _missing_module(text: str) -> Values | None:
-    m = _NO_MODULE.search(text)
+    m = _NO_MODULE.search(text) or _NOT_INSTALLED.search(text)  # `(unknown location)`: only a namespace left
     return {"module": m.group(1)} if m else None
 
 
@@ -198,6 +201,28 @@ def packages_in(text: str) -> list[str]:
     return list(seen.values())
 
 
+_SITE_FRAME = re.compile(r'^\s*File "[^"]*[/\\](?:site|dist)-packages[/\\]([A-Za-z_][\w]*)')
+_API_MISMATCH = re.compile(r"\bunexpected keyword argument\b|\bhas no attribute\b|\bmissing \d+ required (?:positional|keyword)"
+                           r"|\btakes \d+ positional arguments? but \d+\b|\bgot multiple values for\b|\bis not supported\b"
+                           r"|\bdeprecated\b|\bno longer\b|\bremoved in\b|^KeyError: ['\"]\w+['\"]$")
+_MODULE_ATTR = re.compile(r"module ['\"]([\w.]+)['\"] has no attribute")
+
+
+def api_mismatch(exception_line: str, frames: Sequence[str]) -> Values | None:
+    """A class error (TypeError, AttributeError, a bare KeyError) raised inside an installed package's
+    code, or naming a package's module, is that package's API changing under the job: the versions."""
+    if not _API_MISMATCH.search(exception_line):
+        return None
+    if m := _MODULE_ATTR.search(exception_line):
+        top = m.group(1).split(".")[0]
+        if not is_local_module(top):
+            return {"packages": [top]}
+    last = next((f for f in reversed(frames) if f.lstrip().startswith("File ")), None)
+    if last is not None and (m := _SITE_FRAME.match(last)):
+        return {"packages": [m.group(1)]}
+    return None
+
+
 def _version_mismatch(text: str) -> Values | None:
     if not _VERSION.search(text):
         return None
@@ -210,8 +235,8 @@ _SHM = re.compile(r"\bshared memory\b|/dev/shm\b|\bbus error\b|\binsufficient sh
                   r"|\bunable to (?:write to|mmap \d+ bytes from) file </torch_", re.I)
 _HOST_OOM = re.compile(
     r"\bOut of memory: Killed process\b|\boom-kill(?:er)?\b|\bMemory cgroup out of memory\b|\bOOMKilled\b"
-    r"|\boom[_ ]kill events?\b|\bexceeded (?:its )?memory limit\b|\bDataLoader worker \(pid(?:\(s\))?[^)]*\) "
-    r"(?:is killed by signal|exited unexpectedly)|\bkilled by signal: Killed\b|^Killed\s*$|\bexit ?code\s*[:=]?\s*-9\b"
+    r"|\boom[_ ]kill events?\b|\bexceeded (?:its )?memory limit\b|\bkilled by signal: Killed\b|^Killed\s*$"
+    r"|\bexit ?code\s*[:=]?\s*-9\b"
     r"|\bSIGKILL\b|\bsignal 9\b|\bDefaultCPUAllocator: (?:not enough memory|can't allocate memory)\b"
     r"|\bCannot allocate memory\b|\bMemoryError\b",
     re.I,
@@ -257,8 +282,16 @@ def node_and_gpu(text: str) -> Values:
     return out
 
 
+# torch.distributed's own connections (the c10d store, rendezvous): a peer or the master that died or
+# never came up, not an external service
+_DIST = re.compile(r"\bc10d\b.*\b(?:timed out|failed|connect\w*|refused|closed)\b|\bRendezvous\w*(?:Error|Timeout)\b"
+                   r"|\bDistNetworkError\b|\bDistStoreError\b|\bclient socket has timed out\b|\bConnection closed by peer\b"
+                   r"|\bTCPStore\b.*\b(?:timed out|failed|refused)|\bSocket Timeout\b", re.I)
+_NCCL_USAGE = re.compile(r"\bncclInvalidUsage\b|\bncclInvalidArgument\b|\bDuplicate GPU detected\b", re.I)
+
+
 def _nccl(text: str) -> Values | None:
-    if not _NCCL.search(text):
+    if _NCCL_USAGE.search(text) or not (_NCCL.search(text) or _DIST.search(text)):
         return None
     m = _RANK.search(text)
     return {"rank": next(g for g in m.groups() if g)} if m else {}
@@ -276,7 +309,7 @@ _TIME_LIMIT = re.compile(r"\bDUE TO TIME LIMIT\b|\bTIME LIMIT\b.*\b(?:CANCELLED|
 _NAN = re.compile(r"\bloss (?:is|became|=|:)\s*(?:nan|inf)\b|\bNaN (?:or Inf )?(?:found|detected)\b|\bnon-finite (?:loss|value)"
                   r"|\bFloatingPointError\b|\bloss\b.*\b(?:nan|inf)\b.*\b(?:detected|encountered)|\bdivergen(?:ce|t)\b"
                   r"|\bgradient overflow\b.*\bskipping\b.*\bloss scale\b.*\bminimum\b|\bCurrent loss scale already at minimum\b"
-                  r"|\bfound NaN\b|\bnan values?\b.*\b(?:loss|gradient)|\bDetected (?:NaN|Inf)\b", re.I)
+                  r"|\bfound NaN\b|\bnan values?\b.*\b(?:loss|gradient|output)|\bDetected (?:NaN|Inf)\b|\breturned nan values\b", re.I)
 _TRANSIENT = re.compile(
     r"\b(?:HTTP(?:Error)?|status(?: code)?|Server Error:?)\s*:?\s*5\d\d\b|\b50[0-4] (?:Server Error|Service Unavailable|Bad Gateway|"
     r"Gateway Time-?out|Internal Server Error)\b|\bReadTimeout\b|\bConnectTimeout\w*\b|\bMaxRetryError\b|\bNewConnectionError\b"

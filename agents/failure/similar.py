@@ -9,7 +9,9 @@ vector would mean nothing. Masking (`mask_variables`) first makes `GPU 3 ... 2.0
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry.trace import Tracer
@@ -22,6 +24,37 @@ from schedmate.schedulers.job import FinalStatus
 from schedmate.tracing import get_tracer
 
 FAILURE_PREFIX = "schedmate-failures"
+RESOLVED_POOL = 30  # nearest failures searched for resolved ones beyond the k nearest
+MAX_NOTE_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class UnknownFailure(LookupError):
+    """No failure of that job is in the history (nothing to resolve)."""
+
+
+def clean_note(note: str) -> str:
+    """A resolution note as stored: control characters dropped, trimmed; empty or too long refused."""
+    text = _CONTROL.sub(" ", note or "").strip()
+    if not text:
+        raise ValueError("the resolution note is empty: say what fixed it")
+    if len(text) > MAX_NOTE_CHARS:
+        raise ValueError(f"the resolution note is longer than {MAX_NOTE_CHARS} characters")
+    return text
+
+
+def record_resolution(store: JobStore, job_id: str, note: str, *, when: str | None = None) -> JobRecord:
+    """Keep `note` (how the failure was fixed) on the failure record of `job_id`, replacing an earlier
+    note; `UnknownFailure` when the history holds no failure of that job, ValueError for a bad note.
+    Store errors propagate (`StoreUnavailable`)."""
+    text = clean_note(note)
+    rec = store.get(job_id)
+    if rec is None:
+        raise UnknownFailure(f"no failure of job {job_id!r} in the failure history (diagnose it with --record first)")
+    stamp = when or datetime.now(UTC).isoformat(timespec="seconds")
+    updated = rec.model_copy(update={"workload": {**rec.workload, "resolution": text, "resolved_at": stamp}})
+    store.put(updated)
+    return updated
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +69,8 @@ class SimilarFailure:
     template: str | None
     final_status: str | None
     duration: float | None
+    resolution: str | None = None  # how it was resolved (`record_resolution`), when someone said
+    resolved_at: str | None = None
 
 
 def failure_template(text: str | bytes) -> str:
@@ -67,9 +102,10 @@ class SimilarFailureFinder:
         return self.embedder.embed([failure_template(text)])[0]
 
     def find(self, root_line: str | bytes, *, exclude_job: str | None = None) -> list[SimilarFailure]:
-        """Past failures with cosine ≥ threshold, best first (at most k)."""
+        """Past failures with cosine ≥ threshold, best first: the k nearest, then up to k more among
+        the `RESOLVED_POOL` nearest that someone resolved (their notes say what fixed them)."""
         with self._tracer.start_as_current_span("failure.similar.search") as span:
-            matches = self.store.search(self._vector(root_line), k=self.k + (exclude_job is not None),
+            matches = self.store.search(self._vector(root_line), k=max(RESOLVED_POOL, self.k) + (exclude_job is not None),
                                         threshold=self.threshold, with_records=True)  # fmt: skip
             out = []
             for match in matches:
@@ -86,10 +122,22 @@ class SimilarFailureFinder:
                         template=rec.workload.get("root_cause_template"),
                         final_status=rec.outcome.final_status.value if rec.outcome.final_status else None,
                         duration=rec.outcome.duration,
+                        resolution=rec.workload.get("resolution"),
+                        resolved_at=rec.workload.get("resolved_at"),
                     )
                 )
-            span.set_attribute("schedmate.failure.similar", len(out[: self.k]))
-        return out[: self.k]
+            nearest = out[: self.k]
+            resolved = [s for s in out[self.k :] if s.resolution][: self.k]
+            span.set_attribute("schedmate.failure.similar", len(nearest) + len(resolved))
+        return nearest + resolved
+
+    def resolve(self, job_id: str, note: str, *, when: str | None = None) -> SimilarFailure:
+        """Record how the failure of `job_id` was resolved (see `record_resolution`)."""
+        rec = record_resolution(self.store, job_id, note, when=when)
+        return SimilarFailure(job_id, 1.0, rec.outcome.failure_category, rec.outcome.failure_reason,
+                              rec.workload.get("faulty_component"), rec.workload.get("root_cause_template"),
+                              rec.outcome.final_status.value if rec.outcome.final_status else None, rec.outcome.duration,
+                              rec.workload.get("resolution"), rec.workload.get("resolved_at"))
 
     def record(
         self,
@@ -105,12 +153,14 @@ class SimilarFailureFinder:
     ) -> None:
         """Store one diagnosed failure so later ones can find it."""
         template = failure_template(root_line)
+        earlier = self.store.get(job_id)  # a note on how it was resolved outlives a re-diagnosis
+        kept = {k: earlier.workload[k] for k in ("resolution", "resolved_at") if earlier and k in earlier.workload}
         self.store.put(
             JobRecord(
                 job_id=job_id,
                 vector=self._vector(root_line),
                 submitted=submitted or {},
-                workload={"root_cause_template": template, "faulty_component": component},
+                workload={"root_cause_template": template, "faulty_component": component, **kept},
                 outcome=JobOutcome(
                     duration=duration, final_status=final_status, failure_category=category, failure_reason=reason
                 ),

@@ -30,7 +30,8 @@ from schedmate.integrations.service.limits import BodyLimit, CallTimeout, FastRe
 from schedmate.integrations.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
 from schedmate.integrations.service.models import (
     AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, ErrorBody, FailureReportRequest, JobAck,
-    JobEndRequest, JobRegisterRequest, SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,
+    JobEndRequest, JobRegisterRequest, ResolveFailureRequest, ResolveFailureResponse, SimilarFailuresRequest,
+    SimilarFailuresResponse, TrackRequest, TrackResponse,
 )
 
 __all__ = ["API_VERSION", "create_app"]
@@ -164,6 +165,11 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
     async def report_failure(req: FailureReportRequest) -> Any:
         """Diagnose a failed job's log and add it to the failure history."""
         return await call(core.report_failure, req)
+
+    @v1.post("/failures/resolve", response_model=ResolveFailureResponse)
+    async def resolve(req: ResolveFailureRequest) -> Any:
+        """Record how a recorded failure was resolved; later diagnoses show it beside similar failures."""
+        return await call(core.resolve_failure, req)
 
     @v1.post("/failures/similar", response_model=SimilarFailuresResponse)
     async def similar(req: SimilarFailuresRequest) -> Any:

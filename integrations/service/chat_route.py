@@ -29,6 +29,7 @@ from schedmate.agents.chat import (
     MemorySessionStore, MetricFacts, MetricsFacts, RedisSessionStore, SimilarCase,
 )
 from schedmate.agents.chat.facts import SESSION_ID
+from schedmate.agents.chat.intent_model import IntentClassifier
 from schedmate.agents.chat.tools import describe_plan
 from schedmate.integrations.service.auth import token_check
 from schedmate.integrations.service.config import PathRefused, ServiceConfig
@@ -83,16 +84,26 @@ class CoreBackend:
         r = self._call(self.core.diagnose, DiagnoseRequest(log=str(log), job_id=job_id))
         steps, notes = describe_plan(r.plan)
         similar = [SimilarCase(job_id=s["job_id"], score=s["score"], category=s.get("category"),
-                               reason=s.get("reason"), final_status=s.get("final_status")) for s in r.similar]
+                               reason=s.get("reason"), final_status=s.get("final_status"),
+                               resolution=s.get("resolution")) for s in r.similar]
         return DiagnosisFacts(status=r.status, category=r.category, reason=r.reason_code, component=r.component,
                               line=r.line, root_cause=r.root_cause, message=r.message, plan_steps=steps,
                               plan_notes=notes, similar=similar, degraded=list(r.degraded),
-                              category_evidence=r.category_evidence)
+                              category_evidence=r.category_evidence, remediation=r.remediation)
 
     def similar(self, line: str, k: int) -> list[SimilarCase]:
         r = self._call(self.core.similar_failures, SimilarFailuresRequest(line=line[:4096], k=k))
         return [SimilarCase(job_id=s["job_id"], score=s["score"], category=s.get("category"), reason=s.get("reason"),
-                            final_status=s.get("final_status"), duration_s=s.get("duration")) for s in r.similar]
+                            final_status=s.get("final_status"), duration_s=s.get("duration"),
+                            resolution=s.get("resolution")) for s in r.similar]
+
+    def embed(self, texts: list[str]) -> Any:
+        """The service's MiniLM over `texts` (the chat's intent classifier; `ChatUnavailable` while loading)."""
+        try:
+            self.core._need_models()
+        except DependencyDown as exc:
+            raise ChatUnavailable(f"{exc.dependency}: {exc.reason}") from None
+        return self.core._embedder.embed(texts)
 
     def metrics(self, log: Path) -> MetricsFacts:
         r = self._call(self.core.track, TrackRequest(log=str(log)))
@@ -143,8 +154,9 @@ def make_agent(core: ServiceCore, config: ServiceConfig, *, chat_model: Any = No
 
         chat_model = make_chat_model(config.llm)
     chosen = mode or ("drive" if chat_model is not None else "tools")
-    return ChatAgent(CoreBackend(core), sessions, chat_model=chat_model if chosen != "tools" else None,
-                     config=ChatConfig(mode=chosen))  # type: ignore[arg-type]
+    backend = CoreBackend(core)
+    return ChatAgent(backend, sessions, chat_model=chat_model if chosen != "tools" else None,
+                     config=ChatConfig(mode=chosen), intents=IntentClassifier(backend.embed))  # type: ignore[arg-type]
 
 
 def _error(status: int, reason: str, retry_after_s: float | None = None) -> JSONResponse:

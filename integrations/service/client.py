@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from schedmate.integrations.service.models import (
     AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, FailureReportRequest, JobAck, JobEndRequest,
-    JobRegisterRequest, SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,
+    JobRegisterRequest, ResolveFailureRequest, ResolveFailureResponse, SimilarFailuresRequest, SimilarFailuresResponse,
+    TrackRequest, TrackResponse,
 )
 
 __all__ = ["SchedMateClient", "ServiceError"]
@@ -81,6 +82,9 @@ class SchedMateClient:
 
     def report_failure(self, job_id: str, log: str, **kw: Any) -> JobAck:
         return self._post("failures/report", FailureReportRequest(job_id=job_id, log=log, **kw), JobAck)
+
+    def resolve_failure(self, job_id: str, note: str) -> ResolveFailureResponse:
+        return self._post("failures/resolve", ResolveFailureRequest(job_id=job_id, note=note), ResolveFailureResponse)
 
     def similar_failures(self, *, line: str | None = None, log: str | None = None, k: int = 3
                          ) -> SimilarFailuresResponse:

@@ -31,8 +31,8 @@ from schedmate.integrations.service.config import ServiceConfig
 from schedmate.logfile import readable_log
 from schedmate.integrations.service.models import (
     SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
-    JobEndRequest, JobRegisterRequest, MatchOut, MetricOut, SimilarFailuresRequest, SimilarFailuresResponse,
-    TrackRequest, TrackResponse,
+    JobEndRequest, JobRegisterRequest, MatchOut, MetricOut, ResolveFailureRequest, ResolveFailureResponse,
+    SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,
 )
 
 __all__ = ["DependencyDown", "InputError", "ServiceCore"]
@@ -409,6 +409,24 @@ class ServiceCore:
                 raise DependencyDown("redis", _short(exc)) from exc
             return False
 
+    def resolve_failure(self, req: ResolveFailureRequest) -> ResolveFailureResponse:
+        """Record how the failure of `req.job_id` was resolved (404 when no failure of it is recorded)."""
+        from schedmate.agents.failure.similar import UnknownFailure
+        from schedmate.embeddings.store import StoreError
+
+        self._need_models()
+        with self._lock:
+            try:
+                found = self._failure_finder().resolve(req.job_id, req.note)
+            except UnknownFailure as exc:
+                raise InputError(404, str(exc)) from None
+            except ValueError as exc:
+                raise InputError(422, str(exc)) from None
+            except StoreError as exc:
+                raise DependencyDown("redis", _short(exc)) from exc
+        return ResolveFailureResponse(job_id=req.job_id, resolution=found.resolution or "", resolved_at=found.resolved_at,
+                                      reason=found.reason)
+
     def similar_failures(self, req: SimilarFailuresRequest) -> SimilarFailuresResponse:
         from dataclasses import asdict
 
@@ -463,11 +481,12 @@ def _diagnosis(d: Any) -> DiagnoseResponse:
         reason_code=d.reason.value if d.reason else None, component=d.component.value if d.component else None,
         line=d.located.line_no + 1 if d.located is not None else None, root_cause=d.root_cause,
         similar=[{"job_id": s.job_id, "score": s.score, "category": s.category, "reason": s.reason,
-                  "final_status": s.final_status} for s in d.similar],
+                  "final_status": s.final_status, "resolution": s.resolution} for s in d.similar],
         plan=d.plan.model_dump(mode="json") if d.plan is not None else None,
         action=d.plan.actions[0].kind.value if d.plan is not None and d.plan.actions else None,
         llm_status=d.llm_status, message=d.message, degraded=list(d.fallbacks),
-        category_evidence=evidence_fields(d.verdict), confidence=d.confidence, abstained=d.abstained)
+        category_evidence=evidence_fields(d.verdict), confidence=d.confidence, abstained=d.abstained,
+        remediation=d.remediation.model_dump() if d.remediation is not None else None)
     out.infrastructure = out.category == "infrastructure" if out.category else None
     if d.status != "failure_found":
         _default(out, f"{d.status}: {d.message}")

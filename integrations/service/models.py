@@ -144,6 +144,8 @@ class DiagnoseResponse(_Out):
     category_evidence: dict[str, Any] | None = None
     confidence: float | None = None
     abstained: bool = False
+    # what the owner or operator should change, values read from the log (advice only, never run)
+    remediation: dict[str, Any] | None = None
 
 
 # -------------------------------------------------------------------------------------- jobs
@@ -178,6 +180,20 @@ class JobAck(_Out):
 
 class FailureReportRequest(DiagnoseRequest):
     job_id: str = Field(pattern=_JOB_ID)
+
+
+class ResolveFailureRequest(_In):
+    """How a recorded failure was resolved: kept with it, shown beside similar failures later."""
+
+    job_id: str = Field(pattern=_JOB_ID)
+    note: str = Field(min_length=1, max_length=2000)
+
+
+class ResolveFailureResponse(_Out):
+    job_id: str
+    resolution: str
+    resolved_at: str | None = None
+    reason: str | None = None  # the failure's recorded reason
 
 
 class SimilarFailuresRequest(_In):
