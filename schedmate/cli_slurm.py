@@ -122,6 +122,39 @@ def epilog(
     print(json.dumps(report_end(Service(url, _token(token_file), timeout, retries=3), job_info, script), default=str))
 
 
+@slurm_app.command("extend")
+def extend(
+    enable: Annotated[bool, typer.Option("--enable", help="Change limits (default: dry-run, decisions logged only).")] = False,
+    cap_hours: Annotated[float, typer.Option(help="Most time added to a SchedMate limit, in hours (operator cap; "
+                                                  "the partition's MaxTime also bounds it).", min=0.0)] = 24.0,
+    check_before_min: Annotated[float, typer.Option(help="Look at a job this many minutes before its limit.",
+                                                    min=0.0)] = 15.0,
+    every: Annotated[float, typer.Option(help="Seconds between passes; 0: one pass and exit.", min=0.0)] = 0.0,
+    log_file: Annotated[Path | None, typer.Option(help="One JSON line per decision.")] = None,
+) -> None:
+    """Extend SchedMate-set time limits of running jobs that are still progressing (run as SlurmUser or root)."""
+    import time
+
+    from schedmate.integrations.slurm.extend import ExtendConfig, Extender
+    from schedmate.integrations.slurm.slurmjob import ScontrolError
+
+    ext = Extender(ExtendConfig(enabled=enable, max_extension_s=cap_hours * 3600, check_before_s=check_before_min * 60),
+                   log_file=log_file)
+    while True:
+        try:
+            for d in ext.run_pass():
+                if d.action == "extend" or not d.reason.endswith("not due"):
+                    verb = ("extended to" if d.applied else "would extend to") if d.action == "extend" else "kept"
+                    new = f" {d.new_limit_s / 60:.0f} min" if d.new_limit_s else ""
+                    typer.echo(f"job {d.job_id}: {verb}{new} ({d.reason})")
+        except ScontrolError as exc:
+            raise _fail(str(exc)) from None
+        if every <= 0:
+            typer.echo(f"{dict(ext.counts)}{'' if enable else ' (dry-run: --enable to change limits)'}")
+            return
+        time.sleep(every)
+
+
 def _token(path: Path | None) -> str | None:
     import os
 
