@@ -177,8 +177,9 @@ def _run_scontrol(args: Sequence[str], timeout_s: float = 10.0) -> str:
         raise ScontrolError(f"{args[0]} is not on PATH") from None
     except subprocess.TimeoutExpired:
         raise ScontrolError(f"{' '.join(args[:3])} did not answer in {timeout_s:g} s") from None
-    if done.returncode != 0:
-        raise ScontrolError(f"{' '.join(args[:3])}: {(done.stderr or done.stdout).strip()[-300:]}")
+    if done.returncode != 0:  # its last line says why
+        lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        raise ScontrolError(f"{' '.join(args[:3])}: {(lines[-1] if lines else 'failed')[:300]}")
     return done.stdout
 
 
