@@ -1,6 +1,6 @@
 """Arena's §6 reproduction check: baselines and ablations side by side on the synthetic workload.
 
-    python -m schedmate.schedulers.arena.experiment OUT [--quick] [--seeds 3]
+    python -m schedmate.schedulers.arena.experiment OUT [--quick] [--seeds 3] [--scale 1]
 
 `run_arena_experiment(out_dir, seeds, quick)` runs, per seed, FCFS / Gavel / EF-LS / Sia / Arena on
 R1 (2 types) and R2 (4 types) at offered load 1.3, the ablations (Arena-DP, -noHetero,
@@ -79,10 +79,10 @@ def _throughput(result: SimResult, policy: Arena, window_s: float) -> dict[str, 
     }
 
 
-def run_one(cluster_name: str, arm: str, seed: int, *, load: float = 1.3, workload: WorkloadSpec | None = None,
+def run_one(cluster_name: str, arm: str, seed: int, *, load: float = 1.3, workload: WorkloadSpec | None = None, scale: int = 1,
             config: ArenaConfig | None = None) -> dict[str, Any]:
     """One (cluster, arm, seed) run; a flat row of metrics."""
-    cluster = build_cluster(CLUSTERS[cluster_name])
+    cluster = build_cluster(tuple((count * scale, g) for count, g in CLUSTERS[cluster_name]))
     w = sparse_load(workload or WorkloadSpec(), load)
     jobs = generate(cluster, seed, w)
     policy = Arena(config or arm_config(arm, seed))
@@ -130,14 +130,14 @@ def sparse_load(base: WorkloadSpec, load: float) -> WorkloadSpec:
 MapPoints = Callable[[Callable[[Any], Any], Sequence[Any]], Any]
 
 
-def _run_point(point: tuple[str, str, int, float, WorkloadSpec | None]) -> dict[str, Any]:
+def _run_point(point: tuple[str, str, int, float, WorkloadSpec | None, int]) -> dict[str, Any]:
     """One (cluster, arm, seed, load) run; top-level so a Ray task can run it."""
-    cl, arm, seed, load, workload = point
-    return run_one(cl, arm, seed, load=load, workload=workload)
+    cl, arm, seed, load, workload, scale = point
+    return run_one(cl, arm, seed, load=load, workload=workload, scale=scale)
 
 
 def _runs(seeds: Sequence[int], quick: bool, workload: WorkloadSpec | None,
-          map_points: MapPoints | None = None) -> list[dict[str, Any]]:
+          map_points: MapPoints | None = None, scale: int = 1) -> list[dict[str, Any]]:
     plan: list[tuple[str, str, float]] = []
     for cl in CLUSTERS:
         plan += [(cl, a, 1.3) for a in MAIN_ARMS]
@@ -146,7 +146,7 @@ def _runs(seeds: Sequence[int], quick: bool, workload: WorkloadSpec | None,
     plan += [("R1", a, 0.5) for a in LOW_LOAD_ARMS]
     if not quick:
         plan += [("R2", a, 1.3) for a in SENSITIVITY_ARMS]
-    points = [(cl, arm, s, load, workload) for s in seeds for cl, arm, load in plan]
+    points = [(cl, arm, s, load, workload, scale) for s in seeds for cl, arm, load in plan]
     return list(map_points(_run_point, points)) if map_points is not None else [_run_point(p) for p in points]
 
 
@@ -259,20 +259,22 @@ def evaluate_criteria(agg: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
 
 
 def run_arena_experiment(out_dir: str | Path, seeds: Sequence[int] = (0, 1, 2), quick: bool = False,
-                         *, workload: WorkloadSpec | None = None, map_points: MapPoints | None = None
-                         ) -> dict[str, Any]:
+                         *, workload: WorkloadSpec | None = None, map_points: MapPoints | None = None,
+                         scale: int = 1) -> dict[str, Any]:
     """Run every arm over `seeds`; write arena.json / arena.csv / arena.png; return the document.
     `map_points(fn, points)`: where the independent runs happen (default here, in order; e.g.
     `integrations.ray.sweep.RayMap()` over a Ray cluster)."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows = _runs(seeds, quick, workload, map_points)
+    if scale > 1:  # every cluster × scale, the workload's jobs too (same load)
+        workload = replace(workload or WorkloadSpec(), n_jobs=(workload or WorkloadSpec()).n_jobs * scale)
+    rows = _runs(seeds, quick, workload, map_points, scale)
     agg = aggregate(rows)
     criteria = evaluate_criteria(agg)
     doc = {
         "experiment": "arena",
-        "config": {"seeds": list(seeds), "quick": quick, "workload": (workload or WorkloadSpec()).__dict__},
+        "config": {"seeds": list(seeds), "quick": quick, "scale": scale, "workload": (workload or WorkloadSpec()).__dict__},
         "aggregate": agg,
         "criteria": criteria,
         "passed": sum(bool(c["pass"]) for c in criteria.values()),
@@ -341,8 +343,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("out_dir")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--scale", type=int, default=1, help="every cluster and the job count × this (5: R2 with 80 GPUs per type)")
     args = ap.parse_args(argv)
-    doc = run_arena_experiment(args.out_dir, tuple(range(args.seeds)), args.quick)
+    doc = run_arena_experiment(args.out_dir, tuple(range(args.seeds)), args.quick, scale=args.scale)
     for name, c in doc["criteria"].items():
         print(f"{'PASS' if c['pass'] else 'FAIL'}  {name}: {json.dumps(c['measured'], default=str)}")
     print(f"{doc['passed']}/{doc['total']} criteria pass; {doc['wall_seconds']:.1f} s")
