@@ -30,3 +30,22 @@ def test_a_sustained_slowdown_far_above_baseline_is_still_caught() -> None:
     assert len(alerts) == 1 and alerts[0].ratio > 2.5
     assert 81 <= alerts[0].since_line <= 83 and alerts[0].line <= 81 + 8
 
+
+
+def _ramp(seed: int, ramp: int, rise: float = 0.12) -> list[float]:
+    """100 steady steps, a linear rise of `rise` over `ramp` steps, then 100 steps at the new level."""
+    rng = random.Random(seed)
+    return ([rng.lognormvariate(0.0, 0.02) for _ in range(100)]
+            + [(1 + rise * i / ramp) * rng.lognormvariate(0.0, 0.02) for i in range(ramp)]
+            + [(1 + rise) * rng.lognormvariate(0.0, 0.02) for _ in range(100)])
+
+
+def test_a_gradual_drift_is_absorbed_but_a_step_of_the_same_size_is_caught_at_once() -> None:
+    # The rolling baseline lags a slow rise by half its window, so against it a 12% ramp over 60
+    # steps looks like a 7-9% slowdown; measured against the readings just before the estimated
+    # onset it is no change point at all.
+    for seed in range(4):
+        assert detect_lines(_log(_ramp(seed, 60))) == []
+        step = detect_lines(_log(_steady(100, seed) + _steady(100, seed + 50, level=1.12)))
+        assert len(step) == 1 and 101 <= step[0].since_line <= 102 and step[0].line <= 105
+        assert step[0].ratio > 1.08

@@ -21,6 +21,9 @@ it hold up on real logs is around it:
   readings, and 80% of all of them are above the baseline (`min_ratio`, `share_ratio`): a
   sustained shift, not a burst of spikes. A lasting shift below `min_ratio` (drift) becomes the
   new baseline;
+- **a change point, not a drift**: the level since the onset must also be `min_ratio` above the
+  readings just before the onset, not only above the rolling baseline, which lags a slow rise
+  by half its window (a gradual drift then looked like a 7-9% step);
 - **silent pauses held back**: a reading at least `spike_ratio` x the baseline (a checkpoint or
   evaluation nobody announced, a one-off stall) is held for one reading: alone it is dropped; two
   in a row are both read (a sustained slowdown of that size is still caught, one reading later).
@@ -93,7 +96,7 @@ _MS_FIELD = re.compile(r"([A-Za-z_\-]+)\s*:\s*([0-9]+(?:\.[0-9]*)?)")
 
 @dataclass(frozen=True)
 class FailSlowConfig:
-    """Detector knobs. Chosen on the dev seed of `synthetic.failslow` (never the scoring seeds)."""
+    """Detector knobs. Chosen on the dev seeds of `synthetic.failslow` (`bench_failslow.DEV_SEEDS`), never the scoring seeds."""
 
     warmup_events: int = 5  # observations always skipped after a (re)start
     plateau_window: int = 5  # ... then skipped until the median of this many stops falling
@@ -220,6 +223,7 @@ class _Stream:
     alarms: int = 0
     recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=32))  # (line, ln t)
     held: Observation | None = None  # a spike awaiting the next reading (silent pause or slowdown?)
+    history: deque[float] = field(default_factory=lambda: deque(maxlen=256))  # ln t of every baselined reading, in order
 
 
 class FailSlowDetector:
@@ -313,6 +317,7 @@ class FailSlowDetector:
             return None
         if st.mu is None or len(st.base) < c.baseline_events:
             st.base.append(y)
+            st.history.append(y)
             if len(st.base) >= c.baseline_events:
                 self._rebaseline(st)
             return None
@@ -337,6 +342,7 @@ class FailSlowDetector:
         # every reading joins the rolling baseline (keeping only in-control ones would bias it low
         # and its scale small); a real shift is re-baselined at its alarm anyway
         st.base.append(y)
+        st.history.append(y)
         st.dirty += 1
         if st.dirty >= 10:
             self._rebaseline(st)
@@ -355,10 +361,11 @@ class FailSlowDetector:
         tail = st.since[j0:]
         if len(tail) < c.min_events:
             return None
-        ratio = math.exp(median(v for _, v, _ in tail) - st.mu)
+        level = median(v for _, v, _ in tail)
+        ratio = math.exp(level - st.mu)
         recent = math.exp(median(v for _, v, _ in st.since[-c.min_events:]) - st.mu)
         share = sum(v - st.mu >= math.log(c.share_ratio) for _, v, _ in tail) / len(tail)
-        if ratio < c.min_ratio or recent < c.min_ratio or share < c.min_share:
+        if ratio < c.min_ratio or recent < c.min_ratio or share < c.min_share or not self._abrupt(st, len(tail), level):
             if len(tail) >= 2 * c.min_events and ratio < c.min_ratio:
                 # a lasting shift too small to matter (drift): it becomes the baseline
                 st.base.extend(v for _, v, _ in tail)
@@ -380,6 +387,19 @@ class FailSlowDetector:
         st.since.clear()
         st.alarms += 1
         return alert
+
+    def _abrupt(self, st: _Stream, n_tail: int, level: float) -> bool:
+        """A change point, not a drift: the level since the onset is `min_ratio` above the level
+        just before it (the `baseline_events` readings preceding the onset), not only above the
+        rolling baseline, which lags a slow drift by half its window. A step passes at once (the
+        readings before it sit at the old level); a ramp does not, since the readings before its
+        estimated onset have already risen most of the way. Without readings before the onset in
+        `history`, the baseline stands in."""
+        c = self.config
+        pre = list(st.history)[-n_tail - c.baseline_events:-n_tail]
+        if len(pre) < c.baseline_events:
+            return True
+        return level - median(pre) >= math.log(c.min_ratio)
 
     @staticmethod
     def _rebaseline(st: _Stream) -> None:
