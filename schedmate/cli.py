@@ -260,6 +260,14 @@ app.command("serve")(serve_command)
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default: the user's data dir).")]
 
 
+def _data_dir_problem(exc: OSError, given: Path | None) -> str:
+    """One line for a data directory the OS refuses (not a directory, read-only, no permission)."""
+    where = exc.filename or given or "the data directory"
+    why = "a file is in the way (not a directory)" if isinstance(exc, FileExistsError | NotADirectoryError) else (
+        exc.strerror or str(exc))
+    return f"data directory {where}: {why} (pass --data-dir, or set SCHEDMATE_HOME to a writable folder)"
+
+
 @redis_app.command("start")
 def redis_start(data_dir: DataDirOpt = None, port: Annotated[int | None, typer.Option(help="Port (default: a free one).")] = None) -> None:
     """Start redis-server on 127.0.0.1 with persistence (AOF) in the data directory."""
@@ -269,6 +277,8 @@ def redis_start(data_dir: DataDirOpt = None, port: Annotated[int | None, typer.O
         info = redis_server.start(data_dir or redis_server.default_data_dir(), port)
     except redis_server.RedisServerError as exc:
         raise fail(str(exc)) from None
+    except OSError as exc:  # an unwritable or non-directory data dir: one line naming the path
+        raise fail(_data_dir_problem(exc, data_dir)) from None
     console.print(f"redis running at {info.url} (pid {info.pid}, data {info.data_dir})")
 
 
@@ -281,6 +291,8 @@ def redis_stop(data_dir: DataDirOpt = None) -> None:
         stopped = redis_server.stop(data_dir or redis_server.default_data_dir())
     except redis_server.RedisServerError as exc:
         raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(_data_dir_problem(exc, data_dir)) from None
     console.print("stopped" if stopped else "not running")
 
 
@@ -289,7 +301,10 @@ def redis_status(data_dir: DataDirOpt = None) -> None:
     """Say whether the server for the data directory runs and answers."""
     from schedmate.embeddings import redis_server
 
-    st = redis_server.status(data_dir or redis_server.default_data_dir())
+    try:
+        st = redis_server.status(data_dir or redis_server.default_data_dir())
+    except OSError as exc:
+        raise fail(_data_dir_problem(exc, data_dir)) from None
     console.print(f"{'running' if st.running else 'not running'}: {st.detail}" + (f" ({st.url})" if st.url else ""))
     if not st.running:
         raise typer.Exit(code=1)

@@ -68,7 +68,15 @@ def serve(
     if config.redis_url is None and not no_redis:
         from schedmate.embeddings import redis_server
 
-        config = replace(config, redis_url=redis_server.start(redis_server.default_data_dir()).url)
+        try:
+            config = replace(config, redis_url=redis_server.start(redis_server.default_data_dir()).url)
+        except (OSError, redis_server.RedisServerError) as exc:  # one line naming the path, not a traceback
+            where = f"data directory {exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+            why = ("a file is in the way (not a directory)" if isinstance(exc, FileExistsError | NotADirectoryError)
+                   else exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+            typer.echo(f"error: {where}{why} (set SCHEDMATE_HOME to a writable folder, or pass --redis-url "
+                       "or --no-redis)", err=True)
+            raise typer.Exit(2) from None
     if threads:
         import torch
 

@@ -44,6 +44,11 @@ class ServiceConfig:
     tracked_jobs: int = 1024  # logs tailed for before/after comparisons (oldest dropped first)
 
     def __post_init__(self) -> None:
+        if self.token is not None:  # a blank token would be accepted here and match no client's header
+            if not self.token.strip():
+                raise ServiceConfigError(f"the token (--token or {TOKEN_ENV}) is empty or whitespace: no client could "
+                                         "authenticate; set a real token or unset it")
+            object.__setattr__(self, "token", self.token.strip())
         if not is_loopback(self.host) and not self.token:
             raise ServiceConfigError(
                 f"binding to {self.host!r} (not loopback) needs a token: pass --token or set {TOKEN_ENV}")

@@ -27,7 +27,7 @@ import redis
 
 from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.agents.failure.confidence import evidence_fields
-from schedmate.integrations.service.config import ServiceConfig
+from schedmate.integrations.service.config import PathRefused, ServiceConfig
 from schedmate.logfile import readable_log
 from schedmate.integrations.service.models import (
     SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
@@ -198,18 +198,31 @@ class ServiceCore:
 
     # ------------------------------------------------------------------------- paths
 
+    def _path(self, raw: str, kind: str) -> tuple[Path, bool]:
+        """`raw` resolved under the allowed roots, and whether it exists. A path no file system
+        can hold (a NUL byte, a name too long, a symlink loop) is a 400, never a 500."""
+        if "\x00" in raw:
+            raise InputError(400, f"{kind} path holds a NUL byte")
+        try:
+            path = self.config.resolve_path(raw, kind=kind)
+            return path, path.exists()
+        except PathRefused:
+            raise
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise InputError(400, f"invalid {kind} path: {getattr(exc, 'strerror', None) or exc}") from None
+
     def _file(self, raw: str, kind: str) -> Path:
-        path = self.config.resolve_path(raw, kind=kind)
-        if not path.exists():
+        path, exists = self._path(raw, kind)
+        if not exists:
             raise InputError(404, f"{kind} not found: {raw}")
         if not path.is_file():
             raise InputError(400, f"{kind} is not a regular file: {raw}")
         return path
 
     def _repo(self, raw: str) -> Path:
-        path = self.config.resolve_path(raw, kind="repo")
+        path, exists = self._path(raw, "repo")
         if not path.is_dir():
-            raise InputError(404 if not path.exists() else 400, f"repo is not a directory: {raw}")
+            raise InputError(404 if not exists else 400, f"repo is not a directory: {raw}")
         return path
 
     # ------------------------------------------------------------------------- advise
