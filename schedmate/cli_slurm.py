@@ -41,6 +41,9 @@ def config(
         "/etc/slurm/slurm.conf"),
     write: Annotated[bool, typer.Option("--write", help="Write job_submit.lua and the epilog beside slurm.conf "
                                                         "instead of printing them.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Run the installed epilog and the submit-time call as "
+                                                        "SlurmUser and report what would fail (`slurm doctor`).")] = False,
+    slurm_user: Annotated[str | None, typer.Option(help="Check as this user (default: SlurmUser).")] = None,
 ) -> None:
     """The slurm.conf lines, job_submit.lua and the EpilogSlurmctld script to install."""
     from schedmate.integrations.slurm.config import (
@@ -49,6 +52,9 @@ def config(
 
     cfg = HookConfig(url=url, python=python, token_file=token_file, timeout_s=timeout, margin=margin,
                      log_file=log_file, slurm_conf=slurm_conf)
+    if check:
+        _doctor(cfg, slurm_user)
+        return
     epilog = slurm_conf.parent / "schedmate-epilog.sh"
     if write:
         if not slurm_conf.parent.is_dir():
@@ -64,6 +70,41 @@ def config(
     typer.echo(job_submit_lua(cfg))
     typer.echo(f"# --- {epilog} (mode 0755)")
     typer.echo(epilog_script(cfg))
+
+
+def _doctor(cfg: object, user: str | None, as_json: bool = False) -> None:
+    from schedmate.integrations.slurm.doctor import run_checks
+
+    checks = run_checks(cfg, user=user)  # type: ignore[arg-type]
+    if as_json:
+        print(json.dumps([c.__dict__ for c in checks]))
+    else:
+        for c in checks:
+            typer.echo(f"{c.status:4s}  {c.name}: {c.detail}")
+    failed = [c.name for c in checks if c.status == "FAIL"]
+    if not as_json:
+        typer.echo(f"{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "all checks passed")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+@slurm_app.command("doctor")
+def doctor(
+    url: UrlOpt = "http://127.0.0.1:8642",
+    python: Annotated[str, typer.Option(help="The Python the epilog runs.")] = sys.executable,
+    token_file: TokenFileOpt = None,
+    timeout: Annotated[float, typer.Option(help="Seconds the submit-time call may take.", min=0.1)] = 2.0,
+    log_file: Annotated[Path | None, typer.Option(help="The hook's log file.")] = Path("/var/log/slurm/schedmate-hook.log"),
+    slurm_conf: Annotated[Path, typer.Option(help="slurm.conf (job_submit.lua and the epilog beside it).")] = Path(
+        "/etc/slurm/slurm.conf"),
+    slurm_user: Annotated[str | None, typer.Option(help="Check as this user (default: SlurmUser).")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run the epilog's hook and the submit-time call as SlurmUser; say what would fail (exit 1 if anything)."""
+    from schedmate.integrations.slurm.config import HookConfig
+
+    _doctor(HookConfig(url=url, python=python, token_file=token_file, timeout_s=timeout, log_file=log_file,
+                       slurm_conf=slurm_conf), slurm_user, as_json)
 
 
 @slurm_app.command("estimate")

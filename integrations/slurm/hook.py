@@ -208,17 +208,52 @@ def _parser() -> argparse.ArgumentParser:
     epi.add_argument("--background", action="store_true", help="return at once; report from a detached process")
     epi.add_argument("--settle", type=float, default=30.0, help="seconds to wait for the job's final state")
     epi.add_argument("--retries", type=int, default=3, help="retries of a 429/503 answer")
+    sub.add_parser("check", help="what the epilog needs, checked as the user running it (`schedmate slurm doctor`)")
     return ap
+
+
+def check(args: argparse.Namespace) -> int:
+    """One JSON line per precondition of recording a job (token, log file, scontrol, service);
+    exit 1 when any fails. Run by `schedmate slurm doctor` as SlurmUser with the epilog's flags."""
+    import shutil
+
+    results: list[tuple[str, bool, str]] = [("interpreter", True, f"{sys.executable} runs and imports the hook")]
+    if args.token_file is not None:
+        try:
+            ok = bool(args.token_file.read_text().strip())
+            results.append(("token file", ok, f"{args.token_file} " + ("readable" if ok else "is empty")))
+        except OSError as exc:
+            results.append(("token file", False, f"{args.token_file}: {exc.strerror or exc}"))
+    if args.log_file is not None:
+        try:
+            with args.log_file.open("a", encoding="utf-8"):
+                pass
+            results.append(("log file", True, f"{args.log_file} writable"))
+        except OSError as exc:
+            results.append(("log file", False, f"{args.log_file}: {exc.strerror or exc}"))
+    found = shutil.which("scontrol")
+    results.append(("scontrol", found is not None, found or "scontrol not on PATH: the epilog cannot read the job"))
+    try:
+        with urllib.request.urlopen(args.url.rstrip("/") + "/health", timeout=args.timeout) as resp:
+            results.append(("service", resp.status == 200, f"{args.url} /health answered {resp.status}"))
+    except (urllib.error.URLError, OSError) as exc:
+        results.append(("service", False, f"{args.url} unreachable: {getattr(exc, 'reason', exc)}"))
+    for name, ok, detail in results:
+        print(json.dumps({"check": name, "ok": ok, "detail": detail}))
+    return 0 if all(ok for _, ok, _ in results) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "check":
+        return check(args)
     token = os.environ.get("SCHEDMATE_TOKEN")
     if args.token_file is not None:
         try:
             token = args.token_file.read_text().strip() or token
-        except OSError as exc:
+        except OSError as exc:  # every report would be refused (401): fail loudly, do not lose jobs quietly
             _log(args.log_file, {"event": args.cmd, "error": f"token file: {exc}"})
+            return 3
     if not args.job:
         _log(args.log_file, {"event": "epilog", "error": "no job id (--job or $SLURM_JOB_ID)"})
         return 0
