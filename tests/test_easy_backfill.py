@@ -76,7 +76,7 @@ class DoubleOnce:
     def initial(self, job: JobState, view: ClusterView) -> tuple[float, str]:
         return float(job.spec.attributes[LIMIT_KEY]), "schedmate"
 
-    def after_kill(self, job: JobState, view: ClusterView) -> tuple[float, str]:
+    def after_kill(self, job: JobState, view: ClusterView, limit: float) -> tuple[float, str]:
         return 10_000.0, "user"
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
@@ -143,7 +143,7 @@ class ExtendAfterStartup:
     def initial(self, job: JobState, view: ClusterView) -> tuple[float, str]:
         return 40.0, "schedmate"
 
-    def after_kill(self, job: JobState, view: ClusterView) -> tuple[float, str]:
+    def after_kill(self, job: JobState, view: ClusterView, limit: float) -> tuple[float, str]:
         return 10_000.0, "user"
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
@@ -157,3 +157,11 @@ def test_the_rule_is_polled_until_the_limit_expires() -> None:
     out = run([job("A", 0, 1, 100, None)], policy)
     assert rule.asked[:3] == [0.0, 10.0, 20.0]  # limit 40 s, checked from 50 s before, every 10 s
     assert out["A"].end_time == 100.0 and not policy.kills
+
+
+def test_a_job_longer_than_the_maximum_resumes_from_its_checkpoint_and_ends() -> None:
+    policy = EasyBackfill(rule=FixedLimits(default_s=100.0, max_s=100.0))
+    out = run([job("A", 0, 1, 250, None)], policy)
+    # work kept across kills: 100, then 60 per 100 s attempt (each restart pays 40 s), then the last 30
+    assert out["A"].phase is Phase.COMPLETED and len(policy.kills) == 3
+    assert policy.run_stats()["counts"]["resumed_after_kill"] == 3

@@ -22,7 +22,8 @@ backfilling (`schedulers/policies/easy.py`, FCFS priority, kill at the limit):
 
 A job killed at its limit loses its progress (no checkpoint: the cost's upper bound; the GPU-hours
 lost with 30-minute checkpoints are reported beside it) and its user resubmits it `resubmit_s`
-later with their own request (MaxTime if they had none); the resubmission is never SchedMate's.
+later with their own request (MaxTime if they had none), at least twice the limit that killed it;
+the resubmission is never SchedMate's. A job killed at MaxTime resumes from a checkpoint.
 
 **The world is the other case studies'** (`integrations/world.py`): each evaluated job's plan comes
 from an earlier window of the trace, its run time from its plan x its own step-time factor, and
@@ -134,9 +135,11 @@ class _Rule:
                 return limit, "schedmate"
         return req.default_s, "default"
 
-    def after_kill(self, job: JobState, view: ClusterView) -> tuple[float, str]:
+    def after_kill(self, job: JobState, view: ClusterView, limit: float) -> tuple[float, str]:
+        """The user's own request, at least twice the limit that killed the job, at most MaxTime."""
         own = self.plan.user.get(job.job_id)
-        return (own, "user") if own is not None else (self.setup.requests.max_time_s, "user")
+        top = self.setup.requests.max_time_s
+        return min(top, max(own if own is not None else top, 2.0 * limit)), "user"
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
         if source != "schedmate" or not self.arm.startswith("schedmate+extend") or job.first_start is None:

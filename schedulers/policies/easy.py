@@ -10,7 +10,9 @@ backfills only if it delays none of them.
 
 A running job is killed when its limit expires (Slurm's TIMEOUT): its GPUs are freed, its progress
 is lost (no checkpoint assumed: the cost's upper bound), and the user resubmits it after
-`LimitRule.resubmit_s` with the limit `LimitRule.after_kill` gives. Before a limit expires the
+`LimitRule.resubmit_s` with the limit `LimitRule.after_kill` gives. When that is no longer than the
+expired one (a job longer than the partition's maximum), the user resumes it from a checkpoint
+instead: its progress is kept, so every job ends. Before a limit expires the
 rule may extend it (`LimitRule.extend`, asked `LimitRule.check_before_s` ahead), as SchedMate's
 progress-aware extension does with `scontrol update`.
 
@@ -50,8 +52,9 @@ class LimitRule(Protocol):
         """(limit in seconds, who set it: e.g. "user", "default", "schedmate", "oracle") at submission."""
         ...
 
-    def after_kill(self, job: JobState, view: ClusterView) -> tuple[float, str]:
-        """The limit the user resubmits a killed job with."""
+    def after_kill(self, job: JobState, view: ClusterView, limit: float) -> tuple[float, str]:
+        """The limit the user resubmits a job killed at `limit` with. One no longer than `limit`
+        (the partition's maximum) means the user resumes from a checkpoint: the progress is kept."""
         ...
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
@@ -74,7 +77,7 @@ class FixedLimits:
         own = job.spec.attributes.get(LIMIT_KEY)
         return (float(own), "user") if own is not None else (self.default_s, "default")
 
-    def after_kill(self, job: JobState, view: ClusterView) -> tuple[float, str]:
+    def after_kill(self, job: JobState, view: ClusterView, limit: float) -> tuple[float, str]:
         return self.max_s, "user"
 
     def extend(self, job: JobState, view: ClusterView, limit: float, source: str) -> float | None:
@@ -166,14 +169,15 @@ class EasyBackfill(Policy):
             if now >= end - _EPS:
                 self.kills.append(Kill(job.job_id, state.source, state.limit, job.num_gpus, now - state.started, now))
                 self.counts[f"killed_{state.source}"] += 1
-                plan.preempt(job, discard_progress=True)
+                limit, source = self.rule.after_kill(job, view, state.limit)
+                resume = _positive(limit) <= state.limit + _EPS  # no longer limit to ask: resume from a checkpoint
+                self.counts["resumed_after_kill"] += resume
+                plan.preempt(job, discard_progress=not resume)
                 state.started = None
                 state.next_check = -math.inf
                 state.hold_until = now + self.rule.resubmit_s
-                state.limit, state.source = self.rule.after_kill(job, view)
-                state.limit = _positive(state.limit)
-                if state.hold_until > now:
-                    view.wake_at(state.hold_until)
+                state.limit, state.source = float(limit), source
+                view.wake_at(state.hold_until)  # back in the queue after this pass's decisions apply
                 continue
             check_at = max(end - self.rule.check_before_s, state.next_check)
             if self.rule.check_before_s > 0 and now >= check_at - _EPS:
