@@ -8,6 +8,8 @@
 - `slurmjob`: `scontrol show job` parsing, final status, GPUs, the launch command of a script.
 - `lookup`: a job's log for `schedmate diagnose --job ID`.
 - `localcluster`: a real single-node Slurm in a folder (tests, trying it out).
+- `extend`: progress-aware extension of SchedMate-set limits (`schedmate slurm extend`).
+- `user_requests`: a model of users' `--time` requests from the HPC literature (the simulator's).
 
 Nothing is imported here, so the epilog hook starts without loading the rest of SchedMate.
 """
