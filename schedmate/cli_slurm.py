@@ -8,6 +8,7 @@ finished job by hand, as the EpilogSlurmctld hook (`python -m schedmate.integrat
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -210,3 +211,59 @@ def _token(path: Path | None) -> str | None:
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add this area's commands to the `schedmate` app (top level) or to `schedmate eval`."""
     app.add_typer(slurm_app, name="slurm")
+
+
+localcluster_app = typer.Typer(help="A real single-node Slurm (munge, slurmctld, slurmd, fake GPUs) in one folder, "
+                                    "for trying the integration.", no_args_is_help=True)
+slurm_app.add_typer(localcluster_app, name="localcluster")
+RootOpt = Annotated[Path | None, typer.Option("--root", help="The cluster's folder (default: $SCHEDMATE_HOME/slurm).")]
+
+
+def _cluster_root(root: Path | None) -> Path:
+    from schedmate.config import data_dir
+
+    return (root or data_dir() / "slurm").resolve()
+
+
+@localcluster_app.command("up")
+def localcluster_up(
+    root: RootOpt = None,
+    gpus: Annotated[int, typer.Option(help="Fake GPUs (gres.conf File= entries on empty device files).", min=1)] = 8,
+    url: Annotated[str | None, typer.Option(help="Also install SchedMate's job_submit.lua and epilog for this "
+                                                 "service (e.g. http://127.0.0.1:8642).")] = None,
+) -> None:
+    """Start the cluster (needs root and Debian's slurm-wlm + munge); prints the SLURM_CONF to export."""
+    from schedmate.integrations.slurm.config import HookConfig, slurm_conf_lines, write_files
+    from schedmate.integrations.slurm.localcluster import LocalSlurm, SlurmStartError
+
+    folder = _cluster_root(root)
+    extra: list[str] = []
+    cluster = LocalSlurm(folder, gpus=gpus)
+    if url is not None:
+        cfg = HookConfig(url=url, log_file=folder / "log" / "schedmate-hook.log", slurm_conf=cluster.conf)
+        extra = slurm_conf_lines(cluster.conf_dir / "schedmate-epilog.sh")
+        cluster = LocalSlurm(folder, gpus=gpus, extra_conf=extra)
+    try:
+        if os.geteuid() != 0:
+            raise SlurmStartError("slurmd needs root: run `sudo schedmate slurm localcluster up`")
+        cluster.write_config()  # munge key, slurm.conf, gres.conf with File= for each fake GPU
+        if url is not None:
+            write_files(cfg, cluster.conf_dir)
+        cluster.start()
+    except (SlurmStartError, OSError) as exc:
+        cluster.stop()
+        raise _fail(str(exc).splitlines()[0]) from None
+    typer.echo(f"Slurm up in {folder} ({gpus} fake GPUs){'; SchedMate hooks for ' + url if url else ''}.")
+    typer.echo(f"export SLURM_CONF={cluster.conf}    # then: sbatch, squeue, schedmate diagnose --job ID")
+
+
+@localcluster_app.command("down")
+def localcluster_down(root: RootOpt = None) -> None:
+    """Stop the cluster's daemons (by their pid files); its folder is kept."""
+    from schedmate.integrations.slurm.localcluster import LocalSlurm
+
+    folder = _cluster_root(root)
+    if not (folder / "etc" / "slurm.conf").exists():
+        raise _fail(f"no cluster in {folder}")
+    LocalSlurm(folder).stop()
+    typer.echo(f"Slurm in {folder} stopped")

@@ -106,3 +106,27 @@ def test_the_hook_fails_loudly_on_an_unreadable_token_file(tmp_path: Path) -> No
     rc = hook.main(["--token-file", str(tmp_path / "missing"), "--log-file", str(log), "epilog", "--job", "7"])
     assert rc == 3
     assert "token file" in json.loads(log.read_text().splitlines()[-1])["error"]
+
+
+def test_localcluster_up_runs_jobs_on_fake_gpus_and_down_stops_it(tmp_path: Path, service: str) -> None:
+    from schedmate.integrations.slurm.localcluster import missing_binaries
+
+    if missing_binaries() or os.geteuid() != 0:
+        pytest.skip("needs root and slurm-wlm + munge")
+    root = tmp_path / "cluster"
+    root.mkdir(mode=0o755)
+    tmp_path.chmod(0o755)  # munged wants the socket's folders reachable
+    up = runner.invoke(app, ["slurm", "localcluster", "up", "--root", str(root), "--gpus", "2", "--url", service])
+    try:
+        assert up.exit_code == 0, up.output
+        assert f"export SLURM_CONF={root / 'etc' / 'slurm.conf'}" in up.output
+        assert "File=" in (root / "etc" / "gres.conf").read_text()
+        env = os.environ | {"SLURM_CONF": str(root / "etc" / "slurm.conf")}
+        info = subprocess.run(["sinfo", "-h", "-o", "%G %t"], env=env, capture_output=True, text=True, timeout=30)
+        assert info.stdout.split() == ["gpu:2", "idle"]
+        checks = {c.name: c.status for c in run_checks(HookConfig(url=service, slurm_conf=root / "etc" / "slurm.conf",
+                                                                   log_file=root / "log" / "schedmate-hook.log"))}
+        assert set(checks.values()) == {"ok"}, checks
+    finally:
+        down = runner.invoke(app, ["slurm", "localcluster", "down", "--root", str(root)])
+    assert down.exit_code == 0 and "stopped" in down.output
