@@ -82,14 +82,26 @@ def _tiresias(gpus: int) -> dict[str, Any]:
             "rounds": len(times), "jobs": len(jobs)}
 
 
+def _suika_replay(gpus: int) -> dict[str, Any]:
+    """Suika's SCHEDULE calls in a 2-hour replay (warm state between calls; opt-in: ~10 min at 1,024)."""
+    from schedmate.schedulers.suika.timing import replay_decisions
+
+    r = replay_decisions(gpus)
+    return {"round_s_median": r.cpu_p50_s, "round_cpu_s_median": r.cpu_p50_s, "round_cpu_s_p90": r.cpu_p90_s,
+            "round_cpu_s_p99": r.cpu_p99_s, "round_cpu_s_max": r.cpu_max_s, "what": "SCHEDULE calls in a replay (CPU)",
+            "jobs": r.jobs, "rounds": r.calls}
+
+
 POLICIES: dict[str, Callable[[int], dict[str, Any]]] = {
-    "tiresias": _tiresias, "ares": _ares, "arnold": _arnold, "arena": _arena, "suika": _suika}
+    "tiresias": _tiresias, "ares": _ares, "arnold": _arnold, "arena": _arena, "suika": _suika,
+    "suika-replay": _suika_replay}
+DEFAULT_POLICIES = ("tiresias", "ares", "arnold", "arena", "suika")  # suika-replay: opt-in (slow)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpus", default="64,1024,4096")
-    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help=f"any of {', '.join(POLICIES)}")
     ap.add_argument("--out", type=Path, default=Path("bench/results/policy_rounds.json"))
     args = ap.parse_args()
     sizes = [int(g) for g in args.gpus.split(",") if g.strip()]

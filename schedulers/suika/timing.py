@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..cluster import ClusterSpec
-from ..engine import SimConfig, Simulator
+from ..engine import SimConfig, Simulator, simulate
 from ..topology import Topology
 from .config import NON_ELASTIC, SUIKA, ElasticConfig
 from .policy import ElasticPolicy
@@ -63,6 +63,42 @@ def decision_time(num_gpus: int, *, rounds: int = 3, fill: float = 0.75, seed: i
         cpu.append(time.process_time() - c0)
     return DecisionTime(num_gpus, len(sim.running), sim.free_total, rounds, statistics.median(times), max(times),
                         statistics.median(cpu))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayTimes:
+    num_gpus: int
+    jobs: int
+    calls: int
+    cpu_p50_s: float
+    cpu_p90_s: float
+    cpu_p99_s: float
+    cpu_max_s: float
+
+
+def replay_decisions(num_gpus: int, *, hours: float = 2.0, seed: int = 0, config: ElasticConfig = SUIKA) -> ReplayTimes:
+    """CPU seconds of every SCHEDULE call in a replay (warm state: per-job candidates and the shape
+    memo persist between calls, so a call replans only the jobs whose reachable idle GPUs
+    changed): the §5.2 trace scaled to `num_gpus` (120 jobs per 64 GPUs per 8 h, XL jobs from 256
+    GPUs), `hours` of arrivals, simulated for `hours` + 1 h."""
+    mix = (("S", 6.0), ("M", 2.0), ("L", 2.0)) + ((("XL", 1.0),) if num_gpus >= 256 else ())
+    n = max(10, round(120 * num_gpus / 64 * hours / 8))
+    jobs = generate_trace(TraceConfig(num_gpus=num_gpus, hours=hours, num_jobs=n, mix=mix), seed)
+    policy = ElasticPolicy(config)
+    cpu: list[float] = []
+    inner = policy._schedule
+
+    def timed(view):  # type: ignore[no-untyped-def]
+        c0 = time.process_time()
+        out = inner(view)
+        cpu.append(time.process_time() - c0)
+        return out
+
+    policy._schedule = timed  # type: ignore[method-assign]
+    simulate(jobs, cluster_for(num_gpus), policy,
+             SimConfig(seed=seed, restart_cost=0.0, restart_cost_large=0.0, max_time=(hours + 1) * 3600))
+    q = statistics.quantiles(cpu, n=100) if len(cpu) > 1 else cpu * 99
+    return ReplayTimes(num_gpus, len(jobs), len(cpu), q[49], q[89], q[98], max(cpu, default=0.0))
 
 
 if __name__ == "__main__":
