@@ -215,14 +215,15 @@ def advise_all(source: Any, jobs: Sequence[JobSpec]) -> dict[str, Any]:
 
 
 def arm_metrics(result: SimResult, policy: EasyBackfill, setup: SlurmSetup) -> dict[str, Any]:
-    jobs = [j for j in result.jobs if j.end_time is not None and j.first_start is not None]
-    wait = np.array([j.first_start - j.spec.submit_time for j in jobs], dtype=float)  # type: ignore[operator]
-    jct = np.array([j.end_time - j.spec.submit_time for j in jobs], dtype=float)  # type: ignore[operator]
-    run = np.array([j.spec.duration for j in jobs], dtype=float)
+    ends = [(j, j.first_start, j.end_time) for j in result.jobs]
+    done = [(j, s, e) for j, s, e in ends if s is not None and e is not None]
+    jobs = [j for j, _, _ in done]
+    wait = np.array([s - j.spec.submit_time for j, s, _ in done], dtype=np.float64)
+    jct = np.array([e - j.spec.submit_time for j, _, e in done], dtype=np.float64)
+    run = np.array([j.spec.duration for j in jobs], dtype=np.float64)
     bsld = np.maximum(1.0, jct / np.maximum(run, BSLD_TAU_S))
     first = min(j.spec.submit_time for j in result.jobs)
     last = max(j.spec.submit_time for j in result.jobs)
-    span = max(1e-9, result.end_time - first)
     sm_kills = [k for k in policy.kills if k.source == "schedmate"]
     stats = policy.run_stats()
     n = len(result.jobs)

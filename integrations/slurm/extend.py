@@ -143,16 +143,25 @@ def _planned(text: str, step: int, total: int | None) -> int | None:
     return None
 
 
+def default_tracker() -> Any:
+    """The agent stack's Metric Tracker (deployed defaults) with the daemon's lazy classifier:
+    MiniLM loads only if a line needs it, so a pass over well-formed progress logs stays cheap."""
+    from schedmate.agents.stack import AgentStack
+    from schedmate.integrations.daemon.daemon import LazyClassifier
+
+    return AgentStack(classifier=LazyClassifier()).tracker()
+
+
 def read_progress(path: Path, *, tracker: Any = None, now: float | None = None) -> Progress | None:
-    """The Metric Tracker's reading of a log (regex fast path unless `tracker` is given): the
+    """The Metric Tracker's reading of a log (`default_tracker` unless `tracker` is given): the
     newest step, planned steps (a progress bar's total or `step N/T`), the steady step time."""
-    from schedmate.agents.tracker.tracker import MetricTracker, NoSignal
+    from schedmate.agents.tracker.tracker import NoSignal
 
     try:
         age = (time.time() if now is None else now) - path.stat().st_mtime
     except OSError:
         return None
-    result = (tracker or MetricTracker(None, None)).observe(path)
+    result = (tracker or default_tracker()).observe(path)
     if isinstance(result, NoSignal) or not getattr(result, "lines", None):
         return None
     stepped = [lm for lm in result.lines if lm.extraction.step is not None]
@@ -216,6 +225,10 @@ class Extender:
             return None
         m = re.search(r"\bMaxTime=(\S+)", text)
         return parse_duration(m.group(1)) if m else None
+
+    def __post_init__(self) -> None:
+        if self.tracker is None:
+            self.tracker = default_tracker()  # one tracker for every pass (its line-shape cache persists)
 
     def check(self, job: SlurmJob) -> Extension:
         """The decision for one running job (nothing changed yet)."""

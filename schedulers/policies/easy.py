@@ -140,9 +140,9 @@ class EasyBackfill(Policy):
 
     def run_stats(self) -> dict[str, Any]:
         by_source: Counter[str] = Counter(k.source for k in self.kills)
-        lost: Counter[str] = Counter()
+        lost: dict[str, float] = {}
         for k in self.kills:
-            lost[k.source] += k.gpus * k.run_s
+            lost[k.source] = lost.get(k.source, 0.0) + k.gpus * k.run_s
         return {"counts": dict(self.counts), "kills": dict(by_source), "killed_gpu_s": dict(lost),
                 "extended_jobs": sum(1 for s in self._jobs.values() if s.extensions),
                 "extensions": sum(len(s.extensions) for s in self._jobs.values())}
