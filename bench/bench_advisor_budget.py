@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     small, large = budgeted[0], budgeted[-1]
     report = {
         "points": points, "cli_advise": {"mb": big, **e2e},
-        "rss_ratio_largest_vs_smallest": round(float(large["peak_rss_mb"]) / float(small["peak_rss_mb"]), 2),  # type: ignore[arg-type]
-        "time_ratio_largest_vs_smallest": round(float(large["wall_s"]) / max(float(small["wall_s"]), 1e-3), 2),  # type: ignore[arg-type]
+        "rss_ratio_largest_vs_smallest": round(_num(large["peak_rss_mb"]) / _num(small["peak_rss_mb"]), 2),
+        "time_ratio_largest_vs_smallest": round(_num(large["wall_s"]) / max(_num(small["wall_s"]), 1e-3), 2),
         "crashes": sum(1 for pt in [*points, e2e] if pt["rc"] not in (0, None) and not pt["hung"]),
         "hangs": sum(1 for pt in [*points, e2e] if pt["hung"]),
     }
@@ -109,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{large['wall_s']} s; `schedmate advise` on {big} MB: {e2e['wall_s']} s, {e2e['peak_rss_mb']} MB RSS; "
           f"crashes {report['crashes']}, hangs {report['hangs']}")
     return 0
+
+
+def _num(x: object) -> float:
+    assert isinstance(x, int | float)
+    return float(x)
 
 
 def _measure(argv: list[str], timeout: float) -> dict[str, object]:

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 MODELS = ("gpt-2", "llama-2-7b", "resnet-50", "bert-base", "vit-b-16", "t5-base", "mistral-7b", "yolov8n")
 DATASETS = ("openwebtext", "imagenet-1k", "c4", "coco", "wikitext-103", "alpaca")
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "history_ingest.json").write_text(json.dumps(runs, indent=2))
     s, big = runs["small"], runs["large"]
-    ans = big["answer"] or {}
+    ans: dict[str, Any] = big["answer"] if isinstance(big["answer"], dict) else {}
     print(f"history ingest: {big['mb']} MB in {big['wall_s']} s, peak RSS {big['peak_rss_mb']} MB "
           f"(baseline {s['mb']} MB file: {s['peak_rss_mb']} MB), stored {ans.get('ingested')} of {ans.get('rows')} rows "
           f"({ans.get('duplicates')} duplicates refused, {ans.get('errors_total')} row errors), "

@@ -11,9 +11,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from schedmate.integrations.slurm.config import HookConfig
 
 slurm_app = typer.Typer(help="Slurm: time limits from SchedMate's estimates, job ends reported by an epilog.",
                         no_args_is_help=True)
@@ -73,10 +76,10 @@ def config(
     typer.echo(epilog_script(cfg))
 
 
-def _doctor(cfg: object, user: str | None, as_json: bool = False) -> None:
+def _doctor(cfg: HookConfig, user: str | None, as_json: bool = False) -> None:
     from schedmate.integrations.slurm.doctor import run_checks
 
-    checks = run_checks(cfg, user=user)  # type: ignore[arg-type]
+    checks = run_checks(cfg, user=user)
     if as_json:
         print(json.dumps([c.__dict__ for c in checks]))
     else:

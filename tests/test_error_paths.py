@@ -5,7 +5,9 @@ a 400 on every route that takes a path, a data directory the OS refuses is one l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,7 +18,7 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def client(tmp_path: Path):  # type: ignore[no-untyped-def]
+def client(tmp_path: Path) -> Iterator[Any]:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
@@ -30,13 +32,13 @@ def client(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("route", "field"), [("/v1/diagnose", "log"), ("/v1/track", "log"),
                                               ("/v1/advise", "repo"), ("/v1/failures/report", "log")])
-def test_a_nul_byte_in_a_path_is_a_400_on_every_route(client, tmp_path: Path, route: str, field: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_nul_byte_in_a_path_is_a_400_on_every_route(client: Any, tmp_path: Path, route: str, field: str) -> None:
     body = {field: f"{tmp_path}/x\x00.log", "job_id": "j1"} | ({"command": "python train.py"} if field == "repo" else {})
     r = client.post(route, json=body)
     assert r.status_code == 400 and r.json()["reason"] == f"{field} path holds a NUL byte"
 
 
-def test_a_name_too_long_is_a_400_not_a_500(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_name_too_long_is_a_400_not_a_500(client: Any, tmp_path: Path) -> None:
     r = client.post("/v1/diagnose", json={"log": f"{tmp_path}/{'a' * 300}.log"})
     assert r.status_code == 400 and "invalid log path" in r.json()["reason"]
 
