@@ -14,14 +14,14 @@ from schedmate.integrations.artefacts import DECLARED_KEY, plan_artefact, repo_h
 from schedmate.schedulers.arena import workload as arena_workload
 from schedmate.schedulers.arena.hardware import R2, build_cluster
 from schedmate.schedulers.arena.workload import generate
-from schedmate.schedulers.job import FinalStatus
+from schedmate.schedulers.job import FinalStatus, JobSpec
 from schedmate.schedulers.suika import workload as suika_workload
 from schedmate.schedulers.suika.workload import TraceConfig, generate_trace
 
 SEED = 5
 
 
-def _bytes(spec):  # type: ignore[no-untyped-def]
+def _bytes(spec: JobSpec) -> tuple[str, str, tuple[str, float, int]]:
     art = plan_artefact(spec, SEED)
     return art.key, repo_hash(art.render()), (art.log_framework, art.step_time_s, art.log_interval)
 

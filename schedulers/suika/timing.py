@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass, replace
 
 from ..cluster import ClusterSpec
+from ..decisions import Decision
 from ..engine import SimConfig, Simulator, simulate
+from ..policy import ClusterView
 from ..topology import Topology
 from .config import NON_ELASTIC, SUIKA, ElasticConfig
 from .policy import ElasticPolicy
@@ -65,6 +67,20 @@ def decision_time(num_gpus: int, *, rounds: int = 3, fill: float = 0.75, seed: i
                         statistics.median(cpu))
 
 
+class _TimedPolicy(ElasticPolicy):
+    """The policy, with the CPU seconds of each SCHEDULE call kept."""
+
+    def __init__(self, config: ElasticConfig) -> None:
+        super().__init__(config)
+        self.cpu: list[float] = []
+
+    def _schedule(self, view: ClusterView) -> list[Decision]:
+        c0 = time.process_time()
+        out = super()._schedule(view)
+        self.cpu.append(time.process_time() - c0)
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayTimes:
     num_gpus: int
@@ -84,17 +100,8 @@ def replay_decisions(num_gpus: int, *, hours: float = 2.0, seed: int = 0, config
     mix = (("S", 6.0), ("M", 2.0), ("L", 2.0)) + ((("XL", 1.0),) if num_gpus >= 256 else ())
     n = max(10, round(120 * num_gpus / 64 * hours / 8))
     jobs = generate_trace(TraceConfig(num_gpus=num_gpus, hours=hours, num_jobs=n, mix=mix), seed)
-    policy = ElasticPolicy(config)
-    cpu: list[float] = []
-    inner = policy._schedule
-
-    def timed(view):  # type: ignore[no-untyped-def]
-        c0 = time.process_time()
-        out = inner(view)
-        cpu.append(time.process_time() - c0)
-        return out
-
-    policy._schedule = timed  # type: ignore[method-assign]
+    policy = _TimedPolicy(config)
+    cpu = policy.cpu
     simulate(jobs, cluster_for(num_gpus), policy,
              SimConfig(seed=seed, restart_cost=0.0, restart_cost_large=0.0, max_time=(hours + 1) * 3600))
     q = statistics.quantiles(cpu, n=100) if len(cpu) > 1 else cpu * 99
