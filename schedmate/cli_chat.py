@@ -65,7 +65,8 @@ def render(answer: Any) -> None:
             console.print(f"  [dim]- {escape(note)}[/dim]")
     for note in [*answer.notes, *([answer.model_note] if answer.model_note else [])]:
         console.print(f"[dim]note: {escape(note)}[/dim]")
-    console.print(f"[dim]answered by the {answer.answered_by}; tools: {', '.join(answer.tools_run) or 'none'}; "
+    asked = f"question read as “{answer.intent_kind}” ({answer.intent_method}); " if answer.intent_kind else ""
+    console.print(f"[dim]{asked}answered by the {answer.answered_by}; tools: {', '.join(answer.tools_run) or 'none'}; "
                   f"session {answer.session_id}{'' if answer.persisted else ' (not saved)'}[/dim]")
 
 
@@ -92,8 +93,43 @@ def _listener(live: bool) -> Any:
     return listen
 
 
+def score_intents(embed: Any) -> dict[str, Any]:
+    """The intent classifier on its held-out questions and leave-one-out on its examples, beside the
+    keyword rules on the same questions (`agents/chat/data/intents*.jsonl`)."""
+    from schedmate.agents.chat.intent import keyword_intent
+    from schedmate.agents.chat.intent_model import IntentClassifier, load_heldout
+
+    clf = IntentClassifier(embed)
+    held = load_heldout()
+    routed = [clf.route(q).intent == i for i, q in held]
+    rules = [keyword_intent(q) == i for i, q in held]
+    loo = clf.leave_one_out()
+    rules_loo = sum(keyword_intent(q) == i for i, q in clf.examples) / len(clf.examples)
+    return {"examples": len(clf.examples), "heldout": len(held),
+            "classifier_heldout_accuracy": round(sum(routed) / len(held), 4),
+            "keywords_heldout_accuracy": round(sum(rules) / len(held), 4),
+            "classifier_leave_one_out_accuracy": round(loo, 4), "keywords_examples_accuracy": round(rules_loo, 4)}
+
+
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     """Add this area's commands to the `schedmate` app (top level) or to `schedmate eval`."""
+
+    @eval_app.command("chat-intents")
+    def eval_chat_intents(
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> None:
+        """The chat's intent classifier (MiniLM nearest-centroid) vs the keyword rules: accuracy on held-out
+        questions and leave-one-out on the examples."""
+        from schedmate.cli_jobs import load_embedder
+
+        out = score_intents(load_embedder().embed)
+        if as_json:
+            console.print_json(json.dumps(out))
+            return
+        console.print(f"chat intents: classifier {out['classifier_heldout_accuracy']:.1%} on {out['heldout']} held-out "
+                      f"questions (leave-one-out on {out['examples']} examples {out['classifier_leave_one_out_accuracy']:.1%}); "
+                      f"keyword rules {out['keywords_heldout_accuracy']:.1%} held-out, {out['keywords_examples_accuracy']:.1%} "
+                      "on the examples")
 
     @app.command("chat")
     def chat(

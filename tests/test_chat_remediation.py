@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from schedmate.agents.chat import ChatAgent, RedisSessionStore
-from schedmate.agents.chat.intent import read_intent
-from schedmate.agents.chat.intent_model import INTENTS, IntentClassifier, load_examples
+from schedmate.agents.chat.intent import keyword_intent
+from schedmate.agents.chat.intent_model import INTENTS, IntentClassifier, load_examples, load_heldout
 from schedmate.integrations.service.chat_route import CoreBackend
 from schedmate.integrations.service.config import ServiceConfig
 from schedmate.integrations.service.core import InputError, ServiceCore
@@ -34,15 +34,6 @@ OOM = [*PROGRESS, "Traceback (most recent call last):", '  File "train.py", line
 FLASH = ["loading config", "Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
          "    from flash_attn import flash_attn_func", "ModuleNotFoundError: No module named 'flash_attn'"]
 FIX = "what should I do to fix it?"
-# the keyword rules' tools, read as an intent: the baseline the classifier is compared with
-_KEYWORD_INTENT = {"window": "lines", "plan": "fix", "similar": "similar", "metrics": "metrics", "job": "job"}
-
-
-def keyword_intent(question: str) -> str:
-    tools = read_intent(question).tools
-    return next((_KEYWORD_INTENT[t] for t in ("plan", "similar", "metrics", "job", "window") if t in tools), "why")
-
-
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("chat-remediation")
@@ -69,16 +60,11 @@ def chat(core: ServiceCore, url: str, intents: IntentClassifier | None) -> ChatA
     return ChatAgent(CoreBackend(core), RedisSessionStore(url), intents=intents)
 
 
-def _heldout() -> list[tuple[str, str]]:
-    raw = (HERE / "agents" / "chat" / "data" / "intents-heldout.jsonl").read_text().splitlines()
-    return [(r["intent"], r["question"]) for r in map(json.loads, raw) if "intent" in r]
-
-
 # ------------------------------------------------------------------------------- routing
 
 
 def test_the_intent_classifier_beats_the_keyword_rules_on_held_out_questions(intents: IntentClassifier) -> None:
-    held = _heldout()
+    held = load_heldout()
     assert {i for i, _ in held} == set(INTENTS) and not {q for _, q in held} & {q for _, q in load_examples()}
     routed = sum(intents.route(q).intent == i for i, q in held) / len(held)
     keywords = sum(keyword_intent(q) == i for i, q in held) / len(held)

@@ -125,25 +125,38 @@ def test_hardware_names_node_and_gpu_and_splits_operator_and_owner() -> None:
 
 
 def test_a_cuda_error_is_the_hardwares_with_evidence_the_codes_with_a_device_assert_else_unknown() -> None:
-    line = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    line = "RuntimeError: CUDA error: unspecified launch failure"
     assert remediate([line], 0, R.CUDA_ERROR, FailureCategory.INFRASTRUCTURE).key == "cordon_node"
     assert remediate([line], 0, R.CUDA_ERROR, FailureCategory.SCRIPT).key == "unknown"  # code or hardware: cannot tell
+    illegal = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert remediate([illegal], 0, R.CUDA_ERROR, FailureCategory.SCRIPT).key == "fix_code"  # an out-of-bounds access
     asserted = ["Loss.cu:257: nll_loss_forward: block: [0,0,0], thread: [4,0,0] Assertion `t >= 0 && t < n_classes` failed.",
                 "RuntimeError: CUDA error: device-side assert triggered"]
     assert remediate(asserted, 1, R.CUDA_ERROR, FailureCategory.SCRIPT, block=0).key == "fix_code"
 
 
 def test_a_class_error_raised_inside_an_installed_package_is_a_version_mismatch() -> None:
-    lines = ['  File "/opt/venv/lib/python3.11/site-packages/transformers/models/auto/configuration_auto.py", line 723',
-             "    raise KeyError(key)", "KeyError: 'qwen2'"]
-    r = remediate(lines, 2, R.KEY_ERROR, block=0)
+    lines = ['  File "/opt/venv/lib/python3.11/site-packages/transformers/training_args.py", line 120, in __init__',
+             "    super().__init__(**kwargs)", "TypeError: __init__() got an unexpected keyword argument 'evaluation_strategy'"]
+    r = remediate(lines, 2, R.TYPE_ERROR, block=0)
     assert r.key == "align_versions" and r.values["packages"] == ["transformers"]
     numpy = remediate(["AttributeError: module 'numpy' has no attribute 'float'"], 0, R.ATTRIBUTE_ERROR)
     assert numpy.key == "align_versions" and numpy.values["packages"] == ["numpy"]
-    own = ['  File "/home/me/train.py", line 12, in main', "    cfg['lr']", "KeyError: 'lr'"]
-    assert remediate(own, 2, R.KEY_ERROR, block=0).key == "fix_code"  # the job's own code
+    own = ['  File "/home/me/train.py", line 12, in main', "    f(x, bad=1)", "TypeError: f() got an unexpected keyword argument 'bad'"]
+    assert remediate(own, 2, R.TYPE_ERROR, block=0).key == "fix_code"  # the job's own code
+    registry = ['  File "/opt/venv/lib/python3.11/site-packages/mmcv/utils/registry.py", line 44, in build',
+                "    raise KeyError(name)", "KeyError: 'MyHead is not in the models registry'"]
+    assert remediate(registry, 2, R.KEY_ERROR, block=0).key == "fix_code"  # a name in the job's config
     fstring = ['  File "utils.py", line 8', "    raise ValueError(f'bad {x}')", "                  ^", "SyntaxError: invalid syntax"]
     assert remediate(fstring, 3, R.SYNTAX_ERROR, block=0).values == {"packages": ["python"]}
+
+
+def test_a_checkpoint_that_cannot_be_read_is_the_files_weights_that_do_not_fit_are_the_codes() -> None:
+    corrupt = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"
+    assert remediate([corrupt], 0, R.MODEL_LOADING_ERROR).key == "fix_path"
+    mismatch = ["RuntimeError: Error(s) in loading state_dict for Net:", "\tsize mismatch for fc.weight: copying a param "
+                "with shape torch.Size([10, 512]) from checkpoint, the shape in current model is torch.Size([2, 512])."]
+    assert remediate(mismatch, 0, R.MODEL_LOADING_ERROR).key == "fix_code"
 
 
 def test_distributed_store_timeouts_are_a_peers_problem_not_a_transient_one() -> None:

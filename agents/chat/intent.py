@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from schedmate.agents.chat.intent_model import INTENT_TOOLS, IntentClassifier
 
-__all__ = ["Intent", "read_intent", "route_intent"]
+__all__ = ["Intent", "keyword_intent", "read_intent", "route_intent"]
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("diagnose", re.compile(r"\b(why|fail\w*|cause|root|error|crash\w*|wrong|happen\w*|broke\w*|diagnos\w*|died|"
@@ -77,3 +77,12 @@ def route_intent(question: str, classifier: IntentClassifier | None) -> tuple[In
     if rules.line is not None and "window" not in tools:
         tools = (*tools, "window")
     return Intent(tools=tools, line=rules.line, radius=rules.radius, kind=routed.intent, method="classifier"), None
+
+
+_KEYWORD_INTENT = {"window": "lines", "plan": "fix", "similar": "similar", "metrics": "metrics", "job": "job"}
+
+
+def keyword_intent(question: str) -> str:
+    """The keyword rules' tools read as an intent (`intent_model.INTENTS`): the classifier's baseline."""
+    tools = read_intent(question).tools
+    return next((_KEYWORD_INTENT[t] for t in ("plan", "similar", "metrics", "job", "window") if t in tools), "why")

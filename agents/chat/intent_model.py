@@ -24,7 +24,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["INTENTS", "INTENT_TOOLS", "IntentClassifier", "Routed", "load_examples"]
+__all__ = ["INTENTS", "INTENT_TOOLS", "IntentClassifier", "Routed", "load_examples", "load_heldout"]
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -52,12 +52,22 @@ class Routed:
     margin: float
 
 
-@cache
-def load_examples() -> tuple[tuple[str, str], ...]:
-    """(intent, question) pairs of the packaged example file."""
-    raw = resources.files("schedmate.agents.chat").joinpath("data/intents.jsonl").read_text(encoding="utf-8")
+def _read(name: str) -> tuple[tuple[str, str], ...]:
+    raw = resources.files("schedmate.agents.chat").joinpath(f"data/{name}").read_text(encoding="utf-8")
     rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
     return tuple((r["intent"], r["question"]) for r in rows if "intent" in r)
+
+
+@cache
+def load_examples() -> tuple[tuple[str, str], ...]:
+    """(intent, question) pairs the classifier is fitted on."""
+    return _read("intents.jsonl")
+
+
+@cache
+def load_heldout() -> tuple[tuple[str, str], ...]:
+    """(intent, question) pairs written apart from the examples and never fitted on: its test set."""
+    return _read("intents-heldout.jsonl")
 
 
 class IntentClassifier:

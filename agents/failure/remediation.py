@@ -42,10 +42,12 @@ KEYS: tuple[str, ...] = (
 SPECIFIC: tuple[str, ...] = ("extend_time_limit", "change_port", "shrink_batch", "increase_shm", "install",
                              "stabilise_training")
 _CONTEXT_BEFORE, _CONTEXT_AFTER = 12, 8  # lines around the block searched for values (after the root line)
-_API_REASONS = frozenset({FailureReason.TYPE_ERROR, FailureReason.ATTRIBUTE_ERROR, FailureReason.KEY_ERROR,
-                          FailureReason.VALUE_ERROR, FailureReason.MODEL_LOADING_ERROR})
+_API_REASONS = frozenset({FailureReason.TYPE_ERROR, FailureReason.ATTRIBUTE_ERROR, FailureReason.VALUE_ERROR,
+                          FailureReason.MODEL_LOADING_ERROR})
 _NEW_SYNTAX = re.compile(r"""(?<![\w'"])f['"]|:=""")  # f-strings, the walrus: syntax an old interpreter rejects
-_DEVICE_ASSERT = re.compile(r"\bdevice-side assert|\bAssertion `.*` failed|\bassert(?:ion)? triggered\b", re.I)
+# a CUDA error that is the program's: an assertion on the device, an out-of-bounds (illegal) access
+_DEVICE_ASSERT = re.compile(r"\bdevice-side assert|\bAssertion `.*` failed|\bassert(?:ion)? triggered\b"
+                            r"|\billegal memory access\b|\bmisaligned address\b", re.I)
 
 
 class Remediation(BaseModel):
@@ -90,8 +92,9 @@ REMEDIES: dict[FailureReason, ReasonRemedy] = {
     _R.ASSERTION_ERROR: _CODE,
     _R.VALUE_ERROR: _CODE,
     _R.ZERO_DIVISION_ERROR: ReasonRemedy((), "fix_code"),
-    # a checkpoint or model that cannot be read (truncated archive, bad header, wrong id) is the file's
-    _R.MODEL_LOADING_ERROR: ReasonRemedy(("retry", "fix_path", "align_versions"), "fix_path"),
+    # a checkpoint that cannot be read (truncated archive, bad header, wrong path or id) is the file's
+    # (`fix_path` finds it); weights that do not fit the model (state_dict size mismatch) are the code's
+    _R.MODEL_LOADING_ERROR: ReasonRemedy(("retry", "fix_path", "align_versions"), "fix_code"),
     _R.DATASET_LOADING_ERROR: ReasonRemedy(("retry", "fix_path"), "fix_code"),
     _R.FILE_NOT_FOUND_ERROR: ReasonRemedy((), "fix_path"),
     _R.TYPE_ERROR: ReasonRemedy(("align_versions",), "fix_code"),
@@ -161,7 +164,7 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
             i, values = found
             return _filled(kind, values, [i], labelled, order, first_line, "line")
     # 3. the reason's default. A CUDA error the evidence does not blame on the hardware: the code's when
-    # an assertion fired on the device, else the log cannot tell (an illegal access may be either)
+    # an assertion fired on the device or an access went out of bounds, else the log cannot tell
     kind = row.default
     if reason is _R.CUDA_ERROR and category is not FailureCategory.INFRASTRUCTURE:
         kind = "fix_code" if any(_DEVICE_ASSERT.search(text[i]) for i in order) else "unknown"

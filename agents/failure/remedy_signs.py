@@ -204,7 +204,7 @@ def packages_in(text: str) -> list[str]:
 _SITE_FRAME = re.compile(r'^\s*File "[^"]*[/\\](?:site|dist)-packages[/\\]([A-Za-z_][\w]*)')
 _API_MISMATCH = re.compile(r"\bunexpected keyword argument\b|\bhas no attribute\b|\bmissing \d+ required (?:positional|keyword)"
                            r"|\btakes \d+ positional arguments? but \d+\b|\bgot multiple values for\b|\bis not supported\b"
-                           r"|\bdeprecated\b|\bno longer\b|\bremoved in\b|^KeyError: ['\"]\w+['\"]$")
+                           r"|\bdeprecated\b|\bno longer\b|\bremoved in\b")
 _MODULE_ATTR = re.compile(r"module ['\"]([\w.]+)['\"] has no attribute")
 
 
@@ -324,7 +324,10 @@ _PATH_ERR = re.compile(
     r"\bFileNotFoundError\b|\[Errno 2\]|\bNo such file or directory\b|\bPermissionError\b|\[Errno 13\]|\bPermission denied\b"
     r"|\bIsADirectoryError\b|\bNotADirectoryError\b|\bdoes not exist\b|\bnot found\b|\bcannot find\b|\bcan't find\b"
     r"|\bNo space left on device\b|\bDisk quota exceeded\b|\bRead-only file system\b|\bdoes not appear to have a file named\b"
-    r"|\bis not a valid model identifier\b|\bCan't load (?:the )?(?:model|tokenizer|config|weights)\b",
+    r"|\bis not a valid model identifier\b|\bCan't load (?:the )?(?:model|tokenizer|config|weights)\b"
+    # a file that is there but cannot be read: a truncated or corrupt checkpoint
+    r"|\bPytorchStreamReader failed\b|\bSafetensorError\b|\bHeaderTooLarge\b|\binvalid load key\b|\bUnpicklingError\b"
+    r"|\bfailed finding central directory\b",
     re.I,
 )
 _QUOTED_PATH = re.compile(r"""['"`]((?:[A-Za-z]:)?[~./\w][^'"`\s]*)['"`]""")

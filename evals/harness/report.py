@@ -69,6 +69,12 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
                          f"{_f(b.get('category_accuracy'), True)} infra-F1 {_f((b.get('infra') or {}).get('f1'), True)}")  # fmt: skip
             else:
                 line += f" || real dev set: {dev.get('note') or 'no failed items'}"
+            rem = dev.get("remediation") or {}
+            if (r := rem.get("locator+learned") or rem.get("locator+rules")) and r.get("n"):
+                base = rem.get("reason-default") or {}
+                line += (f" || remediation ({r['n']} labelled): key {_f(r['key_accuracy'], True)} values "
+                         f"{_f(r['values_accuracy'], True)} of {r['n_with_values']}; reason-default key "
+                         f"{_f(base.get('key_accuracy'), True)}, majority-key {_f((rem.get('majority-key') or {}).get('key_accuracy'), True)}")
         return line
     parts = []
     for name in ("tracker", "regex-only", "last-lines"):
@@ -172,6 +178,14 @@ def _side_by_side_md(s: dict[str, Any]) -> list[str]:
                   _f(infra.get("recall"), True), _f(infra.get("f1"), True), _f(r.get("line_exact"), True),
                   _f(r.get("line_within2"), True), _f(r.get("normal_flagged"), True)]
         out.append(f"| {name} | " + " | ".join(cells) + " |")
+    rem = dev.get("remediation") or {}
+    if rem:
+        out += ["", f"Remediation on the real dev set (`{dev.get('remediation_labels')}` blind labels, "
+                "`remediation-*.jsonl`): key = the proposed fix matches the label's; values = key and every labelled "
+                "value match (normalised).", "", "| system | n | key acc | values n | values acc |", "|---|---|---|---|---|"]
+        for name, r in rem.items():
+            out.append(f"| {name} | {r['n']} | {_f(r['key_accuracy'], True)} | {r['n_with_values']} | "
+                       f"{_f(r['values_accuracy'], True)} |")
     hard = s.get("hard_cases") or {}
     if hard:
         sys_names = [n for n in ("locator+rules", "locator+learned", "locator+llm", "binary+rules", "last-500", "linear-scan")

@@ -116,6 +116,15 @@ def run_failures_suite(data: Path, *, limit: int | None, devset: Path | None, de
         b = (dev.get("systems") or {}).get("last-500") or {}
         res.metrics["devset_category_accuracy"] = _r(m.get("category_accuracy")) if not degrade else None
         res.baseline["devset_category_accuracy"] = _r(b.get("category_accuracy"))
+        # what to change: remediation key and filled values against the blind labels; baseline: the
+        # table's default for the predicted reason (no line read)
+        rem = dev.get("remediation") or {}
+        if (r := rem.get("locator+learned")) and r.get("n"):
+            base = rem.get("reason-default") or {}
+            res.metrics["devset_remediation_key_accuracy"] = _r(r.get("key_accuracy")) if not degrade else None
+            res.metrics["devset_remediation_values_accuracy"] = _r(r.get("values_accuracy")) if not degrade else None
+            res.baseline["devset_remediation_key_accuracy"] = _r(base.get("key_accuracy"))
+            res.baseline["devset_remediation_values_accuracy"] = _r(base.get("values_accuracy"))
         res.note += f"; real dev set: {dev['n_items']} items"
     res.seconds = round(time.perf_counter() - t0, 1)
     return res
