@@ -140,6 +140,7 @@ class Simulator:
         self._heap: list[tuple[float, int, int, str | None, int]] = []
         self._seq = itertools.count()
         self._coloc: dict[str, float] = {}
+        self._eligible_gpus: dict[tuple[tuple[str, ...] | None, str | None], int] = {}  # per (gpu types, vc)
         self._round_pending = False
         self._progress_pending = False
         self._wake_times: set[float] = set()
@@ -338,8 +339,7 @@ class Simulator:
     def _on_arrival(self, job: JobState) -> None:
         self.events += 1
         job.last_update = self.now
-        mask = self.cluster.eligible_mask(job.spec.gpu_types, job.spec.vc)
-        capacity = int(self.cluster.capacity()[mask].sum()) if mask.any() else 0
+        capacity = self._eligible_capacity(job.spec)
         if job.spec.num_gpus > capacity:
             job.cancel_reason = f"asks {job.spec.num_gpus} GPUs; eligible capacity {capacity}"
             self._terminate(job, Phase.CANCELLED)  # after the note, so on_finish sees why
@@ -351,6 +351,15 @@ class Simulator:
         job.phase = Phase.QUEUED
         self.waiting[job.job_id] = job
         self.policy.on_arrival(job, self.view)
+
+    def _eligible_capacity(self, spec: JobSpec) -> int:
+        """GPUs on the nodes `spec` may use (cordoned ones included), once per (types, VC)."""
+        key = (spec.gpu_types, spec.vc)
+        capacity = self._eligible_gpus.get(key)
+        if capacity is None:
+            mask = self.cluster.eligible_mask(spec.gpu_types, spec.vc)
+            capacity = self._eligible_gpus[key] = int(self.cluster.capacity()[mask].sum()) if mask.any() else 0
+        return capacity
 
     def _on_end(self, job: JobState, version: int) -> bool:
         if version != job.version or job.phase not in (Phase.RUNNING, Phase.PROFILING):
