@@ -16,7 +16,15 @@ every input is counted.
    confidence verdict whose category is not the exception's under Acme's taxonomy (`category_of`;
    broken down per exception), confidently infrastructure, and plans that touch a node;
 4. Redis: redis-server SIGKILLed while a writer stores records, restarted on the same folder:
-   acknowledged records that are missing.
+   acknowledged records that are missing;
+5. sizes, encodings, compressions (issue 27): the CLI a user runs (`advise`, `diagnose --method
+   rules`, `track`, `history ingest`), each in a child process, on a 50 MB source file, 20,000
+   files, 300 nested folders, deeply nested code/YAML/JSON, a 100 MB single-line log, a
+   million-line log, UTF-16/32 and gzip/bz2/xz logs, binary and truncated-gzip logs, a history
+   with non-UTF-8 rows, a 2 MB row and a 100,000-deep JSON row. Per input: crash (a traceback or
+   an unexpected exit code), hang (over `--hang-s`, killed), the child's peak RSS (wait4), and
+   wrong-but-confident: an answer that is not the known one (a planted KeyError reported as
+   something else, an unreadable log reported as "no failure found", an uncounted history row).
 
 Writes `bench/results/fuzz.json` and prints one summary line.
 """
@@ -215,6 +223,199 @@ def bench_redis(runs: int, scratch: Path) -> dict[str, Any]:
     return {"runs": runs, "acknowledged": acked_total, "lost": lost_total}
 
 
+TRACEBACK = ("Traceback (most recent call last):\n  File \"train.py\", line 41, in <module>\n"
+             "    label = batch[\"label\"]\nKeyError: 'label'\n")
+PROGRESS = "".join(f"iteration {i:>6}/ 1000 | elapsed time per iteration (ms): 500.0 | lm loss: 2.5E+00 |\n"
+                   for i in range(1, 60))
+
+
+def _child(argv: list[str], timeout: float, cwd: Path | None = None) -> dict[str, Any]:
+    """Run the CLI as a child: rc, wall time, peak RSS (MB, wait4), stdout, a traceback seen, hung."""
+    import subprocess
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=cwd,
+                                env=os.environ | {"PYTHONFAULTHANDLER": "1"})
+        hung = False
+        peak_kb = 0  # VmHWM of the child's own (post-exec) memory: wait4's ru_maxrss also counts the fork's copy
+        while True:
+            try:
+                with open(f"/proc/{proc.pid}/status") as fh:
+                    peak_kb = max([peak_kb] + [int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:")])
+            except (OSError, ValueError, IndexError):
+                pass
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                hung = True
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    return {"rc": os.waitstatus_to_exitcode(status), "s": round(time.perf_counter() - t0, 2), "hung": hung,
+            "rss_mb": round((peak_kb or usage.ru_maxrss) / 1024, 1), "stdout": stdout, "stderr": stderr,
+            "traceback": "Traceback (most recent call last)" in stderr or "Fatal Python error" in stderr}
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def _make_size_inputs(root: Path) -> list[tuple[str, list[str], set[int], Callable[[dict[str, Any]], str]]]:
+    """(name, CLI argv after `schedmate`, accepted exit codes, judge(result) -> "" or why it is wrong)."""
+    import bz2
+    import gzip
+    import lzma
+
+    cases: list[tuple[str, list[str], set[int], Callable[[dict[str, Any]], str]]] = []
+    train = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--model', default='resnet50')\n"
+             "p.add_argument('--epochs', type=int, default=90)\np.add_argument('--batch-size', type=int, default=64)\n"
+             "args = p.parse_args()\n")
+
+    def repo(name: str) -> Path:
+        d = root / name
+        d.mkdir(parents=True)
+        (d / "train.py").write_text(train)
+        return d
+
+    def advise_ok(r: dict[str, Any]) -> str:  # the training script's own defaults must still be read
+        got = _json(r["stdout"]) or {}
+        return "" if (got.get("metadata") or {}).get("batch_size") == 64 else f"batch_size {got.get('metadata')}"
+
+    big = repo("big-file")
+    with open(big / "generated.py", "w") as fh:
+        while fh.tell() < 50_000_000:
+            fh.write("".join(f"def f{i}(a, b=3):\n    return [a + b * {i}, {{'k': a}}]\n" for i in range(2000)))
+    (big / "train.py").write_text("import generated\n" + train)
+    many = repo("many-files")
+    for i in range(20_000):
+        sub = many / f"pkg{i // 1000}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"m{i}.py").write_text(f"# add_argument\nX_{i} = {i}\n")
+    deep = repo("deep-folders")
+    d = deep
+    for i in range(300):
+        d = d / f"d{i}"
+    d.mkdir(parents=True)
+    (d / "leaf.py").write_text("x = 1\n")
+    nested = repo("nested-code")
+    (nested / "train.py").write_text(train + "Y = " + "[" * 190 + "]" * 190 + "\n")  # CPython's parser stops at 200
+    cfg = repo("nested-config")
+    (cfg / "deep.yaml").write_text("a:\n" + "".join("  " * i + "  b:\n" for i in range(2000)) + "lr: 0.1\nbatch_size: 64\n")
+    (cfg / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    for name in ("big-file", "many-files", "deep-folders", "nested-code"):
+        cases.append((f"advise/{name}", ["advise", str(root / name), "--cmd", "python train.py", "--json"], {0}, advise_ok))
+    cases.append(("advise/nested-yaml+json", ["advise", str(cfg), "--cmd",
+                                              "python train.py --config deep.yaml --extra deep.json", "--json"], {0},
+                  advise_ok))
+
+    def found_keyerror(r: dict[str, Any]) -> str:
+        got = _json(r["stdout"]) or {}
+        if got.get("status") != "failure_found":
+            return f"planted KeyError not found ({got.get('status')}: {str(got.get('message'))[:80]})"
+        return "" if (got.get("line_text") or "").startswith("KeyError") else f"said {got.get('line_text')!r}"
+
+    def said_unreadable(r: dict[str, Any]) -> str:
+        text = r["stdout"] + r["stderr"]
+        if "no failure found" in text:
+            return "an unreadable log was reported as no failure found"
+        return "" if "unreadable" in text else "unreadable log not said to be unreadable"
+
+    def capped_said(r: dict[str, Any]) -> str:
+        got = _json(r["stdout"]) or {}
+        if got.get("status") == "failure_found" and not (got.get("line_text") or "").startswith("KeyError"):
+            return f"said {got.get('line_text')!r}"
+        return "" if any("capped" in n for n in got.get("notes") or []) else "the capped line is not said"
+
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "one-line-100mb.log").write_bytes(b"x" * 100_000_000 + b"\n" + TRACEBACK.encode())
+    with open(logs / "million-lines.log", "w") as fh:
+        for _ in range(100):
+            fh.write("step ok\n" * 10_000)
+        fh.write(TRACEBACK)
+    forms = {"utf16.log": TRACEBACK.encode("utf-16"), "utf16le-nobom.log": TRACEBACK.encode("utf-16-le"),
+             "utf32.log": TRACEBACK.encode("utf-32"), "job.log.gz": gzip.compress(TRACEBACK.encode()),
+             "job.log.bz2": bz2.compress(TRACEBACK.encode()), "job.log.xz": lzma.compress(TRACEBACK.encode()),
+             "utf16.log.gz": gzip.compress(("step ok\n" * 1000 + TRACEBACK).encode("utf-16"))}
+    for name, data in forms.items():
+        (logs / name).write_bytes(data)
+    (logs / "binary.log").write_bytes(os.urandom(200_000))
+    whole = gzip.compress(os.urandom(100_000))
+    (logs / "corrupt.log.gz").write_bytes(whole[:10] + b"\xff" * 100)
+    for name in ("one-line-100mb.log",):
+        cases.append((f"diagnose/{name}", ["diagnose", str(logs / name), "--method", "rules", "--json"], {0}, capped_said))
+    for name in ("million-lines.log", *forms):
+        cases.append((f"diagnose/{name}", ["diagnose", str(logs / name), "--method", "rules", "--json"], {0},
+                      found_keyerror))
+    for name in ("binary.log", "corrupt.log.gz"):
+        cases.append((f"diagnose/{name}", ["diagnose", str(logs / name), "--method", "rules"], {2}, said_unreadable))
+    (logs / "train.log.gz").write_bytes(gzip.compress(PROGRESS.encode("utf-16")))
+
+    def tracked(r: dict[str, Any]) -> str:
+        got = _json(r["stdout"]) or {}
+        return "" if got.get("signal") and abs((got.get("step_time_s") or 0) - 0.5) < 1e-6 else f"read {got}"
+
+    cases.append(("track/utf16.log.gz", ["track", str(logs / "train.log.gz"), "--json"], {0}, tracked))
+    cases.append(("track/binary.log", ["track", str(logs / "binary.log")], {2}, said_unreadable))
+
+    hist = root / "history.jsonl"
+    row = {"job_id": "", "gpus": 8, "metadata": {"model_name": "gpt-2", "task_type": "causal-lm",
+                                                  "dataset": "openwebtext", "iterations": 1000, "iteration_type": "steps"},
+           "outcome": {"duration": 3600, "final_status": "completed"}}
+    with open(hist, "wb") as fh:
+        for i in range(3000):
+            if i % 500 == 7:
+                fh.write(b'{"job_id": "bad\xff"}\n')
+            elif i == 1000:
+                fh.write(b'{"job_id": "huge", "pad": "' + b"x" * 2_000_000 + b'"}\n')
+            elif i == 1500:
+                fh.write(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+            else:
+                fh.write(json.dumps(row | {"job_id": f"j{i % 2900}"}).encode() + b"\n")
+
+    def ingest_counted(r: dict[str, Any]) -> str:
+        got = _json(r["stdout"]) or {}
+        parts = got.get("ingested", 0) + got.get("duplicates", 0) + got.get("errors_total", 0) + got.get("skipped_total", 0)
+        if got.get("rows") != 3000 or parts != 3000:
+            return f"rows {got.get('rows')}, accounted {parts}"
+        # 8 unreadable rows (6 non-UTF-8, a 2 MB line, a 100,000-deep JSON); j0..j99 again at the end, of
+        # which j7 was never stored (its first row was unreadable): 99 duplicates refused, 2,893 stored
+        return "" if got.get("duplicates") == 99 and got.get("ingested") == 2893 and got.get("errors_total") == 8 else (
+            f"stored {got.get('ingested')}, duplicates {got.get('duplicates')}")
+
+    cases.append(("history-ingest/hostile-rows", ["history", "ingest", str(hist), "--history-dir",
+                                                  str(root / "hist-data"), "--json"], {1}, ingest_counted))
+    return cases
+
+
+def bench_sizes(hang_s: float, scratch: Path) -> dict[str, Any]:
+    cli = str(Path(sys.executable).with_name("schedmate"))
+    out: dict[str, Any] = {}
+    home = scratch / "home"
+    os.environ["SCHEDMATE_HOME"] = str(home)  # the children's history and caches, never the user's
+    for name, argv, codes, judge in _make_size_inputs(scratch / "sizes"):
+        r = _child([cli, *argv], hang_s)
+        crashed = not r["hung"] and (r["traceback"] or r["rc"] not in codes)
+        wrong = "" if r["hung"] or crashed else judge(r)
+        out[name] = {"rc": r["rc"], "s": r["s"], "rss_mb": r["rss_mb"], "hung": r["hung"], "crashed": crashed,
+                     "wrong_but_confident": wrong, "stderr_tail": r["stderr"][-300:] if crashed else ""}
+        print(f"  {name}: rc {r['rc']}, {r['s']} s, {r['rss_mb']} MB{' HUNG' if r['hung'] else ''}"
+              f"{' CRASH' if crashed else ''}{' WRONG: ' + wrong if wrong else ''}", file=sys.stderr, flush=True)
+    return {"inputs": len(out), "crashes": sum(v["crashed"] for v in out.values()),
+            "hangs": sum(v["hung"] for v in out.values()),
+            "wrong_but_confident": sum(bool(v["wrong_but_confident"]) for v in out.values()),
+            "peak_rss_mb": max(v["rss_mb"] for v in out.values()), "cases": out}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=int(os.environ.get("FUZZ_EXAMPLES", 300)),
@@ -224,7 +425,22 @@ def main() -> None:
     ap.add_argument("--redis-runs", type=int, default=3)
     ap.add_argument("--hang-s", type=float, default=30.0, help="An input slower than this counts as a hang.")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--only-sizes", action="store_true", help="Run section 5 (sizes/encodings/compressions) alone.")
+    ap.add_argument("--no-sizes", action="store_true", help="Skip section 5.")
     args = ap.parse_args()
+    if args.only_sizes:
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="bench-fuzz-") as tmp:
+            sizes = bench_sizes(args.hang_s, Path(tmp))
+        doc = {"command": "bench/bench_fuzz.py " + " ".join(sys.argv[1:]), "sizes": sizes, "hang_s": args.hang_s,
+               "wall_s": round(time.perf_counter() - t0, 1)}
+        out = args.out.with_name("fuzz_sizes.json") if args.out == RESULTS else args.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=2))
+        print(f"fuzz sizes: {sizes['inputs']} inputs, crashes {sizes['crashes']}, hangs {sizes['hangs']} "
+              f"(> {args.hang_s:.0f} s), wrong-but-confident {sizes['wrong_but_confident']}, peak RSS "
+              f"{sizes['peak_rss_mb']} MB ({doc['wall_s']:.0f} s) -> {out}")
+        return
 
     from schedmate.embeddings.classifier import LineClassifier
     from schedmate.embeddings.embedder import make_embedder
@@ -238,6 +454,7 @@ def main() -> None:
         adversarial = bench_adversarial(classifier, args.adversarial, [m for m in args.methods.split(",") if m],
                                         args.hang_s)  # fmt: skip
         redis = bench_redis(args.redis_runs, scratch)
+        sizes = None if args.no_sizes else bench_sizes(args.hang_s, scratch)
     fuzz_targets = [*logs.values(), traces]
     doc = {
         "command": "bench/bench_fuzz.py " + " ".join(sys.argv[1:]),
@@ -248,7 +465,7 @@ def main() -> None:
         "confident_infrastructure": sum(a["confident_infrastructure"] for a in adversarial.values()),
         "plans_touching_nodes": sum(a["plans_touching_nodes"] for a in adversarial.values()),
         "records_lost": redis["lost"],
-        "logs": logs, "traces": traces, "adversarial": adversarial, "redis": redis,
+        "logs": logs, "traces": traces, "adversarial": adversarial, "redis": redis, "sizes": sizes,
         "hang_s": args.hang_s, "wall_s": round(time.perf_counter() - t0, 1),
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -257,8 +474,11 @@ def main() -> None:
     print(f"fuzz: {doc['inputs']} inputs, crashes {doc['crashes']}, hangs {doc['hangs']} (> {args.hang_s:.0f} s); "
           f"wrong-but-confident on adversarial logs: {adv} (confidently infrastructure "
           f"{doc['confident_infrastructure']}); plans touching nodes {doc['plans_touching_nodes']}; "
-          f"Redis killed {redis['runs']}x: {redis['lost']} of {redis['acknowledged']} acknowledged records lost "
-          f"({doc['wall_s']:.0f} s) -> {args.out}")
+          f"Redis killed {redis['runs']}x: {redis['lost']} of {redis['acknowledged']} acknowledged records lost; "
+          + (f"sizes/encodings/compressions: {sizes['inputs']} inputs, crashes {sizes['crashes']}, hangs "
+             f"{sizes['hangs']}, wrong-but-confident {sizes['wrong_but_confident']}, peak RSS {sizes['peak_rss_mb']} MB "
+             if sizes else "")
+          + f"({doc['wall_s']:.0f} s) -> {args.out}")
 
 
 if __name__ == "__main__":
