@@ -115,3 +115,22 @@ def test_a_timed_out_service_call_cancels_its_worker_which_then_frees_its_slot()
 
     queue = asyncio.run(scenario())
     assert stopped.wait(3) and queue.busy == 0 and queue.timed_out == 1
+
+
+def test_the_service_says_which_file_the_budget_skipped(classifier: object, tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from schedmate.integrations.service import ServiceConfig, create_app
+    from schedmate.integrations.service.core import ServiceCore
+
+    repo = write(tmp_path / "repo", {"train.py": TRAIN.replace("import argparse", "import argparse\nimport big")})
+    _huge(repo / "big.py", "X = 1\n", 50_000_000)
+    config = ServiceConfig(allowed_roots=(tmp_path,), redis_url=None)
+    core = ServiceCore(config, classifier=classifier)
+    core.load()
+    with TestClient(create_app(config, core)) as c:
+        r = c.post("/v1/advise", json={"repo": str(repo), "command": "python train.py --model resnet50", "gpus": 8})
+    assert r.status_code == 200
+    assert "skipped big.py: 50.0 MB is over the 0.5 MB per-file budget" in r.json()["degraded"]
+    assert r.json()["metadata"]["batch_size"] == 256
