@@ -107,8 +107,9 @@ def _by_node(gpus: Iterable[int], hw: Hardware) -> dict[int, list[int]]:
     return by_node
 
 
-def _tile_grouped(by_node: dict[int, list[int]], t: int) -> tuple[tuple[int, ...], ...] | None:
-    if any(len(v) % t for v in by_node.values()):
+def _tile_grouped(by_node: dict[int, list[int]], t: int, gcd: int | None = None) -> tuple[tuple[int, ...], ...] | None:
+    """`gcd`: of the nodes' GPU counts when the caller has it (t tiles them iff t divides it)."""
+    if (gcd % t) if gcd is not None else any(len(v) % t for v in by_node.values()):
         return None
     return tuple(tuple(v[k : k + t]) for node in sorted(by_node) for v in (by_node[node],) for k in range(0, len(v), t))
 
@@ -136,7 +137,8 @@ def _iter_candidates(plan: Plan, added: Sequence[int], hw: Hardware, space: Plan
             yield [(t, reps + (g,)) for (t, reps), g in zip(base, groups)]
         return
     grouped = _by_node(added, hw)
-    tiles = {t: _tile_grouped(grouped, t) for t in tps}
+    gcd = math.gcd(*(len(v) for v in grouped.values()))
+    tiles = {t: _tile_grouped(grouped, t, gcd) for t in tps}
     for t in tps:  # PP-EXPAND: a new last stage
         g = tiles[t]
         if g:
@@ -147,10 +149,11 @@ def _iter_candidates(plan: Plan, added: Sequence[int], hw: Hardware, space: Plan
             yield base[:i] + [(tp, reps + g)] + base[i + 1 :]
     for i, (tp, reps) in enumerate(base):  # TP-EXPAND: rebuild stage i at another TP degree
         pool = _by_node([x for r in reps for x in r] + list(added), hw)
+        pool_gcd = math.gcd(*(len(v) for v in pool.values()))
         for t in tps:
             if t == tp:
                 continue
-            g = _tile_grouped(pool, t)
+            g = _tile_grouped(pool, t, pool_gcd)
             if g:
                 yield base[:i] + [(t, g)] + base[i + 1 :]
 
@@ -178,22 +181,31 @@ def shape_key(plan: Plan, added: Sequence[int], hw: Hardware) -> tuple:
     return skel, tuple(label(g) for g in sorted(added))
 
 
-def _profile(skel: Sequence[tuple[int, tuple[tuple[int, ...], ...]]], hw: Hardware) -> tuple:
+def _profile(skel: Sequence[tuple[int, tuple[tuple[int, ...], ...]]], hw: Hardware, seen: dict | None = None) -> tuple:
     """All LOAD_BALANCE and the iteration time read from a skeleton: per stage TP, DP and which
-    bandwidth classes link its replicas' nodes (one node; two nodes in a rack; two racks)."""
+    bandwidth classes link its replicas' nodes (one node; two nodes in a rack; two racks).
+    `seen` keeps stages already profiled by identity (one call's candidates share most stages)."""
     out = []
     for tp, reps in skel:
+        hit = seen.get(id(reps)) if seen is not None else None
+        if hit is not None and hit[0] is reps:
+            out.append((tp, *hit[1]))
+            continue
         nodes = {r[0] // hw.gpus_per_node for r in reps}
         racks = len({n // hw.nodes_per_rack for n in nodes}) if len(nodes) > 1 else 1
-        out.append((tp, len(reps), len(nodes) == 1, len(nodes) > racks, racks > 1))
+        entry = (len(reps), len(nodes) == 1, len(nodes) > racks, racks > 1)
+        if seen is not None:
+            seen[id(reps)] = (reps, entry)
+        out.append((tp, *entry))
     return tuple(out)
 
 
-def _balanced(skel: list[tuple[int, tuple]], c: Coeffs, hw: Hardware, cap: float, shapes: dict | None) -> Plan | None:
+def _balanced(skel: list[tuple[int, tuple]], c: Coeffs, hw: Hardware, cap: float, shapes: dict | None,
+              seen: dict | None = None) -> Plan | None:
     """`load_balance(skel)`, its iteration time memoised per `_profile` in `shapes`."""
     if shapes is None:
         return load_balance(skel, c, hw, cap)
-    key = ("balance", _profile(skel, hw))  # `shapes` is already scoped to (c, cap, hw, space)
+    key = ("balance", _profile(skel, hw, seen))  # `shapes` is already scoped to (c, cap, hw, space)
     hit = shapes.get(key)
     if hit is None:
         p = load_balance(skel, c, hw, cap)
@@ -212,8 +224,9 @@ def _expand_and_balance(
     plan: Plan, added: Sequence[int], c: Coeffs, hw: Hardware, cap: float, space: PlanSpace, shapes: dict | None = None
 ) -> tuple[Plan | None, int]:
     best, best_t, best_k = None, -math.inf, -1
+    seen: dict = {}
     for k, skel in enumerate(_iter_candidates(plan, added, hw, space)):
-        p = _balanced(skel, c, hw, cap, shapes)
+        p = _balanced(skel, c, hw, cap, shapes, seen)
         if p is None:
             continue
         t = throughput(p, c, hw)
