@@ -56,8 +56,8 @@ def test_every_arm_runs_in_the_same_world_and_the_summary_reports_kills_and_esti
     # job longer than MaxTime (7 days) is killed, the same ones under users' requests and the default
     for arm in ("users", "default", "oracle"):
         assert by[arm]["killed_by_schedmate"] == 0
-    assert by["oracle"]["killed_by_other_limits"] == 0
-    assert by["users"]["killed_by_other_limits"] == by["default"]["killed_by_other_limits"] <= 2
+    assert by["users"]["killed_by_other_limits"] == by["default"]["killed_by_other_limits"] \
+        == by["oracle"]["killed_by_other_limits"] <= 2
     assert by["schedmate"]["killed_by_schedmate"] > 0  # plan x 1.3 x 1.2 is too short for slow runs
     assert by["schedmate+extend"]["extended_jobs"] > 0
     assert by["schedmate+extend"]["killed_by_schedmate"] < by["schedmate"]["killed_by_schedmate"]

@@ -125,12 +125,13 @@ class _Rule:
             own = self.plan.user.get(jid)
             return (own, "user") if own is not None else (req.default_s, "default")
         if self.arm == "oracle":
-            return max(60.0, math.ceil(self.plan.truth[jid] / 60.0) * 60.0), "oracle"
+            return min(req.max_time_s, max(60.0, math.ceil(self.plan.truth[jid] / 60.0) * 60.0)), "oracle"
         if self.arm.startswith("schedmate"):
             limit = self.plan.schedmate.get(jid)
-            if limit is not None:
-                if self.arm.endswith("/min15"):
-                    limit = min(max(limit, 900.0), req.max_time_s)
+            if limit is not None and self.arm.endswith("/min15"):
+                limit = min(max(limit, 900.0), req.max_time_s)
+            # capped at MaxTime, SchedMate's limit is the partition's: a kill there is MaxTime's, in every arm
+            if limit is not None and limit < req.max_time_s:
                 self.original[jid] = limit
                 return limit, "schedmate"
         return req.default_s, "default"
