@@ -106,6 +106,8 @@ def test_failed_runs_are_kept_but_feed_no_duration_estimate(tmp_path: Path, redi
             match("killed", "cancelled", 60)]
     est = estimate_from_pool({}, 8, pool, threshold=0.9, top_k=4, estimator="mean")
     assert est.based_on == ("ok1", "ok2") and est.duration_s == 3800
+    only_failed = estimate_from_pool({}, 8, [pool[0], pool[3]], threshold=0.9, top_k=4, estimator="mean")
+    assert only_failed.duration_s == 30 and "all failed or cancelled" in only_failed.note  # said, and ...
     f = tmp_path / "h.jsonl"
     f.write_bytes(row("fail", "failed", 0) + row("done"))
     assert ingest(f, redis_url)[1]["ingested"] == 2  # kept in the history all the same
@@ -138,3 +140,18 @@ def test_sacct_rows_with_bad_fields_are_row_errors(tmp_path: Path, redis_url: st
                  "8|t|u|gres/gpu=8|01:00:00|COMPLETED|0:0\n")
     code, got = ingest(f, redis_url)
     assert code == 1 and got["errors"] == [f"{f}:2: cannot read Elapsed 'notatime'", f"{f}:3: 7 fields, the header has 8"]
+
+
+def test_no_slurm_time_limit_from_runs_that_all_failed() -> None:
+    from schedmate.integrations.service.models import AdviseResponse, EstimateOut
+    from schedmate.integrations.slurm.route import decide
+
+    class Req:
+        margin, max_minutes = 1.2, None
+
+    failed = AdviseResponse(estimate=EstimateOut(duration_s=30, duration_p90_s=60, note=(
+        "mean of similar jobs: mean of 2 similar historical job(s), all failed or cancelled (their run times say "
+        "when they stopped)")))
+    assert decide(failed, Req()).minutes is None  # ... never a time limit
+    done = AdviseResponse(estimate=EstimateOut(duration_s=3600, duration_p90_s=4000, note="mean of similar jobs: x"))
+    assert decide(done, Req()).minutes == 80

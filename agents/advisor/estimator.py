@@ -16,10 +16,12 @@ simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its p
 1. rate x plan over the retrieved pool (no similarity threshold: its tiers match on fields), with
    only *completed* past runs giving a step-time rate (a deployed system knows each past job's
    final status; a failed or cancelled run's wall time also holds how it ended);
-2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration and did
-   not fail or get cancelled (issue 27: an ImportError after 0 s pulled a Slurm time limit
-   down; such runs stay in the history, for failure matching, but their wall time says when
-   they stopped, not how long the work takes; a record without a status counts);
+2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration (the
+   paper's rule), leaving out those k's failed and cancelled runs whenever one of them finished
+   (issue 27: an ImportError after 0 s pulled a Slurm time limit down; their wall time says
+   when they stopped, not how long the work takes; a record without a status counts). When
+   every similar job ended early, their mean stands (it is what such a job does; the note says
+   so), and the Slurm time-limit rule refuses to set a limit from it (`integrations/slurm/route.py`);
 3. else no estimate: the scheduler keeps its default.
 """
 
@@ -290,11 +292,14 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
                 gpu_memory_gb=_mean([r.outcome.gpu_memory for r in recs]), based_on=tuple(rate.sample_ids),
                 why=(why,), note=f"rate x plan over {len(rate.sample_ids)} completed job(s) ({rate.tier})",
                 tier=rate.tier, **base)
-    usable = [m for m in pool if m.score >= threshold and m.record is not None
-              and m.record.outcome.duration is not None and not _ended_early(m.record)][:top_k]
+    timed = [m for m in pool if m.score >= threshold and m.record is not None
+             and m.record.outcome.duration is not None][:top_k]
+    finished = [m for m in timed if not _ended_early(m.record)]
+    usable = finished or timed
     if usable:
         outs = [m.record.outcome for m in usable if m.record is not None]
-        note = f"mean of {len(usable)} similar historical job(s)"
+        note = f"mean of {len(usable)} similar historical job(s)" + (
+            "" if finished else ", all failed or cancelled (their run times say when they stopped)")
         _, p50, p90 = _stats([o.duration for o in outs])
         why = (f"no measured step time to scale by the plan: {note}",) if estimator == "rate-plan" else (note,)
         return JobEstimate(

@@ -57,6 +57,9 @@ def decide(answer: Any, req: TimeLimitRequest) -> Decision:
     """The decision for an `AdviseResponse`: the rule over its estimate, or why there is none."""
     if answer.fallback is not None or answer.estimate is None:
         return Decision(None, f"SchedMate: {answer.reason or 'no estimate'}")
+    if "all failed or cancelled" in (answer.estimate.note or ""):  # issue 27 (estimator.py rule 2)
+        return Decision(None, "SchedMate: every similar past job failed or was cancelled; their run times say when "
+                              "they stopped, not how long the work takes")
     return time_limit(answer.estimate.model_dump(), margin=req.margin, max_minutes=req.max_minutes)
 
 
