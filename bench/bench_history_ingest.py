@@ -103,7 +103,7 @@ def measure(argv: list[str], timeout: float) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mb", type=float, default=1000.0)
-    p.add_argument("--small-mb", type=float, default=10.0)
+    p.add_argument("--small-mb", type=float, default=2.0)
     p.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()))
     p.add_argument("--out", type=Path, default=Path("results/history_ingest"))
     p.add_argument("--timeout", type=float, default=3600.0)
