@@ -157,3 +157,21 @@ def test_a_resolved_past_failure_and_its_note_are_shown_by_chat_and_diagnose(
     d = json.loads(out.stdout)
     assert d["remediation"]["key"] == "change_port" and d["remediation"]["values"] == {"port": "29500"}
     assert [s["resolution"] for s in d["similar"] if s["job_id"] == "old-port"] == ["freed the port; now MASTER_PORT=29601"]
+
+
+def test_the_resolve_route_answers_404_for_an_unknown_failure_and_records_a_known_one(
+        core: ServiceCore, logs: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from schedmate.integrations.service.app import create_app
+
+    core.report_failure(FailureReportRequest(job_id="route-port", log=str(logs / "port.log")))
+    with TestClient(create_app(core.config, core)) as client:
+        missing = client.post("/v1/failures/resolve", json={"job_id": "route-nope", "note": "x"})
+        assert missing.status_code == 404 and "no failure of job" in missing.json()["reason"]
+        empty = client.post("/v1/failures/resolve", json={"job_id": "route-port", "note": ""})
+        assert empty.status_code == 422
+        ok = client.post("/v1/failures/resolve", json={"job_id": "route-port", "note": "freed 29500"})
+        assert ok.status_code == 200 and ok.json()["resolution"] == "freed 29500"
+        d = client.post("/v1/diagnose", json={"log": str(logs / "port-again.log"), "job_id": "route-again"}).json()
+        assert d["remediation"]["key"] == "change_port"
