@@ -558,6 +558,9 @@ def _render_diagnosis(r: dict[str, Any]) -> None:
         return
     console.print(f"[bold]root cause[/] (line {r['line']} of {r['total_lines']}):", highlight=False)
     console.print(f"  {r['line_text']}", markup=False, highlight=False)
+    rc = r.get("root_cause")
+    if rc and rc != (r["line_text"] or "").strip() and rc in (r["line_text"] or ""):
+        console.print(f"  which says: {rc}", markup=False, highlight=False)  # its most specific sentence (the errno)
     console.print(f"[bold]category[/] {r['category']}  [bold]reason[/] {r['reason']}  [bold]component[/] "
                   f"{r['component']}  (confidence {r['confidence']}, {r['method']}, LLM {r['llm_status']})",
                   highlight=False)
