@@ -26,7 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from schedmate.agents.failure.remedy_signs import (
-    DETECTORS, Values, api_mismatch, dist_for, exception_class, is_local_module, gpu_oom_figures, node_and_gpu, packages_in, path_in, shrink_advice,
+    DETECTORS, Values, api_mismatch, dist_for, exception_class, gpu_oom_figures, is_local_module, node_and_gpu,
+    packages_in, path_in, rank_in, shrink_advice,
 )
 from schedmate.agents.failure.rules import clean_line
 from schedmate.taxonomy import FailureCategory, FailureReason
@@ -144,25 +145,25 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
     for kind in SPECIFIC:
         if (found := hit(kind, order if kind == "extend_time_limit" else near)):
             i, values = found
-            return _filled(kind, values, [i], labelled, order, first_line, "line")
+            return _filled(kind, values, [i], labelled, order, first_line, "line", text)
     if reason is None:
         # no reason named: any fix a line of the block shows, most specific first; else nothing to say
         for kind in DETECTORS:
             if (found := hit(kind, order[: 1 + max(0, root - min(block, root))])) is not None:
-                return _filled(kind, found[1], [found[0]], labelled, order, first_line, "line")
+                return _filled(kind, found[1], [found[0]], labelled, order, first_line, "line", text)
         return remediation_for("unknown", basis="none")
     row = REMEDIES[reason]
     # 2a. a class error raised inside an installed package, or syntax newer than the interpreter: versions
     block_lines = [text[i] for i in range(min(block, root), root)]
     if reason in _API_REASONS and (values := api_mismatch(text[root], block_lines)) is not None:
-        return _filled("align_versions", values, [root], labelled, order, first_line, "line")
+        return _filled("align_versions", values, [root], labelled, order, first_line, "line", text)
     if reason is _R.SYNTAX_ERROR and any(_NEW_SYNTAX.search(t) for t in block_lines):
-        return _filled("align_versions", {"packages": ["python"]}, [root], labelled, order, first_line, "line")
+        return _filled("align_versions", {"packages": ["python"]}, [root], labelled, order, first_line, "line", text)
     # 2b. one of the reason's fixes, found in the block or around it
     for kind in row.fixes:
         if (found := hit(kind, order)) is not None:
             i, values = found
-            return _filled(kind, values, [i], labelled, order, first_line, "line")
+            return _filled(kind, values, [i], labelled, order, first_line, "line", text)
     # 3. the reason's default. A CUDA error the evidence does not blame on the hardware: the code's when
     # an assertion fired on the device or an access went out of bounds, else the log cannot tell
     kind = row.default
@@ -170,15 +171,16 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
         kind = "fix_code" if any(_DEVICE_ASSERT.search(text[i]) for i in order) else "unknown"
     found = hit(kind, order) if kind in DETECTORS else None
     if found is not None:
-        return _filled(kind, found[1], [found[0]], labelled, order, first_line, "reason")
-    return _filled(kind, {}, [], labelled, order, first_line, "reason")
+        return _filled(kind, found[1], [found[0]], labelled, order, first_line, "reason", text)
+    return _filled(kind, {}, [], labelled, order, first_line, "reason", text)
 
 
 def _filled(kind: str, values: Values, at: list[int], text: dict[int, str], order: list[int], first_line: int,
-            basis: Literal["line", "reason"]) -> Remediation:
+            basis: Literal["line", "reason"], plain: dict[int, str] | None = None) -> Remediation:
     """Values the deciding line lacks, taken from the nearest line that has them (the OOM figures of
     the line after `torch.OutOfMemoryError`, the node a host label names, the exception class)."""
     values = dict(values)
+    plain = plain if plain is not None else text
     more: list[tuple[str, Any]] = []
     for i in order:
         t = text[i]
@@ -189,8 +191,10 @@ def _filled(kind: str, values: Values, at: list[int], text: dict[int, str], orde
         elif kind == "fix_path" and "path" not in values:
             more = list(path_in(t).items())
         elif kind == "fix_code" and "exception" not in values:
-            exc = exception_class(t)
+            exc = exception_class(plain[i])
             more = [("exception", exc)] if exc else []
+        elif kind == "debug_nccl" and "rank" not in values:
+            more = [("rank", r)] if (r := rank_in(t)) else []
         elif kind == "align_versions" and not values.get("packages"):
             more = [("packages", p)] if (p := packages_in(t)) else []
         if more:

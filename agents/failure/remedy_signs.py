@@ -18,7 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["DETECTORS", "Detector", "Values", "api_mismatch", "dist_for", "is_local_module", "gpu_oom_figures", "parse_size", "shrink_advice"]
+__all__ = ["DETECTORS", "Detector", "Values", "api_mismatch", "dist_for", "is_local_module", "rank_in", "gpu_oom_figures", "parse_size", "shrink_advice"]
 
 Values = dict[str, Any]
 Detector = Callable[[str], Values | None]
@@ -256,9 +256,10 @@ def _host_oom(text: str) -> Values | None:
 _NCCL = re.compile(r"\bWatchdog caught collective operation timeout\b|\bwatchdog got stuck\b|\bNCCL\b.*\btimed? ?out\b"
                    r"|\bcollective operation timeout\b|\bNCCL operations have failed or timed out\b|\bncclRemoteError\b"
                    r"|\bncclSystemError\b|\bncclInternalError\b|\bunhandled system error\b|\bremote process exited\b"
-                   r"|\bNCCL (?:WARN|error)\b|\bNCCL communicator was aborted\b|\bProcessGroupNCCL\b.*\b(?:timeout|error)\b",
+                   r"|\bNCCL (?:WARN|error)\b|\bNCCL communicator was aborted\b|\bProcessGroupNCCL\b.*\b(?:timeout|error)\b"
+                   r"|\bTimeout at NCCL work\b",
                    re.I)
-_RANK = re.compile(r"\[Rank (\d+)\]|\brank[ :=]+(\d+)\b|\[rank(\d+)\]", re.I)
+_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\brank[ :=]+(\d+)\b|\brank(\d+)\]", re.I)
 _HARDWARE = re.compile(
     r"\bXid\b|\bSXid\b|\bECC error|\buncorrectable ECC\b|\bdouble[- ]bit ECC\b|\bNVLink\b.*\b(?:error|fail)|\bfallen off the bus\b"
     r"|\bNET/IB\b.*\b(?:error|fail)|\bvendor err\b|\bIBV_WC_\w+|\bibv_\w+ (?:failed|error)\b|\bgot completion with error\b"
@@ -267,7 +268,7 @@ _HARDWARE = re.compile(
     re.I,
 )
 _NODE = re.compile(r"\b(?:Node failure on|node|on host|host|hostname)[ :=]+([A-Za-z][\w-]*\d[\w.-]*)", re.I)
-_HOST_LABEL = re.compile(r"^([A-Za-z][\w-]*\d[\w.-]*): ")
+_HOST_LABEL = re.compile(r"^([A-Za-z][\w-]*\d[\w.-]*): |^([\w.-]+):\d+:\d+ \[\d+\] ")  # `dgx15: `, NCCL's `host:pid:tid [dev] `
 _GPU = re.compile(r"\(PCI:([0-9a-fA-F:.]+)\)|\bPCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)"
                   r"|\bGPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)|\bGPU\s*(\d+)\b")
 
@@ -276,7 +277,7 @@ def node_and_gpu(text: str) -> Values:
     """The node and GPU a hardware line names (a host label the launcher put in front counts)."""
     out: Values = {}
     if m := _NODE.search(text) or _HOST_LABEL.search(text):
-        out["node"] = m.group(1).rstrip(".:,")
+        out["node"] = next(g for g in m.groups() if g).rstrip(".:,")
     if m := _GPU.search(text):
         out["gpu"] = next(g for g in m.groups() if g)
     return out
@@ -290,11 +291,17 @@ _DIST = re.compile(r"\bc10d\b.*\b(?:timed out|failed|connect\w*|refused|closed)\
 _NCCL_USAGE = re.compile(r"\bncclInvalidUsage\b|\bncclInvalidArgument\b|\bDuplicate GPU detected\b", re.I)
 
 
+def rank_in(text: str) -> str | None:
+    """The rank a line names (`[Rank 5]`, `[PG 1 Rank 11]`, `rank: 3`, a `[rank2]:` tag)."""
+    m = _RANK.search(text)
+    return next(g for g in m.groups() if g) if m else None
+
+
 def _nccl(text: str) -> Values | None:
     if _NCCL_USAGE.search(text) or not (_NCCL.search(text) or _DIST.search(text)):
         return None
-    m = _RANK.search(text)
-    return {"rank": next(g for g in m.groups() if g)} if m else {}
+    rank = rank_in(text)
+    return {"rank": rank} if rank else {}
 
 
 def _hardware(text: str) -> Values | None:
@@ -373,9 +380,15 @@ def _path(text: str) -> Values | None:
     return values
 
 
+_IDE_EXCEPTION = re.compile(r"^Exception has occurred: ([A-Za-z_][\w.]*)")  # VS Code's report of a raised exception
+_DOTTED_CLASS = re.compile(r"^((?:[a-z_]\w*\.)+[A-Z]\w*): ")  # `pyarrow.lib.ArrowInvalid: ...`
+
+
 def exception_class(text: str) -> str | None:
-    """The exception class an exception line starts with (`KeyError`, `torch.OutOfMemoryError`)."""
-    m = _EXC_CLASS.match(text.strip())
+    """The exception class an exception line starts with (`KeyError`, `torch.OutOfMemoryError`,
+    `pyarrow.lib.ArrowInvalid`, VS Code's `Exception has occurred: ScannerError`)."""
+    text = text.strip()
+    m = _EXC_CLASS.match(text) or _IDE_EXCEPTION.match(text) or _DOTTED_CLASS.match(text)
     return m.group(1) if m else None
 
 
