@@ -88,3 +88,13 @@ def test_schedmate_limits_are_the_deployed_rule_and_users_requests_are_modal_upp
     assert set(given) <= set(ROUND_VALUES_S)  # modal: round values only
     assert all(a >= 100.0 + i % 500 for i, a in enumerate(asked) if a is not None)  # upper bounds
     assert asked == [model.request(f"j{i}", 100.0 + i % 500, 0) for i in range(2000)]  # same job, same ask
+
+
+def test_the_command_refuses_an_unknown_arm_or_trace_in_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from schedmate.cli import app
+
+    for args, word in ((["--arms", "users,bogus"], "arm 'bogus'"), (["--trace", "helios"], "trace 'helios'")):
+        got = CliRunner().invoke(app, ["experiment", "slurm", "--out", str(tmp_path / "out"), *args])
+        assert got.exit_code == 2 and f"unknown {word}" in got.output and "Traceback" not in got.output
