@@ -117,12 +117,16 @@ def test_check_policy_default_trace(name: str) -> None:
     check_policy(lambda: make_policy(name), seed=1)
 
 
-def test_conservative_never_delays_an_earlier_reservation() -> None:
-    # B (head, 8 GPUs) is reserved at t=100; C (limit 50) fits before; with a second blocked job F
-    # reserved after B, a job G whose limit would overlap F's slot waits under conservative.
-    jobs = [job("A", 0, 4, 100, 100), job("B", 1, 8, 30, 60), job("C", 2, 2, 40, 50)]
-    out = run(jobs, EasyBackfill(conservative=True))
-    assert out["C"].first_start == 2.0 and out["B"].first_start == 100.0
+def test_conservative_protects_every_reservation_where_easy_protects_only_the_heads() -> None:
+    # 8 GPUs. A holds 4 until t=100. B (6 GPUs) is the head: reserved at 100, with 2 GPUs spare then.
+    # C (all 8, 10 s) waits behind B. D (2 GPUs, limit 500) fits the head's spare GPUs, so EASY starts it
+    # at once, and C then waits for D's end (t=403). Conservative also reserves C (t=150) and D would
+    # overlap it: D waits, C starts at 150, D after C.
+    jobs = [job("A", 0, 4, 100, 100), job("B", 1, 6, 50, 50), job("C", 2, 8, 10, 10), job("D", 3, 2, 400, 500)]
+    easy = run(jobs, EasyBackfill())
+    assert (easy["D"].first_start, easy["B"].first_start, easy["C"].first_start) == (3.0, 100.0, 403.0)
+    cons = run(jobs, EasyBackfill(conservative=True))
+    assert (cons["B"].first_start, cons["C"].first_start, cons["D"].first_start) == (100.0, 150.0, 160.0)
 
 
 def test_failed_jobs_end_as_failed() -> None:
