@@ -197,7 +197,11 @@ def extend(
         if every <= 0:
             typer.echo(f"{dict(ext.counts)}{'' if enable else ' (dry-run: --enable to change limits)'}")
             return
-        time.sleep(every)
+        try:
+            time.sleep(every)
+        except KeyboardInterrupt:
+            typer.echo(f"stopped: {dict(ext.counts)}")
+            return
 
 
 def _token(path: Path | None) -> str | None:
