@@ -6,7 +6,10 @@ no LLM) over a redis-server started here; this process drives it with an async h
 
 1. sustained: per operation (advise / track / diagnose on small inputs), `--concurrency` closed-loop
    clients for `--seconds`: answered req/s, p50/p99 latency;
-2. overload: open-loop arrivals of the three operations at 10x the sustained mixed rate: how many
+2. overload: open-loop arrivals of the three operations at 10x the sustained mixed rate (at most
+   `--max-offered` req/s: past ~300 req/s this single-process client starves its own event loop on
+   2 cores and measures itself, not the service; since `track` answers an unchanged log from its
+   kept reading, 10x the mixed rate is ~1,000 req/s): how many
    were answered, rejected (429), timed out (504), failed; p99 of each; the server's peak RSS and
    whether it still answers /health afterwards;
 3. Redis killed (SIGKILL) and restarted while jobs are registered one after another (the client
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -38,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,14 +111,17 @@ def pct(values: list[float], q: float) -> float | None:
 # ----------------------------------------------------------------------------- phases
 
 
-async def sustained(client: httpx.AsyncClient, path: str, body: dict[str, Any], concurrency: int, seconds: float
-                    ) -> dict[str, Any]:
+async def sustained(client: httpx.AsyncClient, path: str, body: dict[str, Any], concurrency: int, seconds: float,
+                    before: Callable[[], None] | None = None) -> dict[str, Any]:
+    """`before` runs ahead of each request (e.g. appending a line to the log, so no reading is reused)."""
     lat: list[float] = []
     codes: Counter[int] = Counter()
     stop = time.perf_counter() + seconds
 
     async def worker() -> None:
         while time.perf_counter() < stop:
+            if before is not None:
+                before()
             t0 = time.perf_counter()
             r = await client.post(path, json=body)
             codes[r.status_code] += 1
@@ -392,8 +400,20 @@ async def drive(base: str, inputs: dict[str, str], args: argparse.Namespace, pid
         rss0 = rss_mb(pid)
         sus = {name: await sustained(client, path, body, args.concurrency, args.seconds)
                for name, (path, body) in ops.items()}
-        mixed = len(ops) / sum(1.0 / max(s["req_s"], 0.1) for s in sus.values())  # harmonic: one of each in turn
-        over = await overload(client, ops, 10 * mixed, args.seconds, pid)
+        # the same log growing by one progress line before every request: each reading is a new one
+        # (the service keeps a reading only while the log's inode, size and mtime hold)
+        grown = itertools.count(201)
+        log_path = Path(inputs["log"])
+
+        def append() -> None:
+            i = next(grown)
+            with open(log_path, "a") as fh:
+                fh.write(progress(i)[-1] + "\n")  # line i as `progress` writes it (O(i): fine for a few thousand)
+
+        sus["track_growing"] = await sustained(client, *ops["track"], args.concurrency, args.seconds, before=append)
+        mixed = len(ops) / sum(1.0 / max(sus[k]["req_s"], 0.1) for k in ops)  # harmonic: one of each in turn
+        over = await overload(client, ops, min(10 * mixed, args.max_offered), args.seconds, pid)
+        over["target_req_s"] = round(10 * mixed, 1)
         alive = (await client.get("/health")).status_code == 200
         over["server_queue"] = (await client.get("/ready")).json()["queue"]
         rss1 = rss_mb(pid)
@@ -408,6 +428,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="per sustained run and for the overload")
     ap.add_argument("--concurrency", type=int, default=4, help="closed-loop clients (below the 8 work slots)")
+    ap.add_argument("--max-offered", type=float, default=300.0, help="cap on the overload's open-loop rate (req/s)")
     ap.add_argument("--jobs", type=int, default=150, help="registrations across the Redis outage")
     ap.add_argument("--llm-calls", type=int, default=24, help="calls per operation with the LLM stalled")
     ap.add_argument("--llm-timeout", type=float, default=2.0, help="the stalled service's --llm-timeout")
@@ -462,8 +483,9 @@ def summary(result: dict[str, Any]) -> list[str]:
     parts = []
     if "sustained" in result:
         s, o, r = result["sustained"], result["overload_10x"], result["redis_outage"]
-        parts.append(", ".join(f"{k} {v['req_s']} req/s p99 {v['p99_ms']} ms" for k, v in s.items()))
-        parts.append(f"10x overload ({o['offered_req_s']} req/s offered): {o['codes']}, peak RSS "
+        parts.append(", ".join(f"{k} {v['req_s']} req/s p99 {v['p99_ms']} ms" for k, v in s.items())
+                     + " (track_growing: the log grows by a line before each request, so none reuses a reading)")
+        parts.append(f"10x overload ({o['offered_req_s']} req/s offered of {o.get('target_req_s')} aimed): {o['codes']}, peak RSS "
                      f"{o['server_peak_rss_mb']} MB, health after {'ok' if result['health_after_overload'] else 'FAILED'}")
         parts.append(f"Redis killed+restarted: {r['records_after']}/{r['registered']} records kept "
                      f"({r['retries']} retries)")
