@@ -57,19 +57,20 @@ def settle(rules: RuleVerdict | None, learned: LearnedVerdict, *, class_on_root:
     class (a `KeyError` line is never a `NameError` because its neighbours looked like one); a
     learned reason that is not a class (ModelLoadingError, an OOM) still stands, since a class
     is only the container the failure was raised in."""
-    extra = {"probability": learned.probability, "candidates": learned.candidates}
     if rules is not None and is_high_precision(rules):
         component = _component(rules.reason, rules.component)
         agree = learned.reason is rules.reason if learned.reason is not None else None
         note = f"high-precision signature {rules.rule!r}: rules decide"
-        return FailureVerdict(rules.category, rules.reason, component, "rules", "high", rules, None, agree, note, **extra)
+        return FailureVerdict(rules.category, rules.reason, component, "rules", "high", rules, None, agree, note,
+                              probability=learned.probability, candidates=learned.candidates)
     if (class_on_root and rules is not None and rules.rule in EXCEPTION_CLASS_RULES and learned.reason is not None
             and learned.reason is not rules.reason and learned.reason in _CLASS_REASONS):
         confidence: Confidence = "high" if learned.confident and learned.probability >= HIGH_PROBABILITY else "medium"
         note = (f"the root-cause line prints {rules.reason.value}: the class wins over the learned guess "
                 f"{learned.reason.value} ({learned.probability:.2f})")
         return FailureVerdict(rules.category, rules.reason, _component(rules.reason, rules.component), "rules",
-                              confidence, rules, None, False, note, **extra)
+                              confidence, rules, None, False, note, probability=learned.probability,
+                              candidates=learned.candidates)
     if learned.confident:
         confidence = "high" if learned.probability >= HIGH_PROBABILITY else "medium"
         return _from_learned(learned, confidence, rules, None, f"learned, category probability {learned.probability:.2f}")

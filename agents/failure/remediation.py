@@ -155,8 +155,8 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
     row = REMEDIES[reason]
     # 2a. a class error raised inside an installed package, or syntax newer than the interpreter: versions
     block_lines = [text[i] for i in range(min(block, root), root)]
-    if reason in _API_REASONS and (values := api_mismatch(text[root], block_lines)) is not None:
-        return _filled("align_versions", values, [root], labelled, order, first_line, "line", text)
+    if reason in _API_REASONS and (api := api_mismatch(text[root], block_lines)) is not None:
+        return _filled("align_versions", api, [root], labelled, order, first_line, "line", text)
     if reason is _R.SYNTAX_ERROR and any(_NEW_SYNTAX.search(t) for t in block_lines):
         return _filled("align_versions", {"packages": ["python"]}, [root], labelled, order, first_line, "line", text)
     # 2b. one of the reason's fixes, found in the block or around it

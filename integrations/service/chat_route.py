@@ -103,7 +103,10 @@ class CoreBackend:
             self.core._need_models()
         except DependencyDown as exc:
             raise ChatUnavailable(f"{exc.dependency}: {exc.reason}") from None
-        return self.core._embedder.embed(texts)
+        embedder = self.core._embedder
+        if embedder is None:
+            raise ChatUnavailable("models: no embedder loaded")
+        return embedder.embed(texts)
 
     def metrics(self, log: Path) -> MetricsFacts:
         r = self._call(self.core.track, TrackRequest(log=str(log)))
