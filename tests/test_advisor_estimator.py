@@ -17,7 +17,7 @@ from schedmate.agents.advisor.early_exit import (
     EarlyExitModel, ExitPositions, ExitRecord, forecast, shrunk_rate, weighted_quantile,
 )
 from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan, sample_train_time
-from schedmate.embeddings.store import JobOutcome, JobRecord
+from schedmate.embeddings.store import JobOutcome, JobRecord, Match
 from schedmate.evals.harness.advisor_rate import (
     RateForecast, abs_log_ratios, duration_metrics, exit_records, measured_fields, spearman,
 )
@@ -335,6 +335,59 @@ def test_gpu_elasticity_learned_from_the_pool() -> None:
     assert gpu_elasticity(plan(), [sample("a"), sample("b", step_time_s=9.0)]) == 0.0
     # clipped to the physical range
     assert gpu_elasticity(plan(), [sample("a", gpus=1, step_time_s=1.0), sample("b", gpus=2, step_time_s=0.1)]) == -1.0
+
+
+def test_startup_spread_is_measured_like_the_train_spread() -> None:
+    pool = [sample("a", startup_s=60.0), sample("b", startup_s=240.0), sample("c", startup_s=None),
+            sample("d", startup_s=0.0)]
+    est = estimate_rate_plan(plan(), pool)
+    assert est is not None
+    assert est.startup_spread == pytest.approx(math.log(2.0))  # std of (ln 60, ln 240) = ln 2; 0 s has no log
+    assert est.startups_measured == 2
+    # the point estimate is unchanged: median start-up of (0, 60, 240) = 60 s + 1000 x 0.5 s
+    assert est.duration_s == pytest.approx(560.0)
+    one = estimate_rate_plan(plan(), [sample("a", startup_s=60.0)])
+    assert one is not None and (one.startup_spread, one.startups_measured) == (0.0, 1)
+
+
+def _pool_match(job_id: str, startup_s: float | None, step_time_s: float = 0.5) -> Match:
+    rec = JobRecord(job_id=job_id, vector=[1.0, 0.0], submitted={"gpus": 4},
+                    workload={"model_name": "resnet-50", "dataset": "imagenet-1k", "task_type": "image-classification",
+                              "batch_size": 32},
+                    outcome=JobOutcome(duration=600.0, final_status="completed", step_time_s=step_time_s,
+                                       startup_s=startup_s))
+    return Match(job_id=job_id, score=0.9, record=rec)
+
+
+FIELDS = {"model_name": "resnet-50", "dataset": "imagenet-1k", "task_type": "image-classification",
+          "iterations": 1000, "iteration_type": "steps", "batch_size": 32}
+
+
+def test_the_deployed_p90_covers_a_startup_at_the_pools_90_percent_quantile() -> None:
+    """Issue 24: a p90 that widened only the training killed jobs whose start-up outlasted the limit."""
+    from schedmate.agents.advisor.estimator import estimate_from_pool
+
+    starts = [15.0, 30.0, 60.0, 120.0, 240.0]  # same speed (train spread 0), start-ups 60 x 2^k, k = -2..2
+    est = estimate_from_pool(FIELDS, 4, [_pool_match(f"h{i}", s) for i, s in enumerate(starts)],
+                             threshold=0.5, top_k=5)
+    train = 1000 * 0.5
+    assert est.duration_s == pytest.approx(60.0 + train)  # the point estimate: median start-up + training
+    # the pool's 90 % start-up (linear interpolation: 120 + 0.6 x 120 = 192 s) plus the training fits under p90;
+    # the old rule (median start-up + training at its 90 %) gave 560 s and did not cover it
+    assert est.duration_p90_s is not None and est.duration_p90_s >= float(np.percentile(starts, 90)) + train
+    # start-up at its log-normal 90 %: 60 x exp(1.2816 x sqrt(2) ln 2) = 210.9 s
+    assert est.duration_p90_s == pytest.approx(60.0 * math.exp(1.2816 * math.sqrt(2) * math.log(2)) + train)
+    assert est.interval_s is not None and est.interval_s[1] == est.duration_p90_s
+    assert "(log-spread 0.98)" in est.why[0]  # the start-up's, said beside the training's
+
+
+def test_one_or_no_measured_startup_says_so_and_adds_no_spread() -> None:
+    from schedmate.agents.advisor.estimator import estimate_from_pool
+
+    one = estimate_from_pool(FIELDS, 4, [_pool_match("h", 100.0)], threshold=0.5, top_k=5)
+    assert one.duration_p90_s == pytest.approx(600.0) and "one start-up: no spread measured" in one.why[0]
+    none = estimate_from_pool(FIELDS, 4, [_pool_match("h", None)], threshold=0.5, top_k=5)
+    assert none.duration_p90_s == pytest.approx(500.0) and "no start-up measured" in none.why[0]
 
 
 def test_the_eval_refuses_an_unknown_rate_point(tmp_path: Path) -> None:

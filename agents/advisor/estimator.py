@@ -15,7 +15,9 @@ simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its p
 
 1. rate x plan over the retrieved pool (no similarity threshold: its tiers match on fields), with
    only *completed* past runs giving a step-time rate (a deployed system knows each past job's
-   final status; a failed or cancelled run's wall time also holds how it ended);
+   final status; a failed or cancelled run's wall time also holds how it ended); its p90 is the
+   start-up at its own 90 % quantile plus the training at its (both log-normal over the matched
+   jobs: a conservative upper end, and the Slurm limit's basis);
 2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration (the
    paper's rule), leaving out those k's failed and cancelled runs whenever one of them finished
    (issue 27: an ImportError after 0 s pulled a Slurm time limit down; their wall time says
@@ -280,17 +282,24 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
             used = set(rate.sample_ids)
             recs = [m.record for m in pool if m.record is not None and m.job_id in used]
             lo = rate.startup_s + rate.train_s * math.exp(-Z90 * rate.spread)
-            hi = rate.startup_s + rate.train_s * math.exp(Z90 * rate.spread)
-            why = (f"rate x plan ({rate.tier}): {fields.get('iterations')} {fields.get('iteration_type')} at the step "
-                   f"time measured on {', '.join(rate.sample_ids)}; startup {format_duration(rate.startup_s)}, "
-                   f"log-spread {rate.spread:.2f}" + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
+            # p90: start-up at its own 90 % quantile + training at its (issue 24: a job whose start-up
+            # outlasts a limit set from the median start-up is killed before its first progress line).
+            # The sum of two 90 % quantiles is a conservative upper end of the run's own 90 %.
+            hi = rate.quantile_s(Z90)
+            n_start = rate.startups_measured
+            reason = (f"rate x plan ({rate.tier}): {fields.get('iterations')} {fields.get('iteration_type')} at the step "
+                   f"time measured on {', '.join(rate.sample_ids)}; startup {format_duration(rate.startup_s)}"
+                   + (", no start-up measured: p90 covers training only" if n_start == 0 else
+                      f" (log-spread {rate.startup_spread:.2f})" if n_start > 1 else " (one start-up: no spread measured)")
+                   + f", log-spread {rate.spread:.2f}"
+                   + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
             return JobEstimate(
                 method=RATE_PLAN, duration_s=rate.duration_s, interval_s=(lo, hi), duration_p50_s=rate.duration_s,
                 duration_p90_s=hi,
-                interval="10-90 % (log-normal over the matched jobs' spread)", sm_util=rate.sm_util,
+                interval="10-90 % (log-normal over the matched jobs' spread; the 90 % end adds start-up's own)", sm_util=rate.sm_util,
                 sm_util_interval=_quantiles([r.outcome.sm_util for r in recs]),
                 gpu_memory_gb=_mean([r.outcome.gpu_memory for r in recs]), based_on=tuple(rate.sample_ids),
-                why=(why,), note=f"rate x plan over {len(rate.sample_ids)} completed job(s) ({rate.tier})",
+                why=(reason,), note=f"rate x plan over {len(rate.sample_ids)} completed job(s) ({rate.tier})",
                 tier=rate.tier, **base)
     timed = [m for m in pool if m.score >= threshold and m.record is not None
              and m.record.outcome.duration is not None][:top_k]

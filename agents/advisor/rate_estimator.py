@@ -22,7 +22,7 @@ variant of the model): a softer match than identical artefacts. Where GPU counts
 plan follows the pool's own GPU elasticity of the step time (is the stated batch per device or
 global?). The
 estimate is the median over the first tier that yields any usable job, in log space, with the
-spread of those log times kept for quantiles. Pure functions; no store or generator access.
+spread of those log times, and of those jobs' log start-ups, kept for quantiles. Pure functions; no store or generator access.
 """
 
 from __future__ import annotations
@@ -147,10 +147,17 @@ class RatePlanEstimate:
     sample_ids: list[str] = field(default_factory=list)
     sm_util: float | None = None
     gpu_elasticity: float = 0.0
+    startup_spread: float = 0.0  # standard deviation of the tier's log start-ups (0 for fewer than two)
+    startups_measured: int = 0  # how many of the tier's jobs measured a start-up (> 0 s)
 
     @property
     def duration_s(self) -> float:
         return self.startup_s + self.train_s
+
+    def quantile_s(self, z: float) -> float:
+        """Start-up at its own log-normal quantile `z` plus training at its: a sum of two quantiles is
+        more extreme than the same quantile of the sum, so for z > 0 a conservative upper end."""
+        return self.startup_s * math.exp(z * self.startup_spread) + self.train_s * math.exp(z * self.spread)
 
 
 def _size_ratio(plan: Plan, sample: RateSample) -> float:
@@ -213,7 +220,10 @@ def estimate_rate_plan(plan: Plan, samples: Sequence[RateSample], *,
 
     In tiers where GPU counts may differ, a steps plan's step time is moved along the pool's
     `gpu_elasticity`. Startup is the median measured startup of that tier's jobs (0 when none was
-    measured); SM utilisation the median of theirs. None when no tier has a usable sample.
+    measured), its spread the standard deviation of their log start-ups, measured like the train
+    times' (start-up varies apart from speed: image pulls, data staging, rendezvous), over those
+    above 0 s (a log needs one) and 0 with fewer than two; SM utilisation the median of theirs.
+    None when no tier has a usable sample.
     """
     for tier in tiers:
         pool = [s for s in samples if _agree(plan, s, tier)]
@@ -224,10 +234,13 @@ def estimate_rate_plan(plan: Plan, samples: Sequence[RateSample], *,
             continue
         logs = np.log([t for _, t in times])
         starts = [s.startup_s for s in pool if s.startup_s is not None]
+        start_logs = np.log([v for v in starts if v > 0 and math.isfinite(v)])
         utils = [s.sm_util for s in pool if s.sm_util is not None]
         return RatePlanEstimate(
             startup_s=float(np.median(starts)) if starts else 0.0, train_s=float(np.exp(np.median(logs))),
             spread=float(np.std(logs)) if len(logs) > 1 else 0.0, tier=tier.name, sample_ids=[s.job_id for s, _ in times],
             sm_util=float(np.median(utils)) if utils else None, gpu_elasticity=e,
+            startup_spread=float(np.std(start_logs)) if len(start_logs) > 1 else 0.0,
+            startups_measured=len(start_logs),
         )
     return None
