@@ -111,9 +111,10 @@ def main() -> int:
         summary = timed(phases, "csv_json", lambda: write_outputs(out_dir, results, records))[args.policy]
         timed(phases, "plots", lambda: (plot_jct_cdf(results, out_dir / "jct_cdf.png", records=records),
                                          plot_utilisation(results, out_dir / "utilisation.png")))
-        total = {"wall_s": round(time.perf_counter() - _START_WALL, 3), "cpu_s": round(time.process_time() - _START_CPU, 3)}
+        total_wall = round(time.perf_counter() - _START_WALL, 3)
         output_wall = sum(phases[k]["wall_s"] for k in ("metrics", "csv_json", "plots"))
-        total |= shares(total["wall_s"], phases["engine"]["wall_s"], output_wall)
+        total: dict[str, float | None] = {"wall_s": total_wall, "cpu_s": round(time.process_time() - _START_CPU, 3),
+                                          **shares(total_wall, phases["engine"]["wall_s"], output_wall)}
         cli = time_cli(trace, args.policy, args.cluster, args.limit, out_dir / "cli") if args.cli and trace else None
 
     out = {

@@ -189,9 +189,9 @@ def write_outputs(
     rows = [{k: _finite(v) for k, v in asdict(s).items()} for s in summaries.values()]
     (out_dir / "summary.json").write_text(json.dumps(rows, indent=2))
     with open(out_dir / "summary.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(Summary.__dataclass_fields__))
-        writer.writeheader()
-        writer.writerows(rows)
+        table = csv.DictWriter(fh, fieldnames=list(Summary.__dataclass_fields__))
+        table.writeheader()
+        table.writerows(rows)
     return summaries
 
 
