@@ -68,6 +68,7 @@ def test_every_arm_runs_in_the_same_world_and_the_summary_reports_kills_and_esti
     assert doc["config"]["source"] == "planned advice (test)" and [a["arm"] for a in doc["aggregate"]] == list(ARMS)
     text = (tmp_path / "summary.txt").read_text()
     assert "SchedMate limits + extension vs users' requests: mean wait cut" in text
+    assert "of those with p90 = the estimate" in text  # start-up kills where no spread was measured
     assert "advisor estimates: completed median |ln(est/actual)|" in text
     assert doc["details"]["requests"]["synthetic/seed0"]["schedmate_limit_share"] == 1.0
 
@@ -79,6 +80,10 @@ def test_schedmate_limits_are_the_deployed_rule_and_users_requests_are_modal_upp
     plan = limit_plan([spec], 0, setup, advice)
     assert plan.schedmate["j1"] == math.ceil(1.2 * 3540 / 60) * 60  # 71 min, as `schedmate slurm estimate`
     assert limit_plan([spec], 0, setup, {"j1": None}).schedmate["j1"] is None  # no estimate: the default
+    # a p90 that is the estimate itself (one matched job: no spread measured) is marked for the kill count
+    assert plan.no_spread == frozenset()
+    flat = {"j1": AdvisorInsight(("a",), 3300.0, 3300.0, None, duration_p90_s=3300.0)}
+    assert limit_plan([spec], 0, setup, flat).no_spread == frozenset({"j1"})
 
     model = UserRequestModel()
     asked = [model.request(f"j{i}", 100.0 + i % 500, 0) for i in range(2000)]
