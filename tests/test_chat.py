@@ -63,6 +63,8 @@ def oom(root: Path) -> GeneratedLog:
 
 @pytest.fixture(scope="module")
 def core(classifier: Any, redis_server: str, root: Path) -> Iterator[ServiceCore]:
+    # the session's server is shared by every file a test worker runs: start this module from empty
+    redis.Redis.from_url(redis_server, protocol=2).flushall()
     c = ServiceCore(ServiceConfig(allowed_roots=(root,), redis_url=redis_server), classifier=classifier)
     c.load()
     yield c

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from typer.testing import CliRunner
 
 from schedmate.agents.chat import ChatAgent, RedisSessionStore
@@ -45,6 +46,8 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def core(classifier: Any, redis_server: str, logs: Path) -> Iterator[ServiceCore]:
+    # the session's server is shared by every file a test worker runs: start this module from empty
+    redis.Redis.from_url(redis_server, protocol=2).flushall()
     c = ServiceCore(ServiceConfig(allowed_roots=(logs,), redis_url=redis_server), classifier=classifier)
     c.load()
     yield c
