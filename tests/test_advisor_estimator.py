@@ -350,11 +350,12 @@ def test_startup_spread_is_measured_like_the_train_spread() -> None:
     assert one is not None and (one.startup_spread, one.startups_measured) == (0.0, 1)
 
 
-def _pool_match(job_id: str, startup_s: float | None, step_time_s: float = 0.5) -> Match:
+def _pool_match(job_id: str, startup_s: float | None, step_time_s: float = 0.5, *, model: str = "resnet-50",
+                dataset: str = "imagenet-1k", status: str = "completed") -> Match:
     rec = JobRecord(job_id=job_id, vector=[1.0, 0.0], submitted={"gpus": 4},
-                    workload={"model_name": "resnet-50", "dataset": "imagenet-1k", "task_type": "image-classification",
+                    workload={"model_name": model, "dataset": dataset, "task_type": "image-classification",
                               "batch_size": 32},
-                    outcome=JobOutcome(duration=600.0, final_status="completed", step_time_s=step_time_s,
+                    outcome=JobOutcome(duration=600.0, final_status=status, step_time_s=step_time_s,
                                        startup_s=startup_s))
     return Match(job_id=job_id, score=0.9, record=rec)
 
@@ -388,6 +389,29 @@ def test_one_or_no_measured_startup_says_so_and_adds_no_spread() -> None:
     assert one.duration_p90_s == pytest.approx(600.0) and "one start-up: no spread measured" in one.why[0]
     none = estimate_from_pool(FIELDS, 4, [_pool_match("h", None)], threshold=0.5, top_k=5)
     assert none.duration_p90_s == pytest.approx(500.0) and "no start-up measured" in none.why[0]
+
+
+def test_one_matched_startup_takes_its_spread_from_the_retrieved_pool() -> None:
+    """Issue 24: one matched job's start-up taken as certain was most of the start-up kills; the other
+    retrieved completed runs (another model and dataset: no rate tier) still say how start-ups vary."""
+    from schedmate.agents.advisor.estimator import estimate_from_pool
+
+    pool = [_pool_match("h", 100.0),  # the only job in any tier: rate and median start-up
+            _pool_match("v1", 50.0, model="vit-b-16", dataset="cifar-10"),
+            _pool_match("v2", 200.0, model="vit-b-16", dataset="cifar-10"),
+            _pool_match("v3", 0.0, model="vit-b-16", dataset="cifar-10"),  # 0 s: no log, not counted
+            _pool_match("f", 5000.0, model="vit-b-16", dataset="cifar-10", status="failed")]  # not a completed run
+    est = estimate_from_pool(FIELDS, 4, pool, threshold=0.5, top_k=5)
+    assert est.based_on == ("h",)  # the vit runs share no tier with the plan
+    assert est.duration_s == pytest.approx(100.0 + 500.0)  # the point estimate is unchanged
+    # std of (ln 50, ln 100, ln 200) = sqrt(2/3) ln 2 = 0.566; start-up at its log-normal 90 %, training exact
+    spread = math.sqrt(2 / 3) * math.log(2.0)
+    assert est.duration_p90_s == pytest.approx(100.0 * math.exp(1.2816 * spread) + 500.0)  # 706.7 s
+    assert est.duration_p90_s > 600.0  # the old rule: the single start-up as certain, p90 = the estimate
+    assert "start-up spread from 3 retrieved jobs: log-spread 0.57" in est.why[0]
+    # a pool with one measured start-up (the failed run's does not count): no spread, said so
+    alone = estimate_from_pool(FIELDS, 4, [pool[0], pool[3], pool[4]], threshold=0.5, top_k=5)
+    assert alone.duration_p90_s == pytest.approx(600.0) and "one start-up: no spread measured" in alone.why[0]
 
 
 def test_the_eval_refuses_an_unknown_rate_point(tmp_path: Path) -> None:

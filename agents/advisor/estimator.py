@@ -17,7 +17,8 @@ simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its p
    only *completed* past runs giving a step-time rate (a deployed system knows each past job's
    final status; a failed or cancelled run's wall time also holds how it ended); its p90 is the
    start-up at its own 90 % quantile plus the training at its (both log-normal over the matched
-   jobs: a conservative upper end, and the Slurm limit's basis);
+   jobs: a conservative upper end, and the Slurm limit's basis; when the matched jobs measured
+   one start-up, its spread is measured over all retrieved completed runs instead, not taken as 0);
 2. else the mean of the <= k pool jobs with cosine >= T that have a recorded duration (the
    paper's rule), leaving out those k's failed and cancelled runs whenever one of them finished
    (issue 27: an ImportError after 0 s pulled a Slurm time limit down; their wall time says
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -271,7 +272,7 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
     store, model or clock. See the module docstring for the rule."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, not {estimator!r}")
-    from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan
+    from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan, startup_log_spread
 
     similar = tuple(m for m in pool if m.score >= threshold)[:top_k]
     base: dict[str, Any] = {"similar": similar, "threshold": threshold}
@@ -285,12 +286,21 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
             # p90: start-up at its own 90 % quantile + training at its (issue 24: a job whose start-up
             # outlasts a limit set from the median start-up is killed before its first progress line).
             # The sum of two 90 % quantiles is a conservative upper end of the run's own 90 %.
-            hi = rate.quantile_s(Z90)
+            # With one measured start-up in the tier, its spread comes from the whole retrieved pool's
+            # completed runs (issue 24: a single start-up taken as certain was most start-up kills).
             n_start = rate.startups_measured
+            pool_spread, n_pool = startup_log_spread(samples) if n_start == 1 else (0.0, 0)
+            if n_pool > 1:
+                rate = replace(rate, startup_spread=pool_spread)
+            hi = rate.quantile_s(Z90)
+            start_why = (", no start-up measured: p90 covers training only" if n_start == 0 else
+                         f" (log-spread {rate.startup_spread:.2f})" if n_start > 1 else
+                         f" (one start-up in the tier; start-up spread from {n_pool} retrieved jobs: log-spread "
+                         f"{rate.startup_spread:.2f})" if n_pool > 1 else
+                         " (one start-up: no spread measured, in the tier or the retrieved jobs)")
             reason = (f"rate x plan ({rate.tier}): {fields.get('iterations')} {fields.get('iteration_type')} at the step "
                    f"time measured on {', '.join(rate.sample_ids)}; startup {format_duration(rate.startup_s)}"
-                   + (", no start-up measured: p90 covers training only" if n_start == 0 else
-                      f" (log-spread {rate.startup_spread:.2f})" if n_start > 1 else " (one start-up: no spread measured)")
+                   + start_why
                    + f", log-spread {rate.spread:.2f}"
                    + (" (one job: no spread measured)" if len(rate.sample_ids) == 1 else ""))
             return JobEstimate(

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Plan", "RatePlanEstimate", "RateSample", "TIERS", "Tier", "estimate_rate_plan", "gpu_elasticity",
-           "sample_train_time"]
+           "sample_train_time", "startup_log_spread"]
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,14 @@ def gpu_elasticity(plan: Plan, pool: Sequence[RateSample], bounds: tuple[float, 
     return min(bounds[1], max(bounds[0], slope))
 
 
+def startup_log_spread(samples: Sequence[RateSample]) -> tuple[float, int]:
+    """(standard deviation of the samples' log start-ups, how many measured one): only start-ups
+    above 0 s count (a log needs one); the spread is 0 with fewer than two. Start-up varies apart
+    from speed (image pulls, data staging, rendezvous), so it is measured on its own."""
+    logs = [math.log(v) for s in samples if (v := s.startup_s) is not None and v > 0 and math.isfinite(v)]
+    return (float(np.std(logs)) if len(logs) > 1 else 0.0), len(logs)
+
+
 def estimate_rate_plan(plan: Plan, samples: Sequence[RateSample], *,
                        tiers: Sequence[Tier] = TIERS) -> RatePlanEstimate | None:
     """Median (log space) of the plan's training time over the first tier with a usable sample.
@@ -234,13 +242,12 @@ def estimate_rate_plan(plan: Plan, samples: Sequence[RateSample], *,
             continue
         logs = np.log([t for _, t in times])
         starts = [s.startup_s for s in pool if s.startup_s is not None]
-        start_logs = np.log([v for v in starts if v > 0 and math.isfinite(v)])
+        start_spread, start_n = startup_log_spread(pool)
         utils = [s.sm_util for s in pool if s.sm_util is not None]
         return RatePlanEstimate(
             startup_s=float(np.median(starts)) if starts else 0.0, train_s=float(np.exp(np.median(logs))),
             spread=float(np.std(logs)) if len(logs) > 1 else 0.0, tier=tier.name, sample_ids=[s.job_id for s, _ in times],
             sm_util=float(np.median(utils)) if utils else None, gpu_elasticity=e,
-            startup_spread=float(np.std(start_logs)) if len(start_logs) > 1 else 0.0,
-            startups_measured=len(start_logs),
+            startup_spread=start_spread, startups_measured=start_n,
         )
     return None
