@@ -2,7 +2,7 @@
 
     python bench/bench_advisor_budget.py --out results/advisor_budget        # ~1 min on 2 cores
 
-Each point is a fresh child process (its own peak RSS from `wait4`) running the shipped static
+Each point is a fresh child process (its own peak RSS, `VmHWM`) running the shipped static
 extractor (`extract_static`, default `budget.DEFAULT_BUDGET`) on a generated repository: a
 training script plus one Python file of N MB that the script imports, and a "many files" shape
 (thousands of small modules). The baseline in the same run is the same extraction with the
@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from childproc import run_child  # bench/childproc.py: the shared child runner (run as `python bench/X.py`)
 
 TRAIN = """import argparse
 import helpers
@@ -117,33 +116,15 @@ def _num(x: object) -> float:
 
 
 def _measure(argv: list[str], timeout: float) -> dict[str, object]:
-    """`argv` in a child: wall time, its own peak RSS (MB, from wait4), hung, rc, last JSON line."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, text=True)
-        hung = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                hung = True
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        text = out.read()
+    """`argv` in a child: wall time, its own peak RSS (MB), hung, rc, last JSON line."""
+    run = run_child(argv, timeout)
+    text = run.stdout
     last = next((ln for ln in reversed(text.splitlines()) if ln.startswith("{")), None)
     try:
         result = json.loads(last) if last else (json.loads(text) if text.strip().startswith("{") else None)
     except json.JSONDecodeError:
         result = None
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "hung": hung,
-            "rc": proc.returncode, "result": result}
-
+    return {"wall_s": run.wall_s, "peak_rss_mb": run.peak_rss_mb, "hung": run.hung, "rc": run.rc, "result": result}
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -22,7 +22,7 @@ every input is counted.
    files, 300 nested folders, deeply nested code/YAML/JSON, a 100 MB single-line log, a
    million-line log, UTF-16/32 and gzip/bz2/xz logs, binary and truncated-gzip logs, a history
    with non-UTF-8 rows, a 2 MB row and a 100,000-deep JSON row. Per input: crash (a traceback or
-   an unexpected exit code), hang (over `--hang-s`, killed), the child's peak RSS (wait4), and
+   an unexpected exit code), hang (over `--hang-s`, killed), the child's peak RSS (`VmHWM`), and
    wrong-but-confident: an answer that is not the known one (a planted KeyError reported as
    something else, an unreadable log reported as "no failure found", an uncounted history row).
 
@@ -47,6 +47,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from childproc import run_child  # bench/childproc.py: the shared child runner (run as `python bench/X.py`)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fuzz.json"
 
@@ -230,37 +232,10 @@ PROGRESS = "".join(f"iteration {i:>6}/ 1000 | elapsed time per iteration (ms): 5
 
 
 def _child(argv: list[str], timeout: float, cwd: Path | None = None) -> dict[str, Any]:
-    """Run the CLI as a child: rc, wall time, peak RSS (MB, wait4), stdout, a traceback seen, hung."""
-    import subprocess
-
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=cwd,
-                                env=os.environ | {"PYTHONFAULTHANDLER": "1"})
-        hung = False
-        peak_kb = 0  # VmHWM of the child's own (post-exec) memory: wait4's ru_maxrss also counts the fork's copy
-        while True:
-            try:
-                with open(f"/proc/{proc.pid}/status") as fh:
-                    peak_kb = max([peak_kb] + [int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:")])
-            except (OSError, ValueError, IndexError):
-                pass
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                hung = True
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    return {"rc": os.waitstatus_to_exitcode(status), "s": round(time.perf_counter() - t0, 2), "hung": hung,
-            "rss_mb": round((peak_kb or usage.ru_maxrss) / 1024, 1), "stdout": stdout, "stderr": stderr,
-            "traceback": "Traceback (most recent call last)" in stderr or "Fatal Python error" in stderr}
-
+    """Run the CLI as a child: rc, wall time, peak RSS (MB), stdout, a traceback seen, hung."""
+    run = run_child(argv, timeout, cwd=cwd, env=os.environ | {"PYTHONFAULTHANDLER": "1"})
+    return {"rc": run.rc, "s": run.wall_s, "hung": run.hung, "rss_mb": run.peak_rss_mb, "stdout": run.stdout,
+            "stderr": run.stderr, "traceback": run.traceback}
 
 def _json(text: str) -> Any:
     try:

@@ -7,7 +7,7 @@ of ~4 kB (a fingerprint drawn from 300 recurring experiments, an outcome, and th
 fields a real export carries: user, submit line, environment), every 200th a failed run, every 1000th a duplicate job id and every
 5000th a line of invalid UTF-8. It starts a throw-away redis-server, runs the CLI a user runs
 (`schedmate history ingest FILE --redis-url URL --json`) as a child and reads the child's own
-peak RSS from wait4. The baseline in the same run is a `--small-mb` file through the same
+peak RSS (`VmHWM`, bench/childproc.py). The baseline in the same run is a `--small-mb` file through the same
 command: flat memory means the two peaks are close. Prints one summary line; JSON to --out.
 """
 
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from childproc import run_child  # bench/childproc.py: the shared child runner (run as `python bench/X.py`)
 
 MODELS = ("gpt-2", "llama-2-7b", "resnet-50", "bert-base", "vit-b-16", "t5-base", "mistral-7b", "yolov8n")
 DATASETS = ("openwebtext", "imagenet-1k", "c4", "coco", "wikitext-103", "alpaca")
@@ -64,38 +63,17 @@ def write_history(path: Path, mb: float, seed: int = 27, n_experiments: int = 30
 
 
 def measure(argv: list[str], timeout: float) -> dict[str, object]:
-    """Run the CLI as a child: its wall time, peak RSS (MB, wait4), progress lines and JSON answer."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True)
-        first_progress = None
-        hung = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if first_progress is None:
-                err.seek(0)
-                if "ingest " in err.read():
-                    first_progress = round(time.perf_counter() - t0, 1)
-            if time.perf_counter() - t0 > timeout:
-                hung = True
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.5)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
+    """Run the CLI as a child: its wall time, peak RSS (MB), progress lines and JSON answer."""
+    run = run_child(argv, timeout, poll_s=0.5, watch="ingest ")
+    stdout, stderr = run.stdout, run.stderr
     progress = [ln for ln in stderr.splitlines() if ln.startswith("ingest ")]
     try:
         answer = json.loads(stdout)
     except json.JSONDecodeError:
         answer = None
-    return {"wall_s": round(wall, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "hung": hung,
-            "rc": os.waitstatus_to_exitcode(status), "progress_lines": len(progress),
-            "first_progress_s": first_progress, "last_progress": progress[-1] if progress else None,
+    return {"wall_s": round(run.wall_s, 1), "peak_rss_mb": run.peak_rss_mb, "hung": run.hung,
+            "rc": run.rc, "progress_lines": len(progress),
+            "first_progress_s": None if run.watched_s is None else round(run.watched_s, 1), "last_progress": progress[-1] if progress else None,
             "answer": {k: answer[k] for k in ("ingested", "rows", "duplicates", "errors_total", "history_jobs")}
             if answer else None, "stderr_tail": stderr[-300:] if answer is None else ""}
 
