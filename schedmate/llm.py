@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from schedmate.cancel import cancelled
 from schedmate.llm_breaker import CircuitBreaker, time_left
 from schedmate.llm_errors import LLMError, LLMSkipped, LLMUnavailable
 from schedmate.llm_local import DEFAULT_GGUF_PACKAGE, LocalLLMServer, is_loopback, resolve_gguf
@@ -219,7 +220,8 @@ class GuardedChatOpenAI(ChatOpenAI):
             if left <= 0.05:
                 if self.breaker is not None:
                     self.breaker.skipped(self.endpoint)
-                raise LLMSkipped("LLM call skipped: the diagnosis' time budget is spent", reason="budget")
+                why = "the caller stopped waiting" if cancelled() else "the diagnosis' time budget is spent"
+                raise LLMSkipped(f"LLM call skipped: {why}", reason="budget")
             per_try = left / (1 + self.transport_retries)
             configured = self.request_timeout if isinstance(self.request_timeout, (int, float)) else None
             kwargs["timeout"] = per_try if configured is None else min(float(configured), per_try)

@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from schedmate.cancel import cancelled
 from schedmate.llm_errors import LLMSkipped
 
 __all__ = ["CallCounts", "CircuitBreaker", "describe_llm", "llm_deadline", "model_call_counts", "time_left"]
@@ -181,7 +182,10 @@ def llm_deadline(seconds: float | None) -> Iterator[None]:
 
 
 def time_left() -> float | None:
-    """Seconds left under the innermost `llm_deadline`, or None when none is active."""
+    """Seconds left under the innermost `llm_deadline`, or None when none is active. A request
+    whose caller stopped waiting (`schedmate.cancel`) has none left: its LLM calls are skipped."""
+    if cancelled():
+        return 0.0
     deadline = _DEADLINE.get()
     return None if deadline is None else deadline - time.monotonic()
 

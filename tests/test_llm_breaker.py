@@ -19,6 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from schedmate.agents.failure import FailureHandler, FailureHandlerConfig
+from schedmate.cancel import CancelToken, using_cancel_token
 from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.llm_breaker import CallCounts, CircuitBreaker, llm_deadline, time_left
 from schedmate.llm_errors import LLMSkipped, LLMUnavailable
@@ -108,6 +109,17 @@ def test_a_deadline_is_scoped_and_nested_deadlines_keep_the_earlier() -> None:
     assert time_left() is None
 
 
+def test_a_request_its_caller_gave_up_has_no_time_left() -> None:
+    token = CancelToken()
+    with using_cancel_token(token):
+        assert time_left() is None  # no deadline, still wanted
+        token.cancel()
+        assert time_left() == 0.0
+        with llm_deadline(100):
+            assert time_left() == 0.0
+    assert time_left() is None  # the token belongs to that request only
+
+
 # --- a real stalled endpoint -----------------------------------------------------------------------
 
 
@@ -183,3 +195,20 @@ def test_a_refused_connection_is_retried_then_counted_as_one_failure() -> None:
     with pytest.raises(Exception):
         chat.invoke("hello")
     assert chat.breaker.state(url) == "open"
+
+
+def test_once_the_caller_stops_waiting_no_llm_call_is_made_and_the_rules_still_answer(stalled: str,
+                                                                                      classifier: object) -> None:
+    """The service cancels a request it answered 504: its worker must not then sit in a 60 s LLM call."""
+    chat = chat_for(stalled, timeout_s=60)
+    handler = FailureHandler(classifier, chat_model=chat, config=FailureHandlerConfig(method="llm"))  # type: ignore[arg-type]
+    token = CancelToken()
+    with using_cancel_token(token):
+        token.cancel()
+        t0 = time.monotonic()
+        with pytest.raises(LLMSkipped, match="caller stopped waiting"):
+            extract(chat, Answer, "hi", retries=0)
+        d = handler.diagnose_lines(KEYERROR_LOG, META)
+        assert time.monotonic() - t0 < 5
+    assert d.llm_status == "out_of_time" and d.llm_calls.made == 0 and d.status == "failure_found"
+    assert chat.breaker.counts(stalled).made == 0  # type: ignore[attr-defined]

@@ -14,13 +14,14 @@ a partial result, so a timed-out request leaves no worker parsing behind it.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from schedmate.cancel import CancelToken, cancel_token, using_cancel_token  # re-exported: the advisor's readers check it
 
 __all__ = ["DEFAULT_BUDGET", "Budget", "BudgetSpent", "CancelToken", "Spending", "admit", "cancel_token",
            "current", "peek_text", "read_capped", "spending", "using_cancel_token"]
@@ -49,20 +50,6 @@ DEFAULT_BUDGET = Budget()
 
 class BudgetSpent(RuntimeError):
     """The extraction's time is up or its caller gave up on it (cancelled)."""
-
-
-class CancelToken:
-    """Set from another thread when nobody waits for the answer any more."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def cancel(self) -> None:
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
 
 
 @dataclass
@@ -123,25 +110,10 @@ def _mb(n: int) -> str:
 
 
 _CURRENT: ContextVar[Spending | None] = ContextVar("schedmate_advisor_budget", default=None)
-_TOKEN: ContextVar[CancelToken | None] = ContextVar("schedmate_cancel_token", default=None)
 
 
 def current() -> Spending | None:
     return _CURRENT.get()
-
-
-def cancel_token() -> CancelToken | None:
-    """The token of the request this thread works for (set by the service's work queue)."""
-    return _TOKEN.get()
-
-
-@contextmanager
-def using_cancel_token(token: CancelToken) -> Iterator[CancelToken]:
-    reset = _TOKEN.set(token)
-    try:
-        yield token
-    finally:
-        _TOKEN.reset(reset)
 
 
 @contextmanager
@@ -152,7 +124,7 @@ def spending(budget: Budget | None = None, root: Path | None = None) -> Iterator
     if outer is not None:
         yield outer
         return
-    s = Spending(budget or DEFAULT_BUDGET, token=_TOKEN.get(), root=root)
+    s = Spending(budget or DEFAULT_BUDGET, token=cancel_token(), root=root)
     reset = _CURRENT.set(s)
     try:
         yield s

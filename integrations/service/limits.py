@@ -4,8 +4,11 @@
 beyond that is refused at once (`QueueFull`, answered 429) rather than queued without bound, so
 overload costs a rejection, not memory. A call that outlives `timeout_s` is answered 504, but its
 thread keeps its slot until it really ends: timed-out work cannot pile up behind the lock. The
-504 also cancels the call's `CancelToken`, so work that checks it (the advisor's budgeted reads,
-`agents.advisor.budget`) stops at its next step instead of running on for nobody.
+504 also cancels the call's `CancelToken` (`schedmate.cancel`), so work that checks it stops at
+its next step instead of running on for nobody: the advisor's budgeted reads
+(`agents.advisor.budget`) and every LLM call (advise, track, diagnose, chat), which
+`llm_breaker.time_left()` then skips. The deterministic steps of a diagnosis or a tracking run
+still finish (they are bounded by the log readers' caps).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException
 
-from schedmate.agents.advisor.budget import CancelToken, using_cancel_token
+from schedmate.cancel import CancelToken, using_cancel_token
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["BodyLimit", "CallTimeout", "FastReject", "QueueFull", "WorkQueue"]

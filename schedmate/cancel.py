@@ -1,0 +1,54 @@
+"""A request's cancellation, visible to every agent working for it on the same thread.
+
+The service's work queue runs each request on a worker thread; when the caller stops waiting
+(504), the queue sets the request's `CancelToken`. Work then stops at its next check instead of
+running on for nobody: the advisor's budgeted reads raise (`agents.advisor.budget`), and every
+LLM call is skipped, because `llm_breaker.time_left()` reads a cancelled request as no time left.
+The token is a context variable, so the many small readers and the LLM guard need no parameter.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["CancelToken", "cancel_token", "cancelled", "using_cancel_token"]
+
+
+class CancelToken:
+    """Set from another thread when nobody waits for the answer any more."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+_TOKEN: ContextVar[CancelToken | None] = ContextVar("schedmate_cancel_token", default=None)
+
+
+def cancel_token() -> CancelToken | None:
+    """The token of the request this thread works for (set by the service's work queue)."""
+    return _TOKEN.get()
+
+
+def cancelled() -> bool:
+    """True when the request this thread works for was given up by its caller."""
+    token = _TOKEN.get()
+    return token is not None and token.cancelled
+
+
+@contextmanager
+def using_cancel_token(token: CancelToken) -> Iterator[CancelToken]:
+    reset = _TOKEN.set(token)
+    try:
+        yield token
+    finally:
+        _TOKEN.reset(reset)
