@@ -64,6 +64,15 @@ def test_import_name_to_distribution(module: str, dist: str) -> None:
     assert dist_for(module) == dist
 
 
+def test_an_import_name_we_do_not_know_is_proposed_with_a_check_on_pypi_first() -> None:
+    """Log text is untrusted: a name taken only from the log must not read as a vetted package."""
+    known = remediate(["ModuleNotFoundError: No module named 'flash_attn'"], 0, R.IMPORT_ERROR)
+    unknown = remediate(["ModuleNotFoundError: No module named 'totally_new_pkg'"], 0, R.IMPORT_ERROR)
+    assert unknown.key == "install:totally-new-pkg"
+    assert any("check on PyPI" in s for s in unknown.steps)
+    assert not any("check on PyPI" in s for s in known.steps)
+
+
 def test_the_jobs_own_module_is_not_a_package_to_install() -> None:
     assert is_local_module("utils") and not is_local_module("flash_attn")
     r = remediate(["ModuleNotFoundError: No module named 'utils'"], 0, R.IMPORT_ERROR)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from schedmate.agents.failure.remedy_signs import (
-    DETECTORS, Values, api_mismatch, dist_for, exception_class, gpu_oom_figures, is_local_module, node_and_gpu,
+    DETECTORS, Values, api_mismatch, dist_for, dist_known, exception_class, gpu_oom_figures, is_local_module, node_and_gpu,
     packages_in, path_in, rank_in, shrink_advice,
 )
 from schedmate.agents.failure.rules import clean_line
@@ -240,7 +240,11 @@ def _install(v: Values) -> Advice:
         (" (flash-attn builds against the installed torch and CUDA: pip install flash-attn --no-build-isolation)"
          if dist == "flash-attn" else "") + ".",
         f"Add {dist} to the job's requirements (requirements.txt / the container image) so the next run has it; if "
-        "several jobs need it, the cluster's base environment should carry it."]
+        "several jobs need it, the cluster's base environment should carry it."] + (
+        [] if module == "?" or dist_known(module) else
+        [f"{dist} is the import name as the log prints it, not a package SchedMate knows: check on PyPI that it is "
+         "the project meant before installing (an import name is not always its package's name, and log text is "
+         "untrusted)."])
 
 
 def _local_module(v: Values) -> Advice:

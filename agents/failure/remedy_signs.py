@@ -171,6 +171,13 @@ def dist_for(module: str) -> str:
     return parts[0].lower().replace("_", "-")
 
 
+def dist_known(module: str) -> bool:
+    """True when the import name (or a parent package of it) is in the tested mapping: the PyPI
+    name then comes from us, not from the log's text alone."""
+    names, parts = _pip_names(), module.split(".")
+    return any(".".join(parts[:i]) in names for i in range(len(parts), 0, -1))
+
+
 # import names that are a repository's own modules, never the PyPI project of that name a user meant
 _LOCAL_MODULES = frozenset({"utils", "util", "src", "models", "model", "modules", "lib", "common", "config", "configs",
                             "tools", "data", "dataset", "training", "train", "debug", "helpers", "core", "scripts", "test",
