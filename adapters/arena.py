@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.arena.config import ArenaConfig
 from schedmate.schedulers.arena.policy import MIN_SPEED, Arena, JobInfo
 from schedmate.schedulers.arena.search import halvings_of

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.ares.policy import EST_KEY, Ares
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.policy import ClusterView

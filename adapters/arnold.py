@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.failures_sim import is_infrastructure
-from schedmate.integrations.insights import InsightSource
-from schedmate.integrations.standalone import FailureTruth
+from schedmate.sim.failures import is_infrastructure
+from schedmate.adapters.insights import InsightSource
+from schedmate.adapters.standalone import FailureTruth
 from schedmate.schedulers.arnold.policy import ArnoldPolicy, LpjState
 from schedmate.schedulers.decisions import Cordon, Decision
 from schedmate.schedulers.job import JobState, Phase

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.insights import AdvisorInsight, InsightSource, failslow_of
+from schedmate.adapters.insights import AdvisorInsight, InsightSource, failslow_of
 from schedmate.schedulers.decisions import Decision, Evict, Preempt
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.lucid import Lucid, Metrics

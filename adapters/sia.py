@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.policy import ClusterView
 from schedmate.schedulers.sia.jobs import SiaJobModel, job_application

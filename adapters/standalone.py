@@ -49,9 +49,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from schedmate.integrations.experiments.common import detected
-from schedmate.integrations.failures_sim import is_infrastructure
-from schedmate.integrations.insights import InsightSource, failslow_of
+from schedmate.sim.experiments.common import detected
+from schedmate.sim.failures import is_infrastructure
+from schedmate.adapters.insights import InsightSource, failslow_of
 from schedmate.schedulers.decisions import Cordon, Decision, Uncordon
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobState, Phase

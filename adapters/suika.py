@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policy import ClusterView
 from schedmate.schedulers.suika.config import SUIKA, ElasticConfig

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from schedmate.embeddings import redis_server
-from schedmate.integrations.daemon import DaemonConfig, DaemonState, LogDaemon
+from schedmate.deploy.daemon import DaemonConfig, DaemonState, LogDaemon
 
 RESULTS = Path(__file__).resolve().parent / "results" / "daemon.json"
 

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from schedmate.integrations.ray.cluster import RayConfig, ray_cluster
-from schedmate.integrations.ray.sweep import RayMap, SweepConfig, run_sweep
+from schedmate.deploy.ray.cluster import RayConfig, ray_cluster
+from schedmate.deploy.ray.sweep import RayMap, SweepConfig, run_sweep
 
 
 def _rows(result: object) -> list[dict[str, object]]:
@@ -32,10 +32,10 @@ def bench_pool(actors: int, requests: int) -> dict[str, object]:
     """Track `requests` logs in-process, then over `actors` actors (answers compared)."""
     from schedmate.embeddings.classifier import LineClassifier
     from schedmate.embeddings.embedder import make_embedder
-    from schedmate.integrations.ray.actors import RayServiceCore
-    from schedmate.integrations.service.config import ServiceConfig
-    from schedmate.integrations.service.core import ServiceCore
-    from schedmate.integrations.service.models import TrackRequest
+    from schedmate.deploy.ray.actors import RayServiceCore
+    from schedmate.deploy.service.config import ServiceConfig
+    from schedmate.deploy.service.core import ServiceCore
+    from schedmate.deploy.service.models import TrackRequest
 
     root = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     reqs = []

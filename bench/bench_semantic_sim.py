@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from schedmate.embeddings.redis_server import running_server
-from schedmate.integrations.artefacts import InfraCalibration, failure_truth
-from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, synthetic_history
-from schedmate.integrations.simlogs import write_failed_log
+from schedmate.sim.artefacts import InfraCalibration, failure_truth
+from schedmate.sim.semantic import SimConfig, SimulationInsights, synthetic_history
+from schedmate.sim.simlogs import write_failed_log
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.traces import generate_trace
 

@@ -51,7 +51,7 @@ import numpy as np
 import redis
 
 from schedmate.embeddings import redis_server
-from schedmate.integrations.slurm.slurmjob import launch_command
+from schedmate.deploy.slurm.slurmjob import launch_command
 
 RESULTS = Path(__file__).resolve().parent / "results" / "service.json"
 TRAIN = '''"""Train a ResNet-50 image classifier on ImageNet."""
@@ -350,8 +350,8 @@ def slurm_hook(base: str, inputs: dict[str, str], root: Path, runs: int) -> dict
 def slurm_submit(base: str, inputs: dict[str, str], root: Path, runs: int) -> dict[str, Any]:
     """`sbatch` wall time on a real local Slurm with SchedMate's plugin: with --time (the plugin
     returns at once) vs without (it asks the service). Jobs are submitted held and cancelled."""
-    from schedmate.integrations.slurm.config import HookConfig, slurm_conf_lines, write_files
-    from schedmate.integrations.slurm.localcluster import LocalSlurm, missing_binaries
+    from schedmate.deploy.slurm.config import HookConfig, slurm_conf_lines, write_files
+    from schedmate.deploy.slurm.localcluster import LocalSlurm, missing_binaries
 
     if missing_binaries() or os.geteuid() != 0:
         return {"skipped": "needs root and slurm-wlm + munge"}

@@ -1,7 +1,7 @@
 """The Grafana dashboards, as code (grafanalib): one for cluster operators, one for the service.
 
 Every query reads a metric `schedmate serve` exposes on `/metrics`
-(`integrations/service/metrics.py`; tests/test_dashboards.py checks each name against a scrape).
+(`deploy/service/metrics.py`; tests/test_dashboards.py checks each name against a scrape).
 Both dashboards take the Prometheus data source as a variable, so one JSON file imports anywhere.
 Rates use `$__rate_interval`; "over the range" panels use `$__range`.
 """

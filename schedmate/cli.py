@@ -222,7 +222,7 @@ def demo(
 ) -> None:
     """The main job on embedded defaults: the whole pipeline (history → agents → Lucid/standalone case
     studies → one failure diagnosed) and a report (report.md / report.html)."""
-    from schedmate.integrations.pipeline import MainJobConfig, run_main_job
+    from schedmate.sim.pipeline import MainJobConfig, run_main_job
     from schedmate.telemetry import TelemetryConfig, TelemetryConfigError, telemetry_session
 
     from .cli_checks import check_count, check_out_dir
@@ -254,7 +254,7 @@ def demo(
 redis_app = typer.Typer(help="The embedded Redis store (a real redis-server on loopback).", no_args_is_help=True)
 app.add_typer(redis_app, name="redis")
 register_job_commands(app)  # advise, track, diagnose, history (schedmate/cli_jobs.py)
-from schedmate.integrations.service.cli import serve as serve_command  # noqa: E402 -- API v1 (integrations/service)
+from schedmate.deploy.service.cli import serve as serve_command  # noqa: E402 -- API v1 (deploy/service)
 
 app.command("serve")(serve_command)
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default: the user's data dir).")]
@@ -683,7 +683,7 @@ ExpHistory = Annotated[int, typer.Option(help="Prior historical jobs ingested be
 
 def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, history: int,
              llm_modules: str = "advisor,tracker,failure") -> Any:
-    from schedmate.integrations.experiments.sources import SemanticSources
+    from schedmate.sim.experiments.sources import SemanticSources
 
     llm_cfg = None
     if llm:
@@ -734,7 +734,7 @@ def experiment_lucid(
                                            "lucid-table: a random single_data.csv row (two workloads per job; comparison only).")] = "artefact",
 ) -> None:
     """Lucid vs Lucid+SchedMate (bypass profiling, advisor durations, packing cancellation), ablations, sweep."""
-    from schedmate.integrations.experiments.lucid import run_lucid_experiment
+    from schedmate.sim.experiments.lucid import run_lucid_experiment
 
     out = out or Path("results/experiment-lucid")
     _check_experiment(out, seeds, jobs=jobs, gpus=gpus)
@@ -765,7 +765,7 @@ def experiment_sia(
     history: ExpHistory = 0,
 ) -> None:
     """Sia vs Sia+SchedMate (bootstrapping from similar jobs) vs a FIFO baseline on Sia's workloads."""
-    from schedmate.integrations.experiments.sia import DEFAULT_WORKLOADS, SiaExperimentConfig, run_sia_experiment
+    from schedmate.sim.experiments.sia import DEFAULT_WORKLOADS, SiaExperimentConfig, run_sia_experiment
 
     out = out or Path("results/experiment-sia")
     _check_experiment(out, seeds, limit=limit, rate=detection_rate)
@@ -799,7 +799,7 @@ def experiment_standalone(
 ) -> None:
     """Standalone SchedMate (SJF and SRPT on the 3 most similar jobs, + Failure Handler) vs FIFO, QSSF, Tiresias
     and oracles, with infrastructure hazards, faulty nodes and application errors."""
-    from schedmate.integrations.experiments.standalone import ARMS, run_standalone_experiment
+    from schedmate.sim.experiments.standalone import ARMS, run_standalone_experiment
 
     def floats(text: str) -> list[float]:
         return [float(x) for x in text.split(",") if x.strip()]
@@ -834,7 +834,7 @@ def experiment_slurm(
 ) -> None:
     """Slurm time limits under EASY backfilling: users' requests vs the partition default vs SchedMate's limits
     (with and without progress-aware extension) vs the oracle; jobs killed by a SchedMate limit and GPU-hours lost."""
-    from schedmate.integrations.experiments.slurm import ARMS, TRACES, run_slurm_experiment
+    from schedmate.sim.experiments.slurm import ARMS, TRACES, run_slurm_experiment
 
     out = out or Path("results/experiment-slurm")
     _check_experiment(out, seeds, limit=limit, jobs=jobs, gpus=gpus)
@@ -863,7 +863,7 @@ def experiment_value_curve(
 ) -> None:
     """Mean JCT against estimate noise (sigma) and coverage, on a noisy oracle (SENSITIVITY ONLY), beside the
     best baseline, the oracle and the real agents' point: value_curve.json/.csv/.png."""
-    from schedmate.integrations.experiments.value_curve import CASES, run_value_curve
+    from schedmate.sim.experiments.value_curve import CASES, run_value_curve
 
     if case not in CASES:
         raise fail(f"--case must be one of {', '.join(CASES)}, got {case!r}")
@@ -895,8 +895,8 @@ def ray_points(address: str | None) -> Iterator[Any]:
     if not address:
         yield None
         return
-    from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster
-    from schedmate.integrations.ray.sweep import RayMap
+    from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+    from schedmate.deploy.ray.sweep import RayMap
 
     from contextlib import ExitStack
 

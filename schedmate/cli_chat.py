@@ -1,6 +1,6 @@
 """`schedmate chat`: ask why a job failed, in the terminal (Rich; `--ask` answers once and exits).
 
-The chat runs over the same core as `schedmate serve` (`integrations/service/chat_route.py`), so
+The chat runs over the same core as `schedmate serve` (`deploy/service/chat_route.py`), so
 the terminal and the web page give the same facts. Sessions live in the embedded redis-server
 (`schedmate redis start`'s, started if needed) unless `--redis-url` or `--no-redis` says otherwise,
 so `--session ID` continues a conversation across runs. Models: the embedded 270M model rephrases
@@ -31,7 +31,7 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 140, highlight
 def load_core(config: Any) -> Any:
     """A loaded `ServiceCore` for `config` (MiniLM and the learned failure classifier; tests inject
     a core with the session's models by replacing this function)."""
-    from schedmate.integrations.service.core import ServiceCore
+    from schedmate.deploy.service.core import ServiceCore
 
     core = ServiceCore(config)
     core.load()
@@ -198,8 +198,8 @@ def _prompt(first: bool) -> str | None:
 
 def _build_agent(stack: ExitStack, redis_url: str | None, no_redis: bool, no_llm: bool, llm_url: str | None,
                  llm_model: str | None, *, quiet: bool) -> Any:
-    from schedmate.integrations.service.chat_route import make_agent
-    from schedmate.integrations.service.config import ServiceConfig
+    from schedmate.deploy.service.chat_route import make_agent
+    from schedmate.deploy.service.config import ServiceConfig
 
     if redis_url is None and not no_redis:
         from schedmate.embeddings import redis_server

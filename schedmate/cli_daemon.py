@@ -1,4 +1,4 @@
-"""The log-following daemon (integrations/daemon/): `schedmate daemon --logs DIR`.
+"""The log-following daemon (deploy/daemon/): `schedmate daemon --logs DIR`.
 
 Prints one status line per job whose state changed (step time, slowdown, loss, diagnosis), and
 with `--once` a final line of counters. Bad input (no such directory, Redis unreachable) is one
@@ -35,7 +35,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of text lines.")] = False,
     ) -> None:
         """Follow a directory of job logs: Metric Tracker per job, Failure Handler when one ends badly."""
-        from schedmate.integrations.daemon import DaemonConfig, DaemonState, JobConfig, LogDaemon
+        from schedmate.deploy.daemon import DaemonConfig, DaemonState, JobConfig, LogDaemon
 
         if failure_method not in ("learned", "rules", "llm"):
             _fail(f"--failure-method must be learned, rules or llm, not {failure_method!r}")

@@ -665,8 +665,8 @@ def diagnose(
 
 
 def _slurm_job_log(job: str, url: str | None) -> Any:
-    """The log of a Slurm job (integrations/slurm/lookup.py): recorded by the epilog, else scontrol's."""
-    from schedmate.integrations.slurm.lookup import JobLogNotFound, find_job_log
+    """The log of a Slurm job (deploy/slurm/lookup.py): recorded by the epilog, else scontrol's."""
+    from schedmate.deploy.slurm.lookup import JobLogNotFound, find_job_log
 
     try:
         return find_job_log(job, url)

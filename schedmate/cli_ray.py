@@ -1,4 +1,4 @@
-"""Ray scale-out commands (integrations/ray/): `schedmate ray sweep | execute`.
+"""Ray scale-out commands (deploy/ray/): `schedmate ray sweep | execute`.
 
 `--ray ADDRESS` joins a running cluster ("auto", "host:port", "ray://host:port"); "local" starts
 one in this process (CPU-only machines get `--gpus` units of a custom GPU resource). `sweep`
@@ -29,7 +29,7 @@ it), and a job whose learning rate makes it diverge (a real numpy overflow ends 
 
 def load_jobs(path: Path | None) -> list[Any]:
     """`TrainJob`s from a JSON list of objects (the demo set when `path` is None)."""
-    from schedmate.integrations.ray.executor import TrainJob
+    from schedmate.deploy.ray.executor import TrainJob
 
     if path is None:
         return [TrainJob(**j) for j in DEMO_JOBS]
@@ -65,8 +65,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Policies x seeds of the simulator, one Ray task per run (serial without --ray; same rows)."""
         from schedmate.cli import console, user_errors
-        from schedmate.integrations.ray.cluster import RayConfig, ray_cluster
-        from schedmate.integrations.ray.sweep import RayMap, SweepConfig, run_sweep
+        from schedmate.deploy.ray.cluster import RayConfig, ray_cluster
+        from schedmate.deploy.ray.sweep import RayMap, SweepConfig, run_sweep
 
         with user_errors():
             cfg = SweepConfig(policies=tuple(p.strip() for p in policies.split(",") if p.strip()),
@@ -96,8 +96,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Run short CPU training jobs as Ray tasks on GPU resources, placed and preempted by a policy."""
         from schedmate.cli import console, user_errors
-        from schedmate.integrations.ray.cluster import RayConfig, ray_cluster
-        from schedmate.integrations.ray.executor import ExecutorConfig, RayExecutor
+        from schedmate.deploy.ray.cluster import RayConfig, ray_cluster
+        from schedmate.deploy.ray.executor import ExecutorConfig, RayExecutor
         from schedmate.schedulers.registry import make_policy
 
         with user_errors():
@@ -133,8 +133,8 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
 
 def _agents(out: Path, n: int) -> Any:
-    from schedmate.integrations.ray.actors import RayServiceCore
-    from schedmate.integrations.service.config import ServiceConfig
+    from schedmate.deploy.ray.actors import RayServiceCore
+    from schedmate.deploy.service.config import ServiceConfig
 
     out.mkdir(parents=True, exist_ok=True)
     pool = RayServiceCore(ServiceConfig(allowed_roots=(out,)), actors=n)
@@ -143,13 +143,13 @@ def _agents(out: Path, n: int) -> Any:
 
 
 def _tracker(pool: Any) -> Any:
-    from schedmate.integrations.service.models import TrackRequest
+    from schedmate.deploy.service.models import TrackRequest
 
     return lambda job_id, log: pool.track(TrackRequest(log=str(log.resolve())))
 
 
 def _handler(pool: Any) -> Any:
-    from schedmate.integrations.service.models import DiagnoseRequest
+    from schedmate.deploy.service.models import DiagnoseRequest
 
     return lambda job_id, log: pool.diagnose(DiagnoseRequest(log=str(log.resolve()), job_id=job_id))
 

@@ -1,8 +1,8 @@
-"""Slurm integration commands (integrations/slurm/): submit-time estimate and epilog reporting.
+"""Slurm integration commands (deploy/slurm/): submit-time estimate and epilog reporting.
 
 `schedmate slurm config` prints (or writes) what to install; `slurm estimate` shows the time limit a
 script would get (the same service call job_submit.lua makes with curl); `slurm epilog` reports a
-finished job by hand, as the EpilogSlurmctld hook (`python -m schedmate.integrations.slurm.hook`) does.
+finished job by hand, as the EpilogSlurmctld hook (`python -m schedmate.deploy.slurm.hook`) does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from schedmate.integrations.slurm.config import HookConfig
+    from schedmate.deploy.slurm.config import HookConfig
 
 slurm_app = typer.Typer(help="Slurm: time limits from SchedMate's estimates, job ends reported by an epilog.",
                         no_args_is_help=True)
@@ -50,7 +50,7 @@ def config(
     slurm_user: Annotated[str | None, typer.Option(help="Check as this user (default: SlurmUser).")] = None,
 ) -> None:
     """The slurm.conf lines, job_submit.lua and the EpilogSlurmctld script to install."""
-    from schedmate.integrations.slurm.config import (
+    from schedmate.deploy.slurm.config import (
         HookConfig, epilog_script, job_submit_lua, slurm_conf_lines, write_files,
     )
 
@@ -77,7 +77,7 @@ def config(
 
 
 def _doctor(cfg: HookConfig, user: str | None, as_json: bool = False) -> None:
-    from schedmate.integrations.slurm.doctor import run_checks
+    from schedmate.deploy.slurm.doctor import run_checks
 
     checks = run_checks(cfg, user=user)
     if as_json:
@@ -105,7 +105,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run the epilog's hook and the submit-time call as SlurmUser; say what would fail (exit 1 if anything)."""
-    from schedmate.integrations.slurm.config import HookConfig
+    from schedmate.deploy.slurm.config import HookConfig
 
     _doctor(HookConfig(url=url, python=python, token_file=token_file, timeout_s=timeout, log_file=log_file,
                        slurm_conf=slurm_conf), slurm_user, as_json)
@@ -125,7 +125,7 @@ def estimate(
     """The time limit job_submit.lua would give SCRIPT if submitted without --time."""
     import re
 
-    from schedmate.integrations.slurm.hook import Service, ask_time_limit
+    from schedmate.deploy.slurm.hook import Service, ask_time_limit
 
     if not script.is_file():
         raise _fail(f"script not found: {script}")
@@ -154,8 +154,8 @@ def epilog(
     timeout: Annotated[float, typer.Option(min=0.1)] = 60.0,
 ) -> None:
     """Report a finished job's end to the service, as EpilogSlurmctld does (prints what was kept)."""
-    from schedmate.integrations.slurm.hook import Service, report_end
-    from schedmate.integrations.slurm.slurmjob import ScontrolError, batch_script, show_job
+    from schedmate.deploy.slurm.hook import Service, report_end
+    from schedmate.deploy.slurm.slurmjob import ScontrolError, batch_script, show_job
 
     try:
         job_info = show_job(job)
@@ -180,8 +180,8 @@ def extend(
     """Extend SchedMate-set time limits of running jobs that are still progressing (run as SlurmUser or root)."""
     import time
 
-    from schedmate.integrations.slurm.extend import ExtendConfig, Extender
-    from schedmate.integrations.slurm.slurmjob import ScontrolError
+    from schedmate.deploy.slurm.extend import ExtendConfig, Extender
+    from schedmate.deploy.slurm.slurmjob import ScontrolError
 
     ext = Extender(ExtendConfig(enabled=enable, max_extension_s=cap_hours * 3600, check_before_s=check_before_min * 60),
                    log_file=log_file)
@@ -240,8 +240,8 @@ def localcluster_up(
                                                  "service (e.g. http://127.0.0.1:8642).")] = None,
 ) -> None:
     """Start the cluster (needs root and Debian's slurm-wlm + munge); prints the SLURM_CONF to export."""
-    from schedmate.integrations.slurm.config import HookConfig, slurm_conf_lines, write_files
-    from schedmate.integrations.slurm.localcluster import LocalSlurm, SlurmStartError
+    from schedmate.deploy.slurm.config import HookConfig, slurm_conf_lines, write_files
+    from schedmate.deploy.slurm.localcluster import LocalSlurm, SlurmStartError
 
     folder = _cluster_root(root)
     extra: list[str] = []
@@ -267,7 +267,7 @@ def localcluster_up(
 @localcluster_app.command("down")
 def localcluster_down(root: RootOpt = None) -> None:
     """Stop the cluster's daemons (by their pid files); its folder is kept."""
-    from schedmate.integrations.slurm.localcluster import LocalSlurm
+    from schedmate.deploy.slurm.localcluster import LocalSlurm
 
     folder = _cluster_root(root)
     if not (folder / "etc" / "slurm.conf").exists():

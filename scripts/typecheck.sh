@@ -9,6 +9,6 @@ view="$(mktemp -d)"
 trap 'rm -rf "$view"' EXIT
 mkdir -p "$view/schedmate"
 for f in "$root"/schedmate/*; do ln -s "$f" "$view/schedmate/$(basename "$f")"; done
-for d in agents embeddings integrations schedulers dashboards evals synthetic; do ln -s "$root/$d" "$view/schedmate/$d"; done
+for d in agents embeddings adapters sim deploy schedulers dashboards evals synthetic; do ln -s "$root/$d" "$view/schedmate/$d"; done
 cd "$view"
 exec "$root/.venv/bin/python" -m mypy --config-file "$root/pyproject.toml" -p schedmate "$@"

@@ -1,0 +1,1 @@
+"""The simulated world: artefacts and logs for trace jobs, insight sources, experiments."""

@@ -172,7 +172,7 @@ def planned_work(spec: JobSpec, seed: int) -> float:
     """Seconds of work the job was *launched for*: what its config states.
 
     A trace records when a job stopped, not what it planned, so the plan never comes from the
-    job's own run time or state. The simulated world (`integrations.world.realise`) draws it
+    job's own run time or state. The simulated world (`sim.world.realise`) draws it
     from an earlier window of the same trace and writes it in `attributes["planned_work"]`; a job
     that went through no world gets a plan drawn from a generic, outcome-free distribution
     (log-normal, median `GENERIC_PLAN[0]` x 2**(`GENERIC_PLAN[1]` x log2 GPUs), log sigma

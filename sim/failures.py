@@ -58,10 +58,10 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.artefacts import unit_hash
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.integrations.world import WORLD_KEY, EarlyStops
-from schedmate.integrations.simlogs import (
+from schedmate.sim.artefacts import unit_hash
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.sim.world import WORLD_KEY, EarlyStops
+from schedmate.sim.simlogs import (
     FAILED_LOGS_KEY,
     HOSTED_LOGS_KEY,
     host_nodes,
@@ -206,7 +206,7 @@ def inject_failures(specs: Sequence[JobSpec], seed: int, model: FailureModel = F
     at = rng.uniform(0.0, 1.0, size=n_fail)
     app_u = rng.uniform(size=n_fail)
     reason_u = rng.uniform(size=n_fail)
-    # stop point (integrations.world.EarlyStops): a share of application errors strike within the
+    # stop point (sim.world.EarlyStops): a share of application errors strike within the
     # first minutes (Acme: most script failures happen within minutes of starting), at start-up
     # + Exp(mean); the rest at U(0, 1) of the work
     stops = EarlyStops()

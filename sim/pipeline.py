@@ -74,9 +74,9 @@ def _step(report: MainJobReport, name: str, say: Say) -> Iterator[dict[str, Any]
 
 
 def run_main_job(out: Path | str, config: MainJobConfig | None = None, *, progress: Say | None = None) -> MainJobReport:
-    from schedmate.integrations.experiments.lucid import run_lucid_experiment
-    from schedmate.integrations.experiments.sources import SemanticSources
-    from schedmate.integrations.experiments.standalone import run_standalone_experiment
+    from schedmate.sim.experiments.lucid import run_lucid_experiment
+    from schedmate.sim.experiments.sources import SemanticSources
+    from schedmate.sim.experiments.standalone import run_standalone_experiment
 
     cfg = config or MainJobConfig()
     out = Path(out)
@@ -163,7 +163,7 @@ COLS = ["arm", "mean_jct_mean", "mean_wait_mean", "p99_jct_mean", "makespan_mean
 
 def write_report(report: MainJobReport) -> None:
     from schedmate.htmlreport.plans import plan_steps
-    from schedmate.integrations.main_report import write_main_html
+    from schedmate.sim.main_report import write_main_html
 
     out = report.out
     plots = sorted(p for p in out.rglob("*.png") if "cache" not in p.parts)
@@ -197,4 +197,4 @@ def write_report(report: MainJobReport) -> None:
     (out / "report.json").write_text(json.dumps({
         "steps": report.steps, "lucid": _rows(report.lucid), "standalone": _rows(report.standalone),
         "diagnosis": report.diagnosis, "agents": report.agents}, indent=2, default=str) + "\n", encoding="utf-8")
-    write_main_html(out)  # the report for people: verdict first (integrations/main_report.py)
+    write_main_html(out)  # the report for people: verdict first (sim/main_report.py)

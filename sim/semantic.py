@@ -86,14 +86,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from schedmate.agents.stack import AgentStack, AgentStackConfig
-from schedmate.integrations.artefacts import (
+from schedmate.sim.artefacts import (
     DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, modelled_metrics,
     plan_artefact, repo_hash, unit_hash,
 )
-from schedmate.integrations.insight_cache import ContentCache
-from schedmate.integrations.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
-from schedmate.integrations.world import WORLD_KEY
-from schedmate.integrations.simlogs import FAILED_LOGS_KEY, running_log, split_lines
+from schedmate.sim.insight_cache import ContentCache
+from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.sim.world import WORLD_KEY
+from schedmate.sim.simlogs import FAILED_LOGS_KEY, running_log, split_lines
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ def measured_outcome(art: Artefact, job_id: str, seed: int, *, duration: float |
     what its log shows (the tracker's wall time per optimizer step: the per-device batch over the
     measured per-GPU speed; startup and steps per epoch as the config runs). Returns the store's
     `JobOutcome` and the Lucid-style single-job metrics. `step_factor` is the run's own step-time
-    factor in the simulated world (`integrations.world`): its log shows that step time, and
+    factor in the simulated world (`sim.world`): its log shows that step time, and
     `startup_s` the run's own start-up there (None: the config's nominal one)."""
     from schedmate.embeddings.store import JobOutcome
     from schedmate.synthetic.jobs.history import expected_perf

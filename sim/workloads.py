@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from schedmate.integrations.artefacts import DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, plan_artefact, steady_metrics
+from schedmate.sim.artefacts import DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, plan_artefact, steady_metrics
 from schedmate.schedulers.job import JobSpec
 from schedmate.schedulers.lucid import Metrics, WorkloadTable
 from schedmate.schedulers.lucid.packing import auto_label

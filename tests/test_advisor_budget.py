@@ -90,7 +90,7 @@ def test_budget_caps_must_be_positive() -> None:
 
 def test_a_timed_out_service_call_cancels_its_worker_which_then_frees_its_slot() -> None:
     pytest.importorskip("starlette")
-    from schedmate.integrations.service.limits import CallTimeout, WorkQueue
+    from schedmate.deploy.service.limits import CallTimeout, WorkQueue
 
     stopped = threading.Event()
 
@@ -121,8 +121,8 @@ def test_the_service_says_which_file_the_budget_skipped(classifier: object, tmp_
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from schedmate.integrations.service import ServiceConfig, create_app
-    from schedmate.integrations.service.core import ServiceCore
+    from schedmate.deploy.service import ServiceConfig, create_app
+    from schedmate.deploy.service.core import ServiceCore
 
     repo = write(tmp_path / "repo", {"train.py": TRAIN.replace("import argparse", "import argparse\nimport big")})
     _huge(repo / "big.py", "X = 1\n", 50_000_000)

@@ -23,7 +23,7 @@ from schedmate.agents.stack import (
     DEFAULT_THRESHOLD, DEFAULT_TOP_K, ESTIMATORS, AgentStack, AgentStackConfig, estimate_job,
 )
 from schedmate.cli import app
-from schedmate.integrations.artefacts import plan_artefact
+from schedmate.sim.artefacts import plan_artefact
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState
 
 SEED = 7
@@ -50,7 +50,7 @@ def twins(target: JobSpec, prefix: str, n: int, status: FinalStatus) -> list[Job
 @pytest.fixture(scope="module")
 def models() -> dict[str, Any]:
     pytest.importorskip("FlagEmbedding", reason="needs the `embed` extra (FlagEmbedding, torch)")
-    from schedmate.integrations.semantic_sim import load_agent_models
+    from schedmate.sim.semantic import load_agent_models
 
     return load_agent_models()
 
@@ -107,12 +107,12 @@ def built(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 def test_every_entry_point_builds_its_agents_from_the_same_default_config(
         built: dict[str, list[Any]], tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from schedmate.agents.failure.handler import FailureHandlerConfig
-    from schedmate.integrations.daemon.daemon import DaemonConfig, LogDaemon
-    from schedmate.integrations.daemon.state import DaemonState
-    from schedmate.integrations.pipeline import diagnose_example
-    from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights
-    from schedmate.integrations.service.config import ServiceConfig
-    from schedmate.integrations.service.core import ServiceCore
+    from schedmate.deploy.daemon.daemon import DaemonConfig, LogDaemon
+    from schedmate.deploy.daemon.state import DaemonState
+    from schedmate.sim.pipeline import diagnose_example
+    from schedmate.sim.semantic import SimConfig, SimulationInsights
+    from schedmate.deploy.service.config import ServiceConfig
+    from schedmate.deploy.service.core import ServiceCore
 
     class Dummy:  # stands in for MiniLM and the line classifier: construction only
         dim = 384
@@ -151,7 +151,7 @@ def test_every_entry_point_builds_its_agents_from_the_same_default_config(
         core.load()
     mark("service")
     try:
-        from schedmate.integrations.ray.actors import _CoreActor
+        from schedmate.deploy.ray.actors import _CoreActor
     except ImportError:
         pass
     else:
@@ -195,7 +195,7 @@ def test_the_simulators_advisor_and_schedmate_advise_give_the_same_estimate(
         models: dict[str, Any], redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         status: FinalStatus, method: str) -> None:
     from schedmate.embeddings.store import DEFAULT_PREFIX
-    from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights
+    from schedmate.sim.semantic import SimConfig, SimulationInsights
 
     monkeypatch.setattr(cli_jobs, "load_embedder", lambda: models["embedder"])
     target = spec("target", 4, 7200.0)

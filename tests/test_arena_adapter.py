@@ -7,10 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from schedmate.integrations.arena_adapter import ArenaSchedMate, Measured, bootstrap_view
-from schedmate.integrations.experiments.arena import ArenaAdapterConfig, DeclaredModelMatches, run_arena_adapter_experiment
-from schedmate.integrations.experiments.common import NullInsights
-from schedmate.integrations.insights import AdvisorInsight
+from schedmate.adapters.arena import ArenaSchedMate, Measured, bootstrap_view
+from schedmate.sim.experiments.arena import ArenaAdapterConfig, DeclaredModelMatches, run_arena_adapter_experiment
+from schedmate.sim.experiments.common import NullInsights
+from schedmate.adapters.insights import AdvisorInsight
 from schedmate.schedulers.arena.config import ArenaConfig
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
 from schedmate.schedulers.arena.policy import ATTR, Arena

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from schedmate.integrations.ares_adapter import AresSchedMate, AresUserLengths, advised_gpu_time, user_gpu_time
-from schedmate.integrations.artefacts import unit_hash
-from schedmate.integrations.experiments.ares import AresAdapterConfig, give_user_lengths, run_ares_adapter_experiment
-from schedmate.integrations.experiments.common import NullInsights, OracleInsights
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.adapters.ares import AresSchedMate, AresUserLengths, advised_gpu_time, user_gpu_time
+from schedmate.sim.artefacts import unit_hash
+from schedmate.sim.experiments.ares import AresAdapterConfig, give_user_lengths, run_ares_adapter_experiment
+from schedmate.sim.experiments.common import NullInsights, OracleInsights
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.ares.policy import EST_KEY
 from schedmate.schedulers.ares.workload import generate_workload
 from schedmate.schedulers.cluster import ClusterSpec

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.arnold_adapter import ArnoldRestart, ArnoldSchedMate
-from schedmate.integrations.experiments.arnold import ArnoldAdapterConfig, FailureWorkload, failure_trace, run_arnold_adapter_experiment
-from schedmate.integrations.experiments.common import NullInsights
-from schedmate.integrations.experiments.standalone import calibrated_source
-from schedmate.integrations.failures_sim import FailureModel, FailureSimulator, FailureWorld, inject_failures
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
+from schedmate.sim.experiments.arnold import ArnoldAdapterConfig, FailureWorkload, failure_trace, run_arnold_adapter_experiment
+from schedmate.sim.experiments.common import NullInsights
+from schedmate.sim.experiments.standalone import calibrated_source
+from schedmate.sim.failures import FailureModel, FailureSimulator, FailureWorld, inject_failures
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState

@@ -24,10 +24,10 @@ from schedmate.agents.chat.compose import check_phrasing
 from schedmate.agents.chat.facts import Citation, clean_text
 from schedmate.agents.chat.intent import read_intent
 from schedmate.agents.chat.tools import Evidence
-from schedmate.integrations.service.chat_route import CoreBackend
-from schedmate.integrations.service.config import ServiceConfig
-from schedmate.integrations.service.core import ServiceCore
-from schedmate.integrations.service.models import DiagnoseRequest
+from schedmate.deploy.service.chat_route import CoreBackend
+from schedmate.deploy.service.config import ServiceConfig
+from schedmate.deploy.service.core import ServiceCore
+from schedmate.deploy.service.models import DiagnoseRequest
 from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.synthetic.logs import FailedLog, make_clean_log, make_failed_log
 from schedmate.taxonomy import FailureReason as R
@@ -296,7 +296,7 @@ def test_the_api_route_answers_json_and_keeps_the_services_rules(classifier: Any
                                                                   oom: GeneratedLog, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from schedmate.integrations.service import create_app
+    from schedmate.deploy.service import create_app
 
     config = ServiceConfig(allowed_roots=(root,), redis_url=redis_server, token="s3cret")
     api_core = ServiceCore(config, classifier=classifier)
@@ -317,7 +317,7 @@ def test_the_api_route_answers_json_and_keeps_the_services_rules(classifier: Any
 
 def test_a_job_in_the_history_brings_its_log_outcome_and_the_advisors_estimate(
         core: ServiceCore, redis_server: str, root: Path, oom: GeneratedLog) -> None:
-    from schedmate.integrations.service.models import JobEndRequest, JobRegisterRequest
+    from schedmate.deploy.service.models import JobEndRequest, JobRegisterRequest
 
     from .repo_files import write
     from .test_service import COMMAND, TRAIN

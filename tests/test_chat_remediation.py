@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from schedmate.agents.chat import ChatAgent, RedisSessionStore
 from schedmate.agents.chat.intent import keyword_intent
 from schedmate.agents.chat.intent_model import INTENTS, IntentClassifier, load_examples, load_heldout
-from schedmate.integrations.service.chat_route import CoreBackend
-from schedmate.integrations.service.config import ServiceConfig
-from schedmate.integrations.service.core import InputError, ServiceCore
-from schedmate.integrations.service.models import FailureReportRequest, ResolveFailureRequest
+from schedmate.deploy.service.chat_route import CoreBackend
+from schedmate.deploy.service.config import ServiceConfig
+from schedmate.deploy.service.core import InputError, ServiceCore
+from schedmate.deploy.service.models import FailureReportRequest, ResolveFailureRequest
 
 HERE = Path(__file__).resolve().parents[1]
 PORT_LOG = (HERE / "evals" / "devset" / "failures" / "logs" / "d-003.log").read_text()
@@ -166,7 +166,7 @@ def test_the_resolve_route_answers_404_for_an_unknown_failure_and_records_a_know
         core: ServiceCore, logs: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from schedmate.integrations.service.app import create_app
+    from schedmate.deploy.service.app import create_app
 
     core.report_failure(FailureReportRequest(job_id="route-port", log=str(logs / "port.log")))
     with TestClient(create_app(core.config, core)) as client:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import redis
 
-from schedmate.integrations.daemon import (
+from schedmate.deploy.daemon import (
     DaemonConfig,
     DaemonState,
     FollowConfig,
@@ -32,7 +32,7 @@ from schedmate.integrations.daemon import (
     LogDaemon,
     job_id_from_name,
 )
-from schedmate.integrations.daemon.lines import LineCutter
+from schedmate.deploy.daemon.lines import LineCutter
 
 SEQ = re.compile(rb"seq=(\w+):(\d+)")
 SEEN = "test:daemon:seen"

@@ -22,9 +22,9 @@ from .llm_stub import StubLLM  # noqa: E402
 from .repo_files import write  # noqa: E402
 from .test_service import COMMAND, NCCL, TRAIN, failed_log, megatron_lines  # noqa: E402
 from schedmate.dashboards.build import DASHBOARDS, metric_names, queries, render  # noqa: E402
-from schedmate.integrations.service import ServiceConfig, create_app  # noqa: E402
-from schedmate.integrations.service.core import ServiceCore  # noqa: E402
-from schedmate.integrations.service.metrics import ServiceMetrics, exported_names  # noqa: E402
+from schedmate.deploy.service import ServiceConfig, create_app  # noqa: E402
+from schedmate.deploy.service.core import ServiceCore  # noqa: E402
+from schedmate.deploy.service.metrics import ServiceMetrics, exported_names  # noqa: E402
 from schedmate.telemetry import Telemetry, TelemetryConfig  # noqa: E402
 from schedmate.telemetry_genai import GenAISpanProcessor  # noqa: E402
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from schedmate.integrations.artefacts import DECLARED_KEY, plan_artefact, repo_hash
+from schedmate.sim.artefacts import DECLARED_KEY, plan_artefact, repo_hash
 from schedmate.schedulers.arena import workload as arena_workload
 from schedmate.schedulers.arena.hardware import R2, build_cluster
 from schedmate.schedulers.arena.workload import generate

@@ -22,8 +22,8 @@ def client(tmp_path: Path) -> Iterator[Any]:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from schedmate.integrations.service import ServiceConfig, create_app
-    from schedmate.integrations.service.core import ServiceCore
+    from schedmate.deploy.service import ServiceConfig, create_app
+    from schedmate.deploy.service.core import ServiceCore
 
     config = ServiceConfig(allowed_roots=(tmp_path,), redis_url=None)
     with TestClient(create_app(config, ServiceCore(config), load_models=False)) as c:
@@ -74,7 +74,7 @@ def test_serve_with_an_unusable_home_is_one_line(tmp_path: Path, monkeypatch: py
 
 @pytest.mark.parametrize("token", ["", "   ", "\t\n"])
 def test_a_whitespace_token_is_refused_by_the_config(token: str) -> None:
-    from schedmate.integrations.service.config import ServiceConfig, ServiceConfigError
+    from schedmate.deploy.service.config import ServiceConfig, ServiceConfigError
 
     with pytest.raises(ServiceConfigError, match="empty or whitespace"):
         ServiceConfig(token=token)
@@ -95,6 +95,6 @@ def test_serve_refuses_a_whitespace_schedmate_token_at_start(tmp_path: Path) -> 
 
 
 def test_a_token_with_surrounding_blanks_still_authenticates() -> None:
-    from schedmate.integrations.service.config import ServiceConfig
+    from schedmate.deploy.service.config import ServiceConfig
 
     assert ServiceConfig(token=" s3cret\n").token == "s3cret"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from schedmate.integrations.experiments.quality import estimate_quality, merge_quality, quality_line
+from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line
 from schedmate.schedulers.job import FinalStatus, JobSpec
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from schedmate.config import shared_data_dir
-from schedmate.integrations.experiments.common import (
+from schedmate.sim.experiments.common import (
     DAY,
     NullInsights,
     RunRow,
@@ -103,7 +103,7 @@ def test_the_null_source_knows_nothing():
 
 
 def test_heavy_pair_model_slows_heavy_pairs_and_leaves_light_pairs_alone():
-    from schedmate.integrations.experiments.lucid import HeavyPairInterference
+    from schedmate.sim.experiments.lucid import HeavyPairInterference
 
     light = {"model": "light", "dataset": "d", "batch_size": 32, "amp": 0}
     heavy = {**light, "model": "heavy"}
@@ -116,7 +116,7 @@ def test_heavy_pair_model_slows_heavy_pairs_and_leaves_light_pairs_alone():
 
 
 def test_warmup_bias_lowers_only_the_profiled_util_of_biased_jobs():
-    from schedmate.integrations.experiments.lucid import WarmupProfiler, prepare_jobs
+    from schedmate.sim.experiments.lucid import WarmupProfiler, prepare_jobs
 
     profiler = WarmupProfiler(100.0, 1, 8.0, TABLE)
     biased = JobState(job(0, 0, attributes={"model": "heavy", "dataset": "d", "batch_size": 32, "amp": 0, "warmup_bias": 0.5}))
@@ -132,7 +132,7 @@ def test_warmup_bias_lowers_only_the_profiled_util_of_biased_jobs():
 
 @needs_table
 def test_a_small_run_writes_json_csv_and_plots_for_every_arm(tmp_path: Path):
-    from schedmate.integrations.experiments.lucid import oracle_source, run_lucid_experiment
+    from schedmate.sim.experiments.lucid import oracle_source, run_lucid_experiment
     from schedmate.schedulers.lucid import load_default_table
 
     table = load_default_table()

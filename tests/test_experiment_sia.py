@@ -11,8 +11,8 @@ import json
 import pytest
 
 from schedmate.config import shared_data_dir
-from schedmate.integrations.experiments.common import NullInsights
-from schedmate.integrations.experiments.sia import (
+from schedmate.sim.experiments.common import NullInsights
+from schedmate.sim.experiments.sia import (
     SameConfigInsights,
     SiaExperimentConfig,
     jitter_submits,

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedmate.integrations.experiments.slurm import ARMS, SlurmSetup, limit_plan, run_slurm_experiment
-from schedmate.integrations.insights import AdvisorInsight
-from schedmate.integrations.slurm.user_requests import ROUND_VALUES_S, UserRequestModel
-from schedmate.integrations.world import WORLD_KEY
+from schedmate.sim.experiments.slurm import ARMS, SlurmSetup, limit_plan, run_slurm_experiment
+from schedmate.adapters.insights import AdvisorInsight
+from schedmate.deploy.slurm.user_requests import ROUND_VALUES_S, UserRequestModel
+from schedmate.sim.world import WORLD_KEY
 from schedmate.schedulers.job import JobSpec, JobState
 
 

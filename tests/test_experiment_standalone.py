@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from schedmate.integrations.experiments.common import shared_file
-from schedmate.integrations.experiments.standalone import (
+from schedmate.sim.experiments.common import shared_file
+from schedmate.sim.experiments.standalone import (
     ARMS,
     CalibratedInsights,
     calibrated_source,
     load_jobs,
     run_standalone_experiment,
 )
-from schedmate.integrations.failures_sim import failure_of
-from schedmate.integrations.insights import InsightSource
+from schedmate.sim.failures import failure_of
+from schedmate.adapters.insights import InsightSource
 from schedmate.schedulers.job import JobSpec, JobState
 
 

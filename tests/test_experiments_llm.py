@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from schedmate.integrations.experiments.common import shared_file
-from schedmate.integrations.experiments.sources import SemanticSources
+from schedmate.sim.experiments.common import shared_file
+from schedmate.sim.experiments.sources import SemanticSources
 from schedmate.llm import LLMConfig
 from .local_llm import skip_module_without_local_llm
 
@@ -31,7 +31,7 @@ def sources(tmp_path: Path, *modules: str) -> SemanticSources:
 
 
 def test_standalone_reduced_with_the_llm_failure_handler(tmp_path: Path) -> None:
-    from schedmate.integrations.experiments.standalone import run_standalone_experiment
+    from schedmate.sim.experiments.standalone import run_standalone_experiment
 
     with sources(tmp_path, "failure") as make:
         result = run_standalone_experiment(tmp_path / "out", make_source=make, source_label=make.label,
@@ -45,7 +45,7 @@ def test_standalone_reduced_with_the_llm_failure_handler(tmp_path: Path) -> None
 
 
 def test_lucid_reduced_with_real_advisor_and_tracker(tmp_path: Path) -> None:
-    from schedmate.integrations.experiments.lucid import run_lucid_experiment
+    from schedmate.sim.experiments.lucid import run_lucid_experiment
 
     if shared_file("lucid", "single_data.csv") is None:
         pytest.skip("../shared/data/lucid/single_data.csv is absent")
@@ -60,7 +60,7 @@ def test_lucid_reduced_with_real_advisor_and_tracker(tmp_path: Path) -> None:
 
 
 def test_sia_reduced_with_the_llm_advisor(tmp_path: Path) -> None:
-    from schedmate.integrations.experiments.sia import SiaExperimentConfig, run_sia_experiment
+    from schedmate.sim.experiments.sia import SiaExperimentConfig, run_sia_experiment
 
     if shared_file("sia", "workloads", "philly", "workload-1.csv") is None:
         pytest.skip("../shared/data/sia/workloads is absent")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.integrations.failures_sim import (
+from schedmate.sim.failures import (
     FAILURE_KEY,
     FailureModel,
     FailureSimulator,
@@ -169,7 +169,7 @@ def test_a_cordon_by_the_policy_stops_the_follow_up_failures() -> None:
 def _hosted(reason: str, gpus: int, placement: list[tuple[int, int]], culprit: int, fw: str = "deepspeed") -> str:
     from types import SimpleNamespace
 
-    from schedmate.integrations.simlogs import failed_log_text, host_nodes, node_hostname
+    from schedmate.sim.simlogs import failed_log_text, host_nodes, node_hostname
 
     art = SimpleNamespace(log_framework=fw, gpus=gpus)
     return failed_log_text(art, reason, seed=0, job_id=f"{fw}-{reason}", attempt=0, variants=1,  # type: ignore[arg-type]
@@ -177,7 +177,7 @@ def _hosted(reason: str, gpus: int, placement: list[tuple[int, int]], culprit: i
 
 
 def test_a_failed_log_carries_the_jobs_host_names_with_the_root_cause_on_the_culprit() -> None:
-    from schedmate.integrations.simlogs import node_hostname
+    from schedmate.sim.simlogs import node_hostname
 
     text = _hosted("NodeFailure", 16, [(3, 8), (11, 8)], culprit=11)
     assert node_hostname(11) in text
@@ -189,7 +189,7 @@ def test_a_failed_log_carries_the_jobs_host_names_with_the_root_cause_on_the_cul
 
 
 def test_the_node_is_read_from_the_located_lines_not_from_the_world() -> None:
-    from schedmate.integrations.simlogs import node_hostname, node_named, split_lines
+    from schedmate.sim.simlogs import node_hostname, node_named, split_lines
 
     hosts = {node_hostname(3): 3, node_hostname(11): 11}
     lines = split_lines("a\nsrun: error: Node failure on gpu-node-011\nb\n")
@@ -218,7 +218,7 @@ def test_the_world_does_not_name_the_culprit_of_a_multi_node_job() -> None:
 
 
 def test_a_blind_retry_retries_every_first_failure_once_after_300_s() -> None:
-    from schedmate.integrations.experiments.standalone import TiresiasRecovery
+    from schedmate.sim.experiments.standalone import TiresiasRecovery
 
     policy = TiresiasRecovery()
     policy.setup_recovery("retry", None, retry_s=300.0, seed=0, detection_rate=1.0)

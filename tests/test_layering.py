@@ -1,4 +1,4 @@
-"""Data flows one way: agents and integrations never read the evaluation code or a generator's
+"""Data flows one way: agents, adapters and deployments never read the evaluation code or a generator's
 tables, so a score on a generated corpus is not the generator grading itself."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _modules(folder: str) -> list[Path]:
     return sorted((ROOT / folder).rglob("*.py"))
 
 
-@pytest.mark.parametrize("folder", ["agents", "embeddings", "integrations", "schedmate", "schedulers"])
+@pytest.mark.parametrize("folder", ["agents", "embeddings", "adapters", "sim", "deploy", "schedmate", "schedulers"])
 def test_core_folders_never_import_the_evaluation_code(folder: str) -> None:
     offenders = [f"{p.relative_to(ROOT)} imports {m}" for p in _modules(folder) for m in _imports(p)
                  if m == "schedmate.evals" or m.startswith("schedmate.evals.")]
@@ -34,7 +34,7 @@ def test_core_folders_never_import_the_evaluation_code(folder: str) -> None:
     assert offenders == []
 
 
-@pytest.mark.parametrize("folder", ["agents", "embeddings"])
+@pytest.mark.parametrize("folder", ["agents", "embeddings", "adapters", "deploy"])
 def test_agents_never_read_a_generators_tables(folder: str) -> None:
     offenders = [f"{p.relative_to(ROOT)} imports {m}" for p in _modules(folder) for m in _imports(p)
                  if m == "schedmate.synthetic" or m.startswith("schedmate.synthetic.")]

@@ -130,8 +130,8 @@ def test_service_diagnose_reads_utf16_and_says_unreadable(classifier: Any, tmp_p
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from schedmate.integrations.service import ServiceConfig, create_app
-    from schedmate.integrations.service.core import ServiceCore
+    from schedmate.deploy.service import ServiceConfig, create_app
+    from schedmate.deploy.service.core import ServiceCore
 
     (tmp_path / "u16.log").write_bytes(FORMS["utf16-bom.log"])
     (tmp_path / "job.log.gz").write_bytes(FORMS["job.log.gz"])

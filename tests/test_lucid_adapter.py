@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pytest
 
-from schedmate.integrations.experiments.common import NullInsights, OracleInsights
-from schedmate.integrations.insights import AdvisorInsight, InsightSource, TrackerReading
-from schedmate.integrations.lucid_adapter import Cancellation, Flags, LucidSchedMate, metrics_from_advice
+from schedmate.sim.experiments.common import NullInsights, OracleInsights
+from schedmate.adapters.insights import AdvisorInsight, InsightSource, TrackerReading
+from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate, metrics_from_advice
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import simulate
 from schedmate.schedulers.interference import ConstantInterference

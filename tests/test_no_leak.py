@@ -1,6 +1,6 @@
 """No-leak rule (spec §8, issue 22): an agent sees only what a live cluster would show it.
 
-The default path of every case study is `integrations.world`: a trace window is realised with
+The default path of every case study is `sim.world`: a trace window is realised with
 plans drawn from an *earlier* window, and the artefacts (code, config, launch command, log style)
 are rendered from those plans. Swapping two evaluated jobs' outcomes (run time, final state)
 must leave every artefact byte unchanged, and no evaluated job may appear in the history.
@@ -13,8 +13,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedmate.integrations.artefacts import plan_artefact, planned_work, repo_hash
-from schedmate.integrations.world import WorldModel, history_window, realise
+from schedmate.sim.artefacts import plan_artefact, planned_work, repo_hash
+from schedmate.sim.world import WorldModel, history_window, realise
 from schedmate.schedulers.job import FinalStatus, JobSpec
 
 SEED = 3
@@ -70,7 +70,7 @@ def test_the_world_run_time_follows_the_code_and_the_jobs_own_step_time() -> Non
 
 
 def test_a_trace_without_status_gets_early_stops_with_mass_in_the_first_minutes() -> None:
-    from schedmate.integrations.world import EarlyStops
+    from schedmate.sim.world import EarlyStops
 
     model = WorldModel(early=EarlyStops.for_trace("philly"))
     jobs = realise([_job(f"j{i}", 1, 7200.0) for i in range(2000)], SEED, _earlier(), model)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from schedmate.synthetic.jobs.mapping import size_class
-from schedmate.integrations.experiments.common import synthetic_jobs
-from schedmate.integrations.experiments.sources import SemanticSources, independent_history
+from schedmate.sim.experiments.common import synthetic_jobs
+from schedmate.sim.experiments.sources import SemanticSources, independent_history
 from schedmate.schedulers.job import JobState
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
@@ -49,7 +49,7 @@ def test_sources_replay_a_saved_run_without_models(tmp_path: Path) -> None:
 
 @needs_redis
 def test_main_job_writes_a_report_with_every_step(tmp_path: Path) -> None:
-    from schedmate.integrations.pipeline import MainJobConfig, run_main_job
+    from schedmate.sim.pipeline import MainJobConfig, run_main_job
 
     report = run_main_job(tmp_path, MainJobConfig(jobs=80, history=40, llm=False))
     assert report.ok, report.steps

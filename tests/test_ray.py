@@ -24,15 +24,15 @@ from .repo_files import write
 
 ray = pytest.importorskip("ray")
 
-from schedmate.integrations.ray.actors import RayServiceCore  # noqa: E402
-from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster  # noqa: E402
-from schedmate.integrations.ray.executor import (  # noqa: E402
+from schedmate.deploy.ray.actors import RayServiceCore  # noqa: E402
+from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster  # noqa: E402
+from schedmate.deploy.ray.executor import (  # noqa: E402
     ExecutorConfig, RayExecutor, TrainJob, UnsupportedDecision,
 )
-from schedmate.integrations.ray.sweep import RayMap, SweepConfig, run_sweep  # noqa: E402
-from schedmate.integrations.service.config import PathRefused, ServiceConfig  # noqa: E402
-from schedmate.integrations.service.core import InputError, ServiceCore  # noqa: E402
-from schedmate.integrations.service.models import AdviseRequest, DiagnoseRequest, TrackRequest  # noqa: E402
+from schedmate.deploy.ray.sweep import RayMap, SweepConfig, run_sweep  # noqa: E402
+from schedmate.deploy.service.config import PathRefused, ServiceConfig  # noqa: E402
+from schedmate.deploy.service.core import InputError, ServiceCore  # noqa: E402
+from schedmate.deploy.service.models import AdviseRequest, DiagnoseRequest, TrackRequest  # noqa: E402
 from schedmate.schedulers.decisions import Colocate  # noqa: E402
 from schedmate.schedulers.job import Phase  # noqa: E402
 from schedmate.schedulers.policy import Policy  # noqa: E402
@@ -158,7 +158,7 @@ def test_the_api_serves_from_the_actor_pool(pool: RayServiceCore, files: dict[st
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from schedmate.integrations.service import create_app
+    from schedmate.deploy.service import create_app
 
     with TestClient(create_app(service_config, _Unclosed(pool), load_models=False)) as c:
         assert c.get("/ready").json()["actors"] == "2"

@@ -104,7 +104,7 @@ def test_nightly_report_in_a_browser(browser: object, nightly_report: Path) -> N
 
 @pytest.fixture(scope="module")
 def main_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from schedmate.integrations.pipeline import MainJobConfig, run_main_job
+    from schedmate.sim.pipeline import MainJobConfig, run_main_job
 
     out = tmp_path_factory.mktemp("main-job")
     report = run_main_job(out, MainJobConfig(jobs=60, history=30, llm=False))

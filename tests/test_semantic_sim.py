@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.integrations.artefacts import (
+from schedmate.sim.artefacts import (
     calibrate_infra, failure_truth, length_bucket, plan_artefact, repo_hash,
 )
-from schedmate.integrations.insights import InsightSource
-from schedmate.integrations.simlogs import write_failed_log
-from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models, synthetic_history
+from schedmate.adapters.insights import InsightSource
+from schedmate.sim.simlogs import write_failed_log
+from schedmate.sim.semantic import SimConfig, SimulationInsights, load_agent_models, synthetic_history
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 
 SEED = 7
@@ -411,7 +411,7 @@ def test_llm_extraction_runs_once_per_artefact_then_comes_from_the_cache(redis_u
 
 
 def test_sources_sharing_a_cache_file_keep_each_others_entries(tmp_path: Path) -> None:
-    from schedmate.integrations.insight_cache import ContentCache
+    from schedmate.sim.insight_cache import ContentCache
 
     a, b = ContentCache.open(tmp_path), ContentCache.open(tmp_path)
     a.put("extract", "h1:static", {"fields": {"model_name": "x"}})

@@ -22,9 +22,9 @@ from schedmate.embeddings import redis_server
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from schedmate.integrations.service import ServiceConfig, create_app  # noqa: E402
-from schedmate.integrations.service.config import ServiceConfigError  # noqa: E402
-from schedmate.integrations.service.core import ServiceCore  # noqa: E402
+from schedmate.deploy.service import ServiceConfig, create_app  # noqa: E402
+from schedmate.deploy.service.config import ServiceConfigError  # noqa: E402
+from schedmate.deploy.service.core import ServiceCore  # noqa: E402
 
 TRAIN = '''"""Train a ResNet-50 image classifier on ImageNet."""
 import argparse

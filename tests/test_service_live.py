@@ -10,9 +10,9 @@ import pytest
 
 from .repo_files import write
 from .test_service import COMMAND, OOM, TRAIN, failed_log, files, make_client  # noqa: F401 -- fixtures
-from schedmate.integrations.insights import InsightSource
-from schedmate.integrations.service import JobRef, LiveInsights, SchedMateClient
-from schedmate.integrations.standalone import StandaloneSchedMate
+from schedmate.adapters.insights import InsightSource
+from schedmate.deploy.service import JobRef, LiveInsights, SchedMateClient
+from schedmate.adapters.standalone import StandaloneSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import simulate
 from schedmate.schedulers.job import JobSpec, JobState

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.integrations.slurm.hook import Service, ask_time_limit
-from schedmate.integrations.slurm.timelimit import Decision, time_limit
-from schedmate.integrations.slurm.slurmjob import (
+from schedmate.deploy.slurm.hook import Service, ask_time_limit
+from schedmate.deploy.slurm.timelimit import Decision, time_limit
+from schedmate.deploy.slurm.slurmjob import (
     SlurmJob, final_status, gpus_requested, launch_command, parse_duration, parse_show_job,
 )
 
@@ -153,7 +153,7 @@ PY = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 
 def _skip_reason() -> str | None:
-    from schedmate.integrations.slurm.localcluster import missing_binaries
+    from schedmate.deploy.slurm.localcluster import missing_binaries
 
     if missing := missing_binaries():
         return f"Slurm/munge not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
@@ -178,10 +178,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_server: str, classifie
     import redis
     import uvicorn
 
-    from schedmate.integrations.service import ServiceConfig, create_app
-    from schedmate.integrations.service.core import ServiceCore
-    from schedmate.integrations.slurm.config import HookConfig, slurm_conf_lines, write_files
-    from schedmate.integrations.slurm.localcluster import LocalSlurm
+    from schedmate.deploy.service import ServiceConfig, create_app
+    from schedmate.deploy.service.core import ServiceCore
+    from schedmate.deploy.slurm.config import HookConfig, slurm_conf_lines, write_files
+    from schedmate.deploy.slurm.localcluster import LocalSlurm
 
     redis.Redis.from_url(redis_server, protocol=2).flushall()
     root = tmp_path_factory.mktemp("slurm")
@@ -317,7 +317,7 @@ def test_a_job_with_no_similar_history_keeps_slurms_default_and_the_reason_is_lo
 
 def test_a_stalled_service_delays_a_submission_by_at_most_the_bound_and_leaves_the_job_alone(
         stack: dict[str, Any]) -> None:
-    from schedmate.integrations.slurm.config import job_submit_lua
+    from schedmate.deploy.slurm.config import job_submit_lua
 
     cluster = stack["cluster"]
     lua = cluster.conf_dir / "job_submit.lua"
@@ -415,7 +415,7 @@ def test_diagnose_needs_a_log_or_a_job_and_says_so_in_one_line() -> None:
 # ------------------------------------------------------------------------------- progress-aware extension
 
 def test_the_extension_rule_extends_only_a_progressing_job_whose_remaining_work_does_not_fit() -> None:
-    from schedmate.integrations.slurm.extend import ExtendConfig, Progress, decide
+    from schedmate.deploy.slurm.extend import ExtendConfig, Progress, decide
 
     cfg = ExtendConfig(enabled=True, check_before_s=900, margin=1.2, slack_s=300, max_extension_s=3600)
     going = Progress(step=400, planned=1000, step_time_s=6.0, lines=50, last_line_age_s=5.0)  # 3600 s left
@@ -438,7 +438,7 @@ def test_the_extension_rule_extends_only_a_progressing_job_whose_remaining_work_
 
 
 def test_the_extender_never_touches_a_users_limit_and_changes_nothing_in_dry_run(tmp_path: Path) -> None:
-    from schedmate.integrations.slurm.extend import ExtendConfig, Extender
+    from schedmate.deploy.slurm.extend import ExtendConfig, Extender
 
     log = tmp_path / "out.log"
     log.write_text("".join(f"step {i}/500 | loss={3 - i / 100:.2f} | step_time=2000ms\n" for i in range(1, 11)))
@@ -496,8 +496,8 @@ def extended(stack: dict[str, Any]) -> dict[str, Any]:
     before expiry) runs every 2 s until both have ended."""
     import httpx
 
-    from schedmate.integrations.slurm.extend import ExtendConfig, Extender
-    from schedmate.integrations.slurm.slurmjob import ScontrolError
+    from schedmate.deploy.slurm.extend import ExtendConfig, Extender
+    from schedmate.deploy.slurm.slurmjob import ScontrolError
 
     cluster, url = stack["cluster"], stack["url"]
     repo = _repo(stack["jobs"], "gpt2", {"train.py": PROGRESS_TRAIN, "job.sh": (

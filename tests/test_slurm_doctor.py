@@ -21,9 +21,9 @@ import pytest
 from typer.testing import CliRunner
 
 from schedmate.cli import app
-from schedmate.integrations.slurm import hook
-from schedmate.integrations.slurm.config import HookConfig, epilog_script, slurm_conf_lines, write_files
-from schedmate.integrations.slurm.doctor import run_checks
+from schedmate.deploy.slurm import hook
+from schedmate.deploy.slurm.config import HookConfig, epilog_script, slurm_conf_lines, write_files
+from schedmate.deploy.slurm.doctor import run_checks
 
 runner = CliRunner()
 
@@ -109,7 +109,7 @@ def test_the_hook_fails_loudly_on_an_unreadable_token_file(tmp_path: Path) -> No
 
 
 def test_localcluster_up_runs_jobs_on_fake_gpus_and_down_stops_it(tmp_path: Path, service: str) -> None:
-    from schedmate.integrations.slurm.localcluster import missing_binaries
+    from schedmate.deploy.slurm.localcluster import missing_binaries
 
     if missing_binaries() or os.geteuid() != 0:
         pytest.skip("needs root and slurm-wlm + munge")

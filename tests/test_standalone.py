@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.integrations.failures_sim import FAILURE_KEY, CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.integrations.standalone import GittinsFallback, SchedMateSRPT, StandaloneConfig, StandaloneSchedMate
+from schedmate.sim.failures import FAILURE_KEY, CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.standalone import GittinsFallback, SchedMateSRPT, StandaloneConfig, StandaloneSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Cordon, Decision
 from schedmate.schedulers.engine import SimConfig, SimResult

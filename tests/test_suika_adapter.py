@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from schedmate.integrations.experiments.common import NullInsights
-from schedmate.integrations.experiments.suika import (
+from schedmate.sim.experiments.common import NullInsights
+from schedmate.sim.experiments.suika import (
     Misfit,
     SuikaAdapterConfig,
     SuikaSMWorld,
     SuikaWorld,
     run_suika_adapter_experiment,
 )
-from schedmate.integrations.insights import AdvisorInsight
-from schedmate.integrations.suika_adapter import Correction, SuikaSchedMate, fit_kcomp
+from schedmate.adapters.insights import AdvisorInsight
+from schedmate.adapters.suika import Correction, SuikaSchedMate, fit_kcomp
 from schedmate.schedulers.engine import SimConfig, Simulator, simulate
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.suika.config import SUIKA
@@ -112,7 +112,7 @@ def test_direction_on_a_small_trace() -> None:
 
 
 def test_invariants_hold_with_corrections() -> None:
-    from schedmate.integrations.experiments.arena import DeclaredModelMatches
+    from schedmate.sim.experiments.arena import DeclaredModelMatches
     from schedmate.schedulers.testing import check_policy
 
     check_policy(lambda: SuikaSchedMate(DeclaredModelMatches()), num_jobs=30, seed=0)
@@ -121,7 +121,7 @@ def test_invariants_hold_with_corrections() -> None:
 def test_arm_comparison_is_per_trace_seed_means_with_named_extras():
     from types import SimpleNamespace
 
-    from schedmate.integrations.experiments.common import RunRow, compare_arms
+    from schedmate.sim.experiments.common import RunRow, compare_arms
 
     def row(arm, seed, jct, **extra):
         return RunRow("t", arm, seed, 8, SimpleNamespace(mean_jct=jct), extra)  # type: ignore[arg-type]

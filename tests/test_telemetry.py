@@ -37,9 +37,9 @@ from schedmate.telemetry_genai import GenAISpanProcessor
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from schedmate.integrations.service import ServiceConfig, create_app  # noqa: E402
-from schedmate.integrations.service.core import ServiceCore  # noqa: E402
-from schedmate.integrations.service.metrics import ServiceMetrics  # noqa: E402
+from schedmate.deploy.service import ServiceConfig, create_app  # noqa: E402
+from schedmate.deploy.service.core import ServiceCore  # noqa: E402
+from schedmate.deploy.service.metrics import ServiceMetrics  # noqa: E402
 
 from .test_service import COMMAND, NCCL, TRAIN, failed_log, megatron_lines  # noqa: E402
 
@@ -229,7 +229,7 @@ def test_metrics_record_latency_errors_failures_advice_step_times_and_llm_tokens
 
 
 def test_advisor_error_is_scored_when_an_advised_job_ends() -> None:
-    from schedmate.integrations.service.models import (
+    from schedmate.deploy.service.models import (
         AdviseRequest, AdviseResponse, EstimateOut, JobAck, JobEndRequest,
     )
 

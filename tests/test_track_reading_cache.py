@@ -14,9 +14,9 @@ from schedmate.agents.tracker.tail import FileState, ReadingCache
 
 pytest.importorskip("fastapi")
 
-from schedmate.integrations.service import ServiceConfig  # noqa: E402
-from schedmate.integrations.service.core import ServiceCore  # noqa: E402
-from schedmate.integrations.service.models import TrackRequest  # noqa: E402
+from schedmate.deploy.service import ServiceConfig  # noqa: E402
+from schedmate.deploy.service.core import ServiceCore  # noqa: E402
+from schedmate.deploy.service.models import TrackRequest  # noqa: E402
 
 
 def megatron(start: int, n: int, ms: float) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from schedmate.integrations.experiments.common import OracleInsights
-from schedmate.integrations.experiments.value_curve import (
+from schedmate.sim.experiments.common import OracleInsights
+from schedmate.sim.experiments.value_curve import (
     MEDIAN_ABS_Z,
     noisy_oracle_source,
     run_value_curve,
@@ -55,7 +55,7 @@ def test_coverage_is_nested_and_sigma_zero_is_the_oracle() -> None:
 
 def test_sigma_zero_full_coverage_equals_the_oracle_estimate_arm(tmp_path: Path) -> None:
     """The curve's (0, 100%) point is the SchedMate-SRPT arm run on the oracle's estimates."""
-    from schedmate.integrations.experiments.standalone import run_standalone_experiment
+    from schedmate.sim.experiments.standalone import run_standalone_experiment
 
     def oracle(specs, seed, rate):  # type: ignore[no-untyped-def]
         return OracleInsights(seed=seed, detection_rate=rate)

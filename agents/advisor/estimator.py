@@ -24,7 +24,7 @@ simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its p
    (issue 27: an ImportError after 0 s pulled a Slurm time limit down; their wall time says
    when they stopped, not how long the work takes; a record without a status counts). When
    every similar job ended early, their mean stands (it is what such a job does; the note says
-   so), and the Slurm time-limit rule refuses to set a limit from it (`integrations/slurm/route.py`);
+   so), and the Slurm time-limit rule refuses to set a limit from it (`deploy/slurm/route.py`);
 3. else no estimate: the scheduler keeps its default.
 """
 

@@ -1,7 +1,7 @@
 """The chat's tools: deterministic reads of SchedMate's own data, each recording its evidence.
 
 `ChatBackend` is what the tools need from the outside (the service core implements it in
-`integrations/service/chat_route.py`, so the terminal and the web page share one set of agents
+`deploy/service/chat_route.py`, so the terminal and the web page share one set of agents
 and one path allow-list). `ChatTools` runs them for one turn and keeps what they found in an
 `Evidence`, from which the answer, its citations and its plan are built; the same functions are
 offered to a capable model as LangChain tools, whose output quotes log text inside an

@@ -12,12 +12,12 @@ splitting), `follower` (polling, rotation/copy/truncation/deletion, bounded read
 (threads, bounded queue, Redis outages).
 """
 
-from schedmate.integrations.daemon.daemon import DaemonConfig, LazyClassifier, LogDaemon
-from schedmate.integrations.daemon.follower import FollowConfig, Follower
-from schedmate.integrations.daemon.identity import job_id_from_name
-from schedmate.integrations.daemon.jobs import FAILED_STATUSES, JobBook, JobConfig
-from schedmate.integrations.daemon.model import Batch, Diagnosed, FileState, JobStatus
-from schedmate.integrations.daemon.state import DaemonState
+from schedmate.deploy.daemon.daemon import DaemonConfig, LazyClassifier, LogDaemon
+from schedmate.deploy.daemon.follower import FollowConfig, Follower
+from schedmate.deploy.daemon.identity import job_id_from_name
+from schedmate.deploy.daemon.jobs import FAILED_STATUSES, JobBook, JobConfig
+from schedmate.deploy.daemon.model import Batch, Diagnosed, FileState, JobStatus
+from schedmate.deploy.daemon.state import DaemonState
 
 __all__ = [
     "FAILED_STATUSES",

@@ -25,10 +25,10 @@ import redis
 
 from schedmate.agents.stack import AgentStack, AgentStackConfig
 from schedmate.agents.tracker.tracker import MetricTracker
-from schedmate.integrations.daemon.follower import FollowConfig, Follower
-from schedmate.integrations.daemon.jobs import JobBook, JobConfig
-from schedmate.integrations.daemon.model import Batch, JobStatus
-from schedmate.integrations.daemon.state import DaemonState, Sink
+from schedmate.deploy.daemon.follower import FollowConfig, Follower
+from schedmate.deploy.daemon.jobs import JobBook, JobConfig
+from schedmate.deploy.daemon.model import Batch, JobStatus
+from schedmate.deploy.daemon.state import DaemonState, Sink
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from schedmate.integrations.daemon.identity import Anchor, MIN_HEAD_BYTES, job_id_from_name, pread_exact
-from schedmate.integrations.daemon.lines import LineCutter
-from schedmate.integrations.daemon.model import Batch, Event, FileState
+from schedmate.deploy.daemon.identity import Anchor, MIN_HEAD_BYTES, job_id_from_name, pread_exact
+from schedmate.deploy.daemon.lines import LineCutter
+from schedmate.deploy.daemon.model import Batch, Event, FileState
 
 DEFAULT_IGNORE = ("*.gz", "*.bz2", "*.xz", "*.zst", "*.lz4", "*.zip", ".*")
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from schedmate.agents.failure.rules import RulesClassifier, clean_line, is_traceback_header
 from schedmate.agents.tracker.tracker import MetricTracker, NoSignal, TrackedLine, TrackerReport
-from schedmate.integrations.daemon.model import Batch, Diagnosed, JobStatus
-from schedmate.integrations.daemon.state import DaemonState, Sink
+from schedmate.deploy.daemon.model import Batch, Diagnosed, JobStatus
+from schedmate.deploy.daemon.state import DaemonState, Sink
 
 FAILED_STATUSES = frozenset({"failed", "timeout", "node_fail", "oom", "out_of_memory", "error"})
 TAIL_LINE_BYTES = 1024  # a tail line kept for diagnosis is capped at this

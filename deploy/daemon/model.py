@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from schedmate.integrations.daemon.identity import Anchor
-from schedmate.integrations.daemon.lines import Line
+from schedmate.deploy.daemon.identity import Anchor
+from schedmate.deploy.daemon.lines import Line
 
 FileStatus = Literal["active", "shadow", "ghost"]
 Event = Literal["new", "copy", "renamed", "truncated", "deleted", "shadow", "forget"]

@@ -28,7 +28,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from schedmate.integrations.daemon.model import Batch, FileState, JobStatus
+from schedmate.deploy.daemon.model import Batch, FileState, JobStatus
 
 DEFAULT_PREFIX = "schedmate"
 Sink = Callable[[Any, Batch], None]  # (pipeline, batch): extra writes in the batch's transaction

@@ -22,8 +22,8 @@ from typing import Any
 
 import ray
 
-from schedmate.integrations.service.config import ServiceConfig
-from schedmate.integrations.service.core import DependencyDown, InputError, ServiceCore
+from schedmate.deploy.service.config import ServiceConfig
+from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
 
 __all__ = ["OPERATIONS", "RayServiceCore"]
 
@@ -97,7 +97,7 @@ class RayServiceCore:
         if actors < 1:
             raise ValueError("a pool needs at least one actor")
         if not ray.is_initialized():
-            raise RuntimeError("Ray is not initialised: use integrations.ray.cluster.ray_cluster first")
+            raise RuntimeError("Ray is not initialised: use deploy.ray.cluster.ray_cluster first")
         self.config = config
         self.timeout_s = timeout_s if timeout_s is not None else config.call_timeout_s
         remote = ray.remote(num_cpus=cpus_per_actor, max_restarts=1)(_CoreActor)

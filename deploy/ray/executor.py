@@ -40,7 +40,7 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from schedmate.integrations.ray.cluster import RayConfig
+from schedmate.deploy.ray.cluster import RayConfig
 from schedmate.schedulers.cluster import ClusterSpec, NodeSpec
 from schedmate.schedulers.decisions import Decision, Preempt, Refresh, Start
 from schedmate.schedulers.job import JobSpec, JobState, Phase, Placement
@@ -87,7 +87,7 @@ class TrainJob:
                        duration=self.steps * self.step_time, user=self.user)
 
     def argv(self, checkpoint: Path) -> list[str]:
-        return ["-m", "schedmate.integrations.ray.train_job", "--steps", str(self.steps), "--step-time",
+        return ["-m", "schedmate.deploy.ray.train_job", "--steps", str(self.steps), "--step-time",
                 str(self.step_time), "--lr", str(self.lr), "--seed", str(self.seed), "--checkpoint", str(checkpoint)]
 
 
@@ -209,7 +209,7 @@ class RayExecutor:
                  observe: Callable[[str, Path], Any] | None = None,
                  diagnose: Callable[[str, Path], Any] | None = None) -> None:
         if not ray.is_initialized():
-            raise RuntimeError("Ray is not initialised: use integrations.ray.cluster.ray_cluster first")
+            raise RuntimeError("Ray is not initialised: use deploy.ray.cluster.ray_cluster first")
         self.policy = policy
         self.config = config or ExecutorConfig()
         self.work_dir = Path(work_dir)

@@ -1,6 +1,6 @@
 """Seeds and sweeps fanned out over Ray: each (policy, seed) simulation is one Ray task.
 
-`RayMap` is a `SeedMap` (integrations/experiments/common.py): it runs a picklable function over
+`RayMap` is a `SeedMap` (sim/experiments/common.py): it runs a picklable function over
 items as Ray tasks and returns the answers in item order, so an experiment written against
 `SeedMap` runs unchanged on one box (`serial_map`) or on a cluster. `run_sweep` is such an
 experiment: policies x seeds of the simulator on synthetic traces, written as `sweep.json` /
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from schedmate.integrations.experiments.common import ExperimentResult, RunRow, SeedMap, serial_map, write_experiment
+from schedmate.sim.experiments.common import ExperimentResult, RunRow, SeedMap, serial_map, write_experiment
 
 __all__ = ["RayMap", "SweepConfig", "run_point", "run_sweep"]
 
@@ -35,7 +35,7 @@ class RayMap:
         import ray
 
         if not ray.is_initialized():
-            raise RuntimeError("Ray is not initialised: use integrations.ray.cluster.ray_cluster first")
+            raise RuntimeError("Ray is not initialised: use deploy.ray.cluster.ray_cluster first")
         task = ray.remote(num_cpus=self.cpus_per_item, max_retries=1)(fn)
         return list(ray.get([task.remote(item) for item in items]))
 
@@ -93,6 +93,6 @@ def run_sweep(config: SweepConfig, out_dir: Path | None = None, *, map_seeds: Se
     line = (f"sweep: {len(rows)} runs ({len(config.policies)} policies x {len(config.seeds)} seeds, {config.jobs} jobs "
             f"on {config.cluster} GPUs) in {wall:.1f} s wall on {where} (engine {details['engine_s']:.1f} s); "
             f"lowest mean JCT: {best} ({sum(by_arm[best]) / len(by_arm[best]) / 3600:.2f} h)")
-    from schedmate.integrations.experiments.common import aggregate
+    from schedmate.sim.experiments.common import aggregate
 
     return ExperimentResult("sweep", out_dir, list(rows), aggregate(rows), files, line, details)

@@ -7,7 +7,7 @@ resumes. Each step does its gradient work, then sleeps out the rest of `--step-t
 lasts a known time without taking a core from its neighbours. A too-large learning rate diverges
 and numpy's overflow check ends the job with a real traceback (exit 1), as training does.
 
-    python -m schedmate.integrations.ray.train_job --steps 40 --step-time 0.1 --checkpoint ck.json
+    python -m schedmate.deploy.ray.train_job --steps 40 --step-time 0.1 --checkpoint ck.json
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     schedmate serve --host 127.0.0.1 --port 8642          # uvicorn; OpenAPI at /openapi.json
 
-    from schedmate.integrations.service import SchedMateClient, LiveInsights
+    from schedmate.deploy.service import SchedMateClient, LiveInsights
     client = SchedMateClient("http://127.0.0.1:8642", token=...)
     source = LiveInsights(client)                          # plug into Lucid / Sia / standalone
 
@@ -11,15 +11,15 @@ with every dependency failure turned into the scheduler-default signal), `limits
 bounded work queue), `app` (the FastAPI factory), `client`, `live_source`, `cli` (`serve`).
 """
 
-from schedmate.integrations.service.client import SchedMateClient, ServiceError
-from schedmate.integrations.service.config import ServiceConfig
-from schedmate.integrations.service.live_source import JobRef, LiveInsights
+from schedmate.deploy.service.client import SchedMateClient, ServiceError
+from schedmate.deploy.service.config import ServiceConfig
+from schedmate.deploy.service.live_source import JobRef, LiveInsights
 
 __all__ = ["JobRef", "LiveInsights", "SchedMateClient", "ServiceConfig", "ServiceError", "create_app"]
 
 
 def create_app(*args, **kwargs):  # type: ignore[no-untyped-def]
     """`app.create_app`, imported on use so the client side never imports FastAPI."""
-    from schedmate.integrations.service.app import create_app as factory
+    from schedmate.deploy.service.app import create_app as factory
 
     return factory(*args, **kwargs)

@@ -23,12 +23,12 @@ from opentelemetry.trace import TracerProvider
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
-from schedmate.integrations.service.auth import token_check
-from schedmate.integrations.service.config import PathRefused, ServiceConfig
-from schedmate.integrations.service.core import DependencyDown, InputError, ServiceCore
-from schedmate.integrations.service.limits import BodyLimit, CallTimeout, FastReject, QueueFull, WorkQueue
-from schedmate.integrations.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
-from schedmate.integrations.service.models import (
+from schedmate.deploy.service.auth import token_check
+from schedmate.deploy.service.config import PathRefused, ServiceConfig
+from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
+from schedmate.deploy.service.limits import BodyLimit, CallTimeout, FastReject, QueueFull, WorkQueue
+from schedmate.deploy.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
+from schedmate.deploy.service.models import (
     AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, ErrorBody, FailureReportRequest, JobAck,
     JobEndRequest, JobRegisterRequest, ResolveFailureRequest, ResolveFailureResponse, SimilarFailuresRequest,
     SimilarFailuresResponse, TrackRequest, TrackResponse,
@@ -177,12 +177,12 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
         return await call(core.similar_failures, req)
 
     app.include_router(v1)
-    from schedmate.integrations.service.chat_route import router as chat_router
+    from schedmate.deploy.service.chat_route import router as chat_router
 
     app.include_router(chat_router(core, config))
-    from schedmate.integrations.slurm.route import router as slurm_router
+    from schedmate.deploy.slurm.route import router as slurm_router
 
-    app.include_router(slurm_router(core, config))  # what job_submit.lua asks (integrations/slurm/)
+    app.include_router(slurm_router(core, config))  # what job_submit.lua asks (deploy/slurm/)
     return app
 
 

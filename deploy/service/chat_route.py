@@ -31,11 +31,11 @@ from schedmate.agents.chat import (
 from schedmate.agents.chat.facts import SESSION_ID
 from schedmate.agents.chat.intent_model import IntentClassifier
 from schedmate.agents.chat.tools import describe_plan
-from schedmate.integrations.service.auth import token_check
-from schedmate.integrations.service.config import PathRefused, ServiceConfig
-from schedmate.integrations.service.core import DependencyDown, InputError, ServiceCore
-from schedmate.integrations.service.limits import CallTimeout, QueueFull
-from schedmate.integrations.service.models import (
+from schedmate.deploy.service.auth import token_check
+from schedmate.deploy.service.config import PathRefused, ServiceConfig
+from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
+from schedmate.deploy.service.limits import CallTimeout, QueueFull
+from schedmate.deploy.service.models import (
     AdviseRequest, DiagnoseRequest, ErrorBody, SimilarFailuresRequest, TrackRequest,
 )
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from schedmate.integrations.service.config import (
+from schedmate.deploy.service.config import (
     DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, TOKEN_ENV,
 )
 
@@ -45,9 +45,9 @@ def serve(
     """Serve the SchedMate API (v1) with uvicorn; OpenAPI at /openapi.json, /health and /ready."""
     import uvicorn
 
-    from schedmate.integrations.service.app import create_app
-    from schedmate.integrations.service.config import ServiceConfig, ServiceConfigError
-    from schedmate.integrations.service.metrics import ServiceMetrics
+    from schedmate.deploy.service.app import create_app
+    from schedmate.deploy.service.config import ServiceConfig, ServiceConfigError
+    from schedmate.deploy.service.metrics import ServiceMetrics
     from schedmate.telemetry import TelemetryConfig, TelemetryConfigError, telemetry_session
     from schedmate.telemetry_genai import GenAISpanProcessor
 
@@ -90,8 +90,8 @@ def serve(
     with ExitStack() as stack:
         core = None
         if ray_address:  # the paper's deployment: one head fans the agents' work out over workers
-            from schedmate.integrations.ray.actors import RayServiceCore
-            from schedmate.integrations.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+            from schedmate.deploy.ray.actors import RayServiceCore
+            from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster
 
             try:
                 stack.enter_context(ray_cluster(RayConfig(address=ray_address)))

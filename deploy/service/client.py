@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from schedmate.integrations.service.models import (
+from schedmate.deploy.service.models import (
     AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, FailureReportRequest, JobAck, JobEndRequest,
     JobRegisterRequest, ResolveFailureRequest, ResolveFailureResponse, SimilarFailuresRequest, SimilarFailuresResponse,
     TrackRequest, TrackResponse,

@@ -27,9 +27,9 @@ import redis
 
 from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.agents.failure.confidence import evidence_fields
-from schedmate.integrations.service.config import PathRefused, ServiceConfig
+from schedmate.deploy.service.config import PathRefused, ServiceConfig
 from schedmate.logfile import readable_log
-from schedmate.integrations.service.models import (
+from schedmate.deploy.service.models import (
     SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
     JobEndRequest, JobRegisterRequest, MatchOut, MetricOut, ResolveFailureRequest, ResolveFailureResponse,
     SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,

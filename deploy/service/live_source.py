@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from schedmate.integrations.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
-from schedmate.integrations.service.client import SchedMateClient, ServiceError
+from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.deploy.service.client import SchedMateClient, ServiceError
 from schedmate.schedulers.job import FinalStatus, JobState, Phase
 
 __all__ = ["JobRef", "LiveInsights", "job_ref_from_info"]

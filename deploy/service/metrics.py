@@ -27,8 +27,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from schedmate.integrations.service.limits import WorkQueue
-from schedmate.integrations.service.models import (
+from schedmate.deploy.service.limits import WorkQueue
+from schedmate.deploy.service.models import (
     SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseResponse, JobAck, JobEndRequest, TrackRequest,
     TrackResponse,
 )

@@ -11,8 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from schedmate.integrations.slurm.hook import DEFAULT_TIMEOUT_S, DEFAULT_URL, TIME_LIMIT_PATH
-from schedmate.integrations.slurm.timelimit import DEFAULT_MARGIN
+from schedmate.deploy.slurm.hook import DEFAULT_TIMEOUT_S, DEFAULT_URL, TIME_LIMIT_PATH
+from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN
 
 __all__ = ["HookConfig", "epilog_script", "hook_command", "job_submit_lua", "slurm_conf_lines", "write_files"]
 
@@ -39,7 +39,7 @@ class HookConfig:
 
 def hook_command(cfg: HookConfig) -> str:
     """The shell command line of the epilog hook (`epilog` follows)."""
-    parts = [cfg.python, "-I", "-m", "schedmate.integrations.slurm.hook", "--url", cfg.url]
+    parts = [cfg.python, "-I", "-m", "schedmate.deploy.slurm.hook", "--url", cfg.url]
     if cfg.token_file is not None:
         parts += ["--token-file", str(cfg.token_file)]
     if cfg.log_file is not None:

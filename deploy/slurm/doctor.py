@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from schedmate.integrations.slurm.config import HookConfig, hook_command
+from schedmate.deploy.slurm.config import HookConfig, hook_command
 
 __all__ = ["Check", "run_checks", "slurm_user"]
 

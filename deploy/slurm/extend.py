@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from schedmate.integrations.slurm.slurmjob import ScontrolError, SlurmJob, parse_duration, parse_show_job
+from schedmate.deploy.slurm.slurmjob import ScontrolError, SlurmJob, parse_duration, parse_show_job
 
 __all__ = ["ExtendConfig", "Extender", "Extension", "Progress", "decide", "original_minutes", "read_progress",
            "schedmate_limit"]
@@ -147,7 +147,7 @@ def default_tracker() -> Any:
     """The agent stack's Metric Tracker (deployed defaults) with the daemon's lazy classifier:
     MiniLM loads only if a line needs it, so a pass over well-formed progress logs stays cheap."""
     from schedmate.agents.stack import AgentStack
-    from schedmate.integrations.daemon.daemon import LazyClassifier
+    from schedmate.deploy.daemon.daemon import LazyClassifier
 
     return AgentStack(classifier=LazyClassifier()).tracker()
 

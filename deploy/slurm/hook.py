@@ -1,6 +1,6 @@
 """What slurmctld runs at a job's end (EpilogSlurmctld), and the client of the submit-time call.
 
-    python -I -m schedmate.integrations.slurm.hook [--url U] epilog [--job ID] [--background]
+    python -I -m schedmate.deploy.slurm.hook [--url U] epilog [--job ID] [--background]
 
 Standard library only: it runs once per job on the controller, where the full CLI's imports
 (typer, rich, pydantic) would be wasted. It reports the job's end (state, exit code, run time,
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schedmate.integrations.slurm.slurmjob import (
+from schedmate.deploy.slurm.slurmjob import (
     ScontrolError, SlurmJob, batch_script, final_status, gpus_requested, launch_command, show_job,
 )
-from schedmate.integrations.slurm.timelimit import DEFAULT_MARGIN, Decision
+from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, Decision
 
 __all__ = ["DEFAULT_TIMEOUT_S", "DEFAULT_URL", "Service", "ServiceCallError", "ask_time_limit", "job_key",
            "report_end", "main"]
@@ -197,7 +197,7 @@ def _log(path: Path | None, record: dict[str, Any]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="schedmate.integrations.slurm.hook", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="schedmate.deploy.slurm.hook", description=__doc__.splitlines()[0])
     ap.add_argument("--url", default=DEFAULT_URL, help="the SchedMate service")
     ap.add_argument("--token-file", type=Path, help="file holding the service's bearer token")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP call")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedmate.integrations.slurm.hook import job_key
-from schedmate.integrations.slurm.slurmjob import ScontrolError, final_status, show_job
+from schedmate.deploy.slurm.hook import job_key
+from schedmate.deploy.slurm.slurmjob import ScontrolError, final_status, show_job
 
 __all__ = ["JobLog", "JobLogNotFound", "find_job_log"]
 

@@ -18,13 +18,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from schedmate.integrations.service.auth import token_check
-from schedmate.integrations.service.config import PathRefused, ServiceConfig
-from schedmate.integrations.service.core import DependencyDown, InputError, ServiceCore
-from schedmate.integrations.service.limits import CallTimeout, QueueFull
-from schedmate.integrations.service.models import AdviseRequest
-from schedmate.integrations.slurm.slurmjob import gpus_requested, launch_command
-from schedmate.integrations.slurm.timelimit import DEFAULT_MARGIN, NO_VAL_MIN, Decision, time_limit
+from schedmate.deploy.service.auth import token_check
+from schedmate.deploy.service.config import PathRefused, ServiceConfig
+from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
+from schedmate.deploy.service.limits import CallTimeout, QueueFull
+from schedmate.deploy.service.models import AdviseRequest
+from schedmate.deploy.slurm.slurmjob import gpus_requested, launch_command
+from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, NO_VAL_MIN, Decision, time_limit
 
 __all__ = ["PATH", "TimeLimitRequest", "decide", "router"]
 

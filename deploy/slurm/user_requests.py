@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from schedmate.integrations.artefacts import unit_hash
+from schedmate.sim.artefacts import unit_hash
 
 __all__ = ["ROUND_VALUES_S", "UserRequestModel"]
 

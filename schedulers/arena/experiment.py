@@ -263,7 +263,7 @@ def run_arena_experiment(out_dir: str | Path, seeds: Sequence[int] = (0, 1, 2), 
                          scale: int = 1) -> dict[str, Any]:
     """Run every arm over `seeds`; write arena.json / arena.csv / arena.png; return the document.
     `map_points(fn, points)`: where the independent runs happen (default here, in order; e.g.
-    `integrations.ray.sweep.RayMap()` over a Ray cluster)."""
+    `deploy.ray.sweep.RayMap()` over a Ray cluster)."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

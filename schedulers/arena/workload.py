@@ -41,7 +41,7 @@ class WorkloadSpec:
     priorities: int = 1  # λ drawn uniformly from 1..priorities (1: the artifact setting)
 
 
-DECLARED_KEY = "declared_workload"  # = integrations.artefacts.DECLARED_KEY (core does not import integrations)
+DECLARED_KEY = "declared_workload"  # = sim.artefacts.DECLARED_KEY (core does not import sim)
 
 
 def declared(lm: LMJob, plan: ParallelPlan) -> dict[str, object]:

@@ -283,7 +283,7 @@ def run_ares_experiment(
     map_points: MapPoints | None = None,
 ) -> AresExperimentResult:
     """`map_points(fn, points)`: where the (ρ, seed) runs happen (default: here, one after another;
-    `integrations.ray.sweep.RayMap()` fans them out over a Ray cluster). Runs are independent, so
+    `deploy.ray.sweep.RayMap()` fans them out over a Ray cluster). Runs are independent, so
     where they run cannot change the answers."""
     cfg = config or AresExperimentConfig()
     say = progress or (lambda _msg: None)

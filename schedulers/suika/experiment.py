@@ -166,7 +166,7 @@ def run_suika_experiment(
     """Run every arm on every seed's trace; write suika.json, suika.csv and suika.png; return the JSON.
 
     `trace` overrides the §5.2 trace (tests use a tiny one); `map_points(fn, points)` says where the
-    seeds run (default here, in order; e.g. `integrations.ray.sweep.RayMap()`)."""
+    seeds run (default here, in order; e.g. `deploy.ray.sweep.RayMap()`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trace = trace or (QUICK_TRACE if quick else TraceConfig())

@@ -62,7 +62,7 @@ def job_model(spec: JobSpec) -> JobModel:
     return assign_model(spec.num_gpus)
 
 
-DECLARED_KEY = "declared_workload"  # = integrations.artefacts.DECLARED_KEY (core does not import integrations)
+DECLARED_KEY = "declared_workload"  # = sim.artefacts.DECLARED_KEY (core does not import sim)
 
 
 def declared(model: ModelSpec, pp: int, tp: int) -> dict[str, object]:

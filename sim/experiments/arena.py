@@ -1,6 +1,6 @@
 """Arena alone vs Arena+SchedMate: throughput models bootstrapped from similar finished jobs.
 
-    python -m schedmate.integrations.experiments.arena OUT_DIR [--quick] [--seeds 0,1,2]
+    python -m schedmate.sim.experiments.arena OUT_DIR [--quick] [--seeds 0,1,2]
         [--clusters R2,R1] [--jobs 240] [--load 1.3] [--detection-rate 1] [--no-precomputed]
 
 Workload: Arena's §6 trace (`schedulers.arena.workload.generate`: LM jobs over 6 h, offered load
@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.arena_adapter import ArenaSchedMate
-from schedmate.integrations.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
+from schedmate.adapters.arena import ArenaSchedMate
+from schedmate.sim.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
                                                        mean_of, write_experiment)
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.arena.config import ArenaConfig, View
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
 from schedmate.schedulers.arena.policy import Arena, JobInfo
@@ -207,7 +207,7 @@ def summary_line(comparisons: dict[str, dict[str, dict[str, float]]], cfg: Arena
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.integrations.experiments.arena", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.arena", description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--quick", action="store_true", help="R2 only, no plots")
     ap.add_argument("--seeds", default="0,1,2")
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                                               progress=lambda s: print(s, flush=True))
         print(result.summary)
         return 0
-    from schedmate.integrations.experiments.sources import SemanticSources
+    from schedmate.sim.experiments.sources import SemanticSources
 
     with SemanticSources(cache_dir=args.out_dir / "cache", history=args.history,
                          precomputed=None if args.no_precomputed else args.out_dir / "insights") as make:

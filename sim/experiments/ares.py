@@ -1,6 +1,6 @@
 """Ares alone vs Ares+SchedMate: job lengths from the advisor when the user gives none.
 
-    python -m schedmate.integrations.experiments.ares OUT_DIR [--quick] [--seeds 0,1,2]
+    python -m schedmate.sim.experiments.ares OUT_DIR [--quick] [--seeds 0,1,2]
         [--user-share 0.3] [--rhos 1,2] [--detection-rate 1] [--no-precomputed]
 
 Workload: the Ares spec's §6.1 trace (`schedulers.ares.workload.generate_workload`: 160 jobs,
@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.ares_adapter import AresSchedMate, AresUserLengths
-from schedmate.integrations.artefacts import unit_hash
-from schedmate.integrations.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
+from schedmate.adapters.ares import AresSchedMate, AresUserLengths
+from schedmate.sim.artefacts import unit_hash
+from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 from schedmate.schedulers.ares.metrics import ftf_metrics
 from schedmate.schedulers.ares.policy import EST_KEY, Ares
 from schedmate.schedulers.ares.workload import generate_workload
@@ -183,7 +183,7 @@ def summary_line(comparison: dict[str, dict[str, float]], cfg: AresAdapterConfig
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.integrations.experiments.ares", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.ares", description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--quick", action="store_true", help="rho = 1 only, no plots")
     ap.add_argument("--seeds", default="0,1,2")
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = replace(base, seeds=tuple(int(s) for s in args.seeds.split(",")), user_share=args.user_share,
                   user_sigma=args.user_sigma, detection_rate=args.detection_rate,
                   rhos=tuple(float(r) for r in args.rhos.split(",")) if args.rhos else base.rhos)
-    from schedmate.integrations.experiments.sources import SemanticSources
+    from schedmate.sim.experiments.sources import SemanticSources
 
     with SemanticSources(cache_dir=args.out_dir / "cache", history=args.history,
                          precomputed=None if args.no_precomputed else args.out_dir / "insights") as make:

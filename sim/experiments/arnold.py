@@ -1,6 +1,6 @@
 """Arnold alone vs Arnold+SchedMate under infrastructure failures: cordon and re-place.
 
-    python -m schedmate.integrations.experiments.arnold OUT_DIR [--quick] [--seeds 0,1,2]
+    python -m schedmate.sim.experiments.arnold OUT_DIR [--quick] [--seeds 0,1,2]
         [--detection-rate 1] [--infra-share 0.11]
 
 Workload (`failure_trace`): an Arnold cluster of `minipods` × `nodes_per_minipod` 8-GPU nodes
@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.arnold_adapter import ArnoldRestart, ArnoldSchedMate
-from schedmate.integrations.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
-from schedmate.integrations.failures_sim import CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld, inject_failures
+from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
+from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
+from schedmate.sim.failures import CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld, inject_failures
 from schedmate.schedulers.arnold.config import GPUS_PER_NODE
 from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig, SimResult
@@ -131,8 +131,8 @@ class DiagnosisSources:
     label = "SimulationInsights (real Failure Handler on the failed logs)"
 
     def __call__(self, specs: Sequence[JobSpec], seed: int, detection_rate: float) -> Any:
-        from schedmate.integrations.semantic_sim import SimConfig as SourceConfig
-        from schedmate.integrations.semantic_sim import SimulationInsights, load_agent_models
+        from schedmate.sim.semantic import SimConfig as SourceConfig
+        from schedmate.sim.semantic import SimulationInsights, load_agent_models
 
         if self._models is None:
             self._models = load_agent_models()
@@ -267,7 +267,7 @@ def summary_line(c: dict[str, dict[str, float]], cfg: ArnoldAdapterConfig, sourc
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.integrations.experiments.arnold", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.arnold", description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--quick", action="store_true", help="a 12 h span with 3 LPJs, no plots")
     ap.add_argument("--seeds", default="0,1,2")

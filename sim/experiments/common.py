@@ -12,7 +12,7 @@ here so that the three report the same metrics in the same files:
 - `RunRow` / `write_experiment` / `ExperimentResult`: one row per (trace, arm, seed), aggregated
   over seeds, written as `results.json`, `results.csv`, per-seed job CSVs and JCT CDF plots;
 - `SeedMap` / `serial_map`: how independent runs (seeds, sweep points) are mapped: in order here,
-  or fanned out over a Ray cluster (`integrations.ray.sweep.RayMap`), with the same answers.
+  or fanned out over a Ray cluster (`deploy.ray.sweep.RayMap`), with the same answers.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from schedmate.config import shared_data_dir
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.metrics import Summary, write_outputs

@@ -1,7 +1,7 @@
 """Fail-slow in the simulator: nodes that degrade (a throttling GPU, a bad NIC) and the standalone
 SchedMate-SJF with and without acting on the fail-slow detector.
 
-    .venv/bin/python -m schedmate.integrations.experiments.failslow OUT [--seeds 3] [--jobs 400]
+    .venv/bin/python -m schedmate.sim.experiments.failslow OUT [--seeds 3] [--jobs 400]
 
 **The world** (`DegradedWorld`, a policy wrapper, so the engine is unchanged): during a
 degradation `(node, start, end, factor)` every job with GPUs on that node runs at `factor` x its
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from schedmate.agents.tracker.failslow import FailSlowDetector
-from schedmate.integrations.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
-from schedmate.integrations.standalone import StandaloneConfig, StandaloneSchedMate
+from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.adapters.standalone import StandaloneConfig, StandaloneSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Decision, Refresh
 from schedmate.schedulers.engine import simulate

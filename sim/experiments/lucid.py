@@ -4,7 +4,7 @@ Setup, following the spec and saying where it reads something into it:
 
 - **Traces**: a 3-day window of the Helios-Venus derived trace's last 30 days, a 3-day window
   of Sia's Philly trace in October 2017 (days 27-30 from its first job), and the synthetic
-  default (`synthetic_jobs`) for quick runs. One workload per job (`integrations.workloads`):
+  default (`synthetic_jobs`) for quick runs. One workload per job (`sim.workloads`):
   the simulator, Lucid's profiler and the interference model run the workload the job's
   generated code describes (`--workloads lucid-table` restores the old reading: a random
   `single_data.csv` row for the simulator while the advisor reads other code); requests above
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.experiments.common import (
+from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
     OracleInsights,
@@ -51,13 +51,13 @@ from schedmate.integrations.experiments.common import (
     wait_stats,
     write_experiment,
 )
-from schedmate.integrations.insights import InsightSource
-from schedmate.integrations.lucid_adapter import Cancellation, Flags, LucidSchedMate
-from schedmate.integrations.artefacts import plan_artefact, steady_metrics
-from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.integrations.experiments.sources import use_history
-from schedmate.integrations.workloads import artefact_workloads
-from schedmate.integrations.world import EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
+from schedmate.adapters.insights import InsightSource
+from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate
+from schedmate.sim.artefacts import plan_artefact, steady_metrics
+from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.sources import use_history
+from schedmate.sim.workloads import artefact_workloads
+from schedmate.sim.world import EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
@@ -273,7 +273,7 @@ def _load_trace(name: str, n_jobs: int, seed: int, window_days: float, *, earlie
 def world_window(trace: str, n_jobs: int, seed: int, window_days: float,
                  model: WorldModel | None = None) -> tuple[list[JobSpec], list[JobSpec]] | None:
     """(the evaluated window as the world runs it, the earlier window's jobs as history), or None
-    when the trace file is absent (`integrations.world`: plans from the earlier window only)."""
+    when the trace file is absent (`sim.world`: plans from the earlier window only)."""
     evaluated = _load_trace(trace, n_jobs, seed, window_days)
     earlier = _load_trace(trace, n_jobs, seed, window_days, earlier=True)
     if evaluated is None or not earlier:
@@ -307,7 +307,7 @@ def run_lucid_experiment(
     `start_gpus` is where sizing starts (default 256, 64 for synthetic). `n_jobs` applies to
     the synthetic trace; `arms` defaults to all (main, ablations, baselines, sweep).
     `workloads`: "artefact" (default: each job runs the workload its generated code describes,
-    `integrations.workloads`) or "lucid-table" (a random `single_data.csv` row per job, Lucid's
+    `sim.workloads`) or "lucid-table" (a random `single_data.csv` row per job, Lucid's
     measured data, while the advisor reads code of another workload: kept for comparison only).
     """
     if workloads not in WORKLOADS:
@@ -336,7 +336,7 @@ def run_lucid_experiment(
     histories = Histories()
     use_history(make_source, histories)  # history from the earlier window, never the evaluated one
     quality: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    details["world"] = {"rules": "integrations/world.py", **dataclasses.asdict(WorldModel())}
+    details["world"] = {"rules": "sim/world.py", **dataclasses.asdict(WorldModel())}
     for trace in traces:
         first_world = world_window(trace, n_jobs, seed_list[0], window_days)
         if first_world is None:

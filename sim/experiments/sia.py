@@ -1,6 +1,6 @@
 """Case 2 (spec §8.2): Sia vs Sia+SchedMate on Sia's workloads, with a FIFO baseline.
 
-    python -m schedmate.integrations.experiments.sia OUT_DIR [--workloads philly/workload-1.csv ...]
+    python -m schedmate.sim.experiments.sia OUT_DIR [--workloads philly/workload-1.csv ...]
         [--seeds 0,1,2] [--t-prof 120] [--t-prof-sweep 60,300] [--detection-rate 1] [--limit N]
 
 Cluster: Sia's 64 GPUs of 3 types (6×4 T4, 2×8 A100, 3×8 2080Ti). Workloads: `philly` and
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.experiments.common import (
+from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
     RunRow,
@@ -48,8 +48,8 @@ from schedmate.integrations.experiments.common import (
     shared_file,
     write_experiment,
 )
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.integrations.sia_adapter import SiaSchedMate
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.sia import SiaSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobSpec, JobState
@@ -342,7 +342,7 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.integrations.experiments.sia", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.sia", description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--workloads", nargs="+", default=list(DEFAULT_WORKLOADS))
     ap.add_argument("--newtrace", action="store_true", help=f"also run {NEWTRACE} (960 jobs)")

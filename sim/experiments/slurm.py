@@ -4,14 +4,14 @@
 time hides the gap a job could fill, one below it kills the job (TIMEOUT). Arms, each on EASY
 backfilling (`schedulers/policies/easy.py`, FCFS priority, kill at the limit):
 
-- `users`: users' `--time` requests (`integrations/slurm/user_requests.py`: modal round values,
+- `users`: users' `--time` requests (`deploy/slurm/user_requests.py`: modal round values,
   mostly large over-asks, a share at MaxTime; jobs without one get the partition default);
 - `default`: nobody gives `--time`: every job gets the partition default (MaxTime, 7 days);
 - `schedmate`: nobody gives `--time` and job_submit.lua sets the deployed rule, ceil(1.2 x
-  max(p90, mean)) minutes of the advisor's estimate (`integrations/slurm/timelimit.time_limit`,
+  max(p90, mean)) minutes of the advisor's estimate (`deploy/slurm/timelimit.time_limit`,
   the function `/v1/slurm/time-limit` answers with), capped at MaxTime; a job the advisor has no
   estimate for keeps the default;
-- `schedmate+extend`: the same plus progress-aware extension (`integrations/slurm/extend.decide`,
+- `schedmate+extend`: the same plus progress-aware extension (`deploy/slurm/extend.decide`,
   the rule the live extender runs, with its defaults: looked at 15 min before expiry, margin 1.2,
   5 min slack, cap +24 h);
 - `schedmate+extend/min15` (sensitivity, not the deployed rule): the same with SchedMate's limit
@@ -25,7 +25,7 @@ lost with 30-minute checkpoints are reported beside it) and its user resubmits i
 later with their own request (MaxTime if they had none), at least twice the limit that killed it;
 the resubmission is never SchedMate's. A job killed at MaxTime resumes from a checkpoint.
 
-**The world is the other case studies'** (`integrations/world.py`): each evaluated job's plan comes
+**The world is the other case studies'** (`sim/world.py`): each evaluated job's plan comes
 from an earlier window of the trace, its run time from its plan x its own step-time factor, and
 failed/cancelled jobs stop early; the advisor's history is that earlier window as the world ran
 it (never the evaluated jobs), and the advisor (`SemanticSources`: the real extractor, MiniLM,
@@ -54,14 +54,14 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.experiments.common import MakeSource, size_cluster
-from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.integrations.experiments.sources import use_history
-from schedmate.integrations.experiments.standalone import load_jobs
-from schedmate.integrations.slurm.extend import ExtendConfig, Progress, decide
-from schedmate.integrations.slurm.timelimit import DEFAULT_MARGIN, time_limit
-from schedmate.integrations.slurm.user_requests import UserRequestModel
-from schedmate.integrations.world import WORLD_KEY, EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
+from schedmate.sim.experiments.common import MakeSource, size_cluster
+from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.sources import use_history
+from schedmate.sim.experiments.standalone import load_jobs
+from schedmate.deploy.slurm.extend import ExtendConfig, Progress, decide
+from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, time_limit
+from schedmate.deploy.slurm.user_requests import UserRequestModel
+from schedmate.sim.world import WORLD_KEY, EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.job import JobSpec, JobState

@@ -9,7 +9,7 @@ artefact) and ingests a prior history. It owns what it built and closes it all o
 **History comes from an earlier window, never the evaluated one.** The advisor predicts from
 earlier jobs. The case studies pass `history_for`: the jobs of an earlier, disjoint window of the
 same trace (or an independent draw of the same generator) as the world ran them
-(`integrations.world.history_window`: plans, step-time spread and early stops by the same rules
+(`sim.world.history_window`: plans, step-time spread and early stops by the same rules
 as the evaluated jobs), the most recent `history` of them. Without it, `independent_history`
 draws each historical job's GPU request and duration from *different* trace jobs of one size
 class (the evaluated window's mix, no job's own outcome; kept for the adapters' experiments that
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.synthetic.jobs.mapping import size_class
-from schedmate.integrations.semantic_sim import SimConfig, SimulationInsights, load_agent_models
+from schedmate.sim.semantic import SimConfig, SimulationInsights, load_agent_models
 from schedmate.schedulers.job import JobSpec
 
 __all__ = ["SemanticSources", "independent_history", "use_history"]
@@ -77,7 +77,7 @@ class SemanticSources:
     progress: Any = None  # callable(done, total) for artefact extraction
     precomputed: Path | None = None  # save each source here / replay it when saved before
     # the history each source starts with: `history_for(evaluated jobs, seed)` gives earlier jobs
-    # as the world ran them (an earlier, disjoint window: `integrations.world`); None falls back to
+    # as the world ran them (an earlier, disjoint window: `sim.world`); None falls back to
     # `independent_history` (the evaluated window's mix, no job's own outcome) for the adapters'
     # experiments that have no earlier window yet
     history_for: Callable[[Sequence[JobSpec], int], Sequence[JobSpec]] | None = None
@@ -165,7 +165,7 @@ def use_history(make_source: Any, history_for: Callable[[Sequence[JobSpec], int]
     """Give an experiment's windows their earlier-window history: sets `history_for` on a
     `SemanticSources` that has none of its own or one a previous experiment set (the main job
     runs two experiments through one source); other sources keep what they do."""
-    from schedmate.integrations.world import Histories
+    from schedmate.sim.world import Histories
 
     if isinstance(make_source, SemanticSources) and (make_source.history_for is None
                                                       or isinstance(make_source.history_for, Histories)):

@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.experiments.common import (
+from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
     NullInsights,
@@ -76,9 +76,9 @@ from schedmate.integrations.experiments.common import (
     synthetic_jobs,
     write_experiment,
 )
-from schedmate.integrations.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.integrations.experiments.sources import use_history
-from schedmate.integrations.failures_sim import (
+from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.sources import use_history
+from schedmate.sim.failures import (
     FAILURE_KEY,
     CauseDiagnosis,
     FailureModel,
@@ -87,9 +87,9 @@ from schedmate.integrations.failures_sim import (
     failure_of,
     inject_failures,
 )
-from schedmate.integrations.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.integrations.simlogs import node_hostname
-from schedmate.integrations.standalone import (
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.sim.simlogs import node_hostname
+from schedmate.adapters.standalone import (
     SchedMateSRPT,
     StandaloneConfig,
     StandaloneSchedMate,
@@ -103,7 +103,7 @@ from schedmate.schedulers.metrics import Summary, summarize
 from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
 from schedmate.schedulers.policy import ClusterView, Policy
 from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
-from schedmate.integrations.world import EarlyStops, Histories, WorldModel, history_window, realise
+from schedmate.sim.world import EarlyStops, Histories, WorldModel, history_window, realise
 
 __all__ = [
     "ARMS",
@@ -374,7 +374,7 @@ def load_jobs(trace: str, *, days: float = 7.0, limit: int | None = None, n_jobs
 def world_jobs(trace: str, seed: int, *, days: float = 7.0, limit: int | None = None, n_jobs: int = 2000,
                trace_seed: int = 0) -> tuple[list[JobSpec], list[JobSpec]] | None:
     """(the evaluated jobs as the world runs them, before failure injection; the earlier window's
-    jobs as history). Plans come from the earlier window only (`integrations.world`). Early
+    jobs as history). Plans come from the earlier window only (`sim.world`). Early
     exits here are the failure model's application errors (`inject_failures`), so the evaluated
     jobs are realised without the world's own stops; the history keeps them."""
     evaluated = load_jobs(trace, days=days, limit=limit, n_jobs=n_jobs, seed=trace_seed)
@@ -695,7 +695,7 @@ def run_standalone_experiment(
         runner.close()
     details["wall_seconds"] = round(time.perf_counter() - started, 1)
     details["advisor_quality"] = {arm: without_errors(merge_quality(qs)) for arm, qs in quality.items()}
-    details["world"] = {"rules": "integrations/world.py", **dataclasses.asdict(WorldModel())}
+    details["world"] = {"rules": "sim/world.py", **dataclasses.asdict(WorldModel())}
     details["reductions"] = _reductions(rows)
     details["pass"] = _passes(rows)
     details["resubmit_sweep"] = _sweep(sweep_rows, "resubmit_s", sweep_arm, fh_arm)
@@ -822,7 +822,7 @@ def _floats(text: str) -> list[float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m schedmate.integrations.experiments.standalone [--trace acme --n-jobs N ...]`
+    """`python -m schedmate.sim.experiments.standalone [--trace acme --n-jobs N ...]`
     with the calibrated stand-in (SENSITIVITY ONLY) or the null source; the reported runs use
     `schedmate experiment standalone` (real agents)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,6 +1,6 @@
 """Suika alone vs Suika+SchedMate: iteration-time models corrected from similar finished jobs.
 
-    python -m schedmate.integrations.experiments.suika OUT_DIR [--quick] [--seeds 0,1,2]
+    python -m schedmate.sim.experiments.suika OUT_DIR [--quick] [--seeds 0,1,2]
         [--misfit-sigma 0.4] [--detection-rate 1] [--no-precomputed]
 
 **The world.** Suika's analytic model assumes every model's code reaches MFU 0.45; here each
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.experiments.arena import DeclaredModelMatches
-from schedmate.integrations.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
+from schedmate.sim.experiments.arena import DeclaredModelMatches
+from schedmate.sim.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
                                                        mean_of, write_experiment)
-from schedmate.integrations.suika_adapter import SuikaSchedMate
+from schedmate.adapters.suika import SuikaSchedMate
 from schedmate.schedulers.engine import SimConfig, SimResult, simulate
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.suika.config import SUIKA
@@ -253,7 +253,7 @@ def summary_line(comparison: dict[str, dict[str, float]], cfg: SuikaAdapterConfi
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.integrations.experiments.suika", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.suika", description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--quick", action="store_true", help="60 jobs over 4 h, no plots")
     ap.add_argument("--seeds", default="0,1,2")
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                                               progress=lambda s: print(s, flush=True))
         print(result.summary)
         return 0
-    from schedmate.integrations.experiments.sources import SemanticSources
+    from schedmate.sim.experiments.sources import SemanticSources
 
     with SemanticSources(cache_dir=args.out_dir / "cache", history=args.history,
                          precomputed=None if args.no_precomputed else args.out_dir / "insights") as make:

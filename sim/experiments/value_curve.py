@@ -55,9 +55,9 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.integrations.artefacts import unit_hash
-from schedmate.integrations.experiments.common import MakeSource, OracleInsights
-from schedmate.integrations.insights import AdvisorInsight, InsightSource
+from schedmate.sim.artefacts import unit_hash
+from schedmate.sim.experiments.common import MakeSource, OracleInsights
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.job import JobSpec, JobState
 
 __all__ = [
@@ -175,7 +175,7 @@ def _runner(case: str, *, quick: bool, out: Path) -> Callable[[Sequence[str], Ma
     fixed: dict[str, Any] = {}
 
     if case == "standalone":
-        from schedmate.integrations.experiments.standalone import run_standalone_experiment
+        from schedmate.sim.experiments.standalone import run_standalone_experiment
 
         def run(arms: Sequence[str], make: MakeSource, rate: float, seed: int) -> dict[str, float]:
             res = run_standalone_experiment(
@@ -187,7 +187,7 @@ def _runner(case: str, *, quick: bool, out: Path) -> Callable[[Sequence[str], Ma
 
         return run
     if case == "lucid":
-        from schedmate.integrations.experiments import lucid as L
+        from schedmate.sim.experiments import lucid as L
 
         def run(arms: Sequence[str], make: MakeSource, rate: float, seed: int) -> dict[str, float]:
             trace = "synthetic" if quick else "helios"
@@ -201,7 +201,7 @@ def _runner(case: str, *, quick: bool, out: Path) -> Callable[[Sequence[str], Ma
 
         return run
     if case == "sia":
-        from schedmate.integrations.experiments.sia import SiaExperimentConfig, rule_source, run_sia_experiment
+        from schedmate.sim.experiments.sia import SiaExperimentConfig, rule_source, run_sia_experiment
 
         def run(arms: Sequence[str], make: MakeSource, rate: float, seed: int) -> dict[str, float]:
             cfg = SiaExperimentConfig(seeds=(seed,), arms=tuple(arms), detection_rate=rate,
@@ -218,7 +218,7 @@ def _runner(case: str, *, quick: bool, out: Path) -> Callable[[Sequence[str], Ma
 
 def _lucid_metrics(seed: int) -> Callable[[JobSpec], Any] | None:
     """Lucid's oracle metrics (the true steady profile of the job's workload)."""
-    from schedmate.integrations.artefacts import plan_artefact, steady_metrics
+    from schedmate.sim.artefacts import plan_artefact, steady_metrics
 
     return lambda spec: steady_metrics(plan_artefact(spec, seed))
 
@@ -239,7 +239,7 @@ def run_value_curve(case: str, out: Path, *, seeds: int = 1, quick: bool = False
     cov = tuple(coverages) if coverages is not None else (QUICK_COVERAGES if quick else COVERAGES)
     run = runner or _runner(case, quick=quick, out=out)
     if jobs_of is None and case == "standalone" and runner is None:
-        from schedmate.integrations.experiments.standalone import load_jobs
+        from schedmate.sim.experiments.standalone import load_jobs
 
         def jobs_of(seed: int) -> Sequence[JobSpec]:
             return load_jobs("synthetic" if quick else "acme", n_jobs=300 if quick else 2000, seed=0) or []
@@ -336,7 +336,7 @@ def _real_point(case: str, arm: str, real: Path | None, *, trace: str | None = N
             and (trace is None or r.get("trace") in (None, trace))]
     if not rows:
         return None
-    # `advisor_quality` (integrations/experiments/quality.py): {arm: {completed|early_ended|all: {...}}}
+    # `advisor_quality` (sim/experiments/quality.py): {arm: {completed|early_ended|all: {...}}}
     # at the top of standalone.json; per trace under details in lucid.json ({trace: {arm: ...}})
     aq = doc.get("advisor_quality") or (doc.get("details") or {}).get("advisor_quality") or {}
     if isinstance(aq, dict) and arm not in aq:

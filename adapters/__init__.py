@@ -1,0 +1,1 @@
+"""SchedMate to policies: the InsightSource interface and one adapter per reference scheduler."""
