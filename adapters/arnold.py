@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.sim.failures import is_infrastructure
 from schedmate.adapters.insights import InsightSource
 from schedmate.adapters.standalone import FailureTruth
 from schedmate.schedulers.arnold.policy import ArnoldPolicy, LpjState
 from schedmate.schedulers.decisions import Cordon, Decision
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policy import ClusterView
+from schedmate.sim.failures import is_infrastructure
 
 __all__ = ["ArnoldRestart", "ArnoldSMCounters", "ArnoldSchedMate", "RestartCounters"]
 

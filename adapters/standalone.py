@@ -49,8 +49,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from schedmate.sim.experiments.common import detected
-from schedmate.sim.failures import is_infrastructure
 from schedmate.adapters.insights import InsightSource, failslow_of
 from schedmate.schedulers.decisions import Cordon, Decision, Uncordon
 from schedmate.schedulers.engine import SimResult
@@ -58,6 +56,8 @@ from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policies.realloc import reallocate
 from schedmate.schedulers.policy import ClusterView, Plan, Policy
 from schedmate.schedulers.predictor import OnlineDurationModel
+from schedmate.sim.experiments.common import detected
+from schedmate.sim.failures import is_infrastructure
 
 __all__ = [
     "FailureCounters",

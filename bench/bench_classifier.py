@@ -24,8 +24,8 @@ import numpy as np
 from schedmate.embeddings.classifier import Category, LineClassifier, cue_category
 from schedmate.embeddings.embedder import Embedder, EmbedderConfig, EmbeddingCache, FlagEmbedder, make_embedder
 from schedmate.embeddings.logtext import normalise_line
-from schedmate.synthetic.logs import generate_training_log
 from schedmate.embeddings.templates import Drain3Miner, ExactMiner, TemplateMiner, mask_variables
+from schedmate.synthetic.logs import generate_training_log
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "tests" / "data" / "labelled_training_lines.tsv"

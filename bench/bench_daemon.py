@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from schedmate.embeddings import redis_server
 from schedmate.deploy.daemon import DaemonConfig, DaemonState, LogDaemon
+from schedmate.embeddings import redis_server
 
 RESULTS = Path(__file__).resolve().parent / "results" / "daemon.json"
 

@@ -45,10 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from childproc import run_child  # bench/childproc.py: the shared child runner (run as `python bench/X.py`)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from childproc import run_child  # bench/childproc.py: the shared child runner (run as `python bench/X.py`)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fuzz.json"
 

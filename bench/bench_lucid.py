@@ -29,7 +29,14 @@ from pathlib import Path
 from schedmate.config import shared_data_dir
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, Simulator
-from schedmate.schedulers.lucid import ENGINE_CAN_DISCARD, EBMConfig, Lucid, LucidInterference, assign_workloads, load_default_table
+from schedmate.schedulers.lucid import (
+    ENGINE_CAN_DISCARD,
+    EBMConfig,
+    Lucid,
+    LucidInterference,
+    assign_workloads,
+    load_default_table,
+)
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.policies import make_policy
 from schedmate.schedulers.traces import generate_trace, load_trace

@@ -30,12 +30,12 @@ def _rows(result: object) -> list[dict[str, object]]:
 
 def bench_pool(actors: int, requests: int) -> dict[str, object]:
     """Track `requests` logs in-process, then over `actors` actors (answers compared)."""
-    from schedmate.embeddings.classifier import LineClassifier
-    from schedmate.embeddings.embedder import make_embedder
     from schedmate.deploy.ray.actors import RayServiceCore
     from schedmate.deploy.service.config import ServiceConfig
     from schedmate.deploy.service.core import ServiceCore
     from schedmate.deploy.service.models import TrackRequest
+    from schedmate.embeddings.classifier import LineClassifier
+    from schedmate.embeddings.embedder import make_embedder
 
     root = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     reqs = []

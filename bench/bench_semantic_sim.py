@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from schedmate.embeddings.redis_server import running_server
+from schedmate.schedulers.job import JobState
+from schedmate.schedulers.traces import generate_trace
 from schedmate.sim.artefacts import InfraCalibration, failure_truth
 from schedmate.sim.semantic import SimConfig, SimulationInsights, synthetic_history
 from schedmate.sim.simlogs import write_failed_log
-from schedmate.schedulers.job import JobState
-from schedmate.schedulers.traces import generate_trace
 
 
 def one_run(specs: list[Any], history: list[Any], url: str, cache: Path, seed: int, sample: int,

@@ -50,8 +50,8 @@ import httpx
 import numpy as np
 import redis
 
-from schedmate.embeddings import redis_server
 from schedmate.deploy.slurm.slurmjob import launch_command
+from schedmate.embeddings import redis_server
 
 RESULTS = Path(__file__).resolve().parent / "results" / "service.json"
 TRAIN = '''"""Train a ResNet-50 image classifier on ImageNet."""

@@ -137,8 +137,8 @@ def _pure_llm_row(llm, case: Case) -> dict:  # type: ignore[no-untyped-def]
     reading = llm_tail_metrics(llm, case.path)
     out: dict = {"latency_s": time.perf_counter() - t, "error": reading.error}
     for name, st, rate, unit in (
-        ("raw", *(((a.step_time_s, a.throughput, a.throughput_unit) if (a := reading.raw) else (None, None, None)))),
-        ("validated", *(((v.step_time_s, v.throughput, v.throughput_unit) if (v := reading.validated) else (None, None, None)))),
+        ("raw", *((a.step_time_s, a.throughput, a.throughput_unit) if (a := reading.raw) else (None, None, None))),
+        ("validated", *((v.step_time_s, v.throughput, v.throughput_unit) if (v := reading.validated) else (None, None, None))),
     ):
         if (st is None or st <= 0) and rate and unit and unit.lower() in ("it/s", "steps/s", "step/s"):
             st = 1.0 / rate

@@ -16,7 +16,16 @@ from typing import Any
 
 from grafanalib._gen import DashboardEncoder
 from grafanalib.core import (
-    Dashboard, GridPos, RowPanel, Stat, Table, Target, Template, Templating, Time, TimeSeries,
+    Dashboard,
+    GridPos,
+    RowPanel,
+    Stat,
+    Table,
+    Target,
+    Template,
+    Templating,
+    Time,
+    TimeSeries,
 )
 
 __all__ = ["DASHBOARDS", "metric_names", "operators", "queries", "render", "service", "write_all"]

@@ -26,8 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from schedmate.embeddings.store_search import ExactSearch, ServerSearch, StoreKeys, has_vector_search
-from schedmate.embeddings.store_search import vector_to_bytes
+from schedmate.embeddings.store_search import ExactSearch, ServerSearch, StoreKeys, has_vector_search, vector_to_bytes
 from schedmate.embeddings.vector_index import Vector, normalise, normalise_many
 from schedmate.schedulers.job import FinalStatus
 from schedmate.tracing import get_tracer

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
-
 import math
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -21,8 +20,8 @@ from rich.table import Table
 
 from schedmate.schedulers.registry import BUILTIN as POLICY_NAMES  # names only: imports no policy
 
-from .config import shared_data_dir
 from .cli_jobs import register_job_commands
+from .config import shared_data_dir
 
 app = typer.Typer(
     name="schedmate",
@@ -895,10 +894,10 @@ def ray_points(address: str | None) -> Iterator[Any]:
     if not address:
         yield None
         return
+    from contextlib import ExitStack
+
     from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster
     from schedmate.deploy.ray.sweep import RayMap
-
-    from contextlib import ExitStack
 
     with ExitStack() as stack:
         try:

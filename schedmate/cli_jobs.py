@@ -58,10 +58,10 @@ def _fail(message: str) -> typer.Exit:
 
 @contextmanager
 def _user_errors() -> Iterator[None]:
+    import redis
+
     from schedmate.embeddings.redis_server import RedisServerError
     from schedmate.embeddings.store import StoreError
-
-    import redis
 
     try:
         yield

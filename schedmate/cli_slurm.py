@@ -51,7 +51,11 @@ def config(
 ) -> None:
     """The slurm.conf lines, job_submit.lua and the EpilogSlurmctld script to install."""
     from schedmate.deploy.slurm.config import (
-        HookConfig, epilog_script, job_submit_lua, slurm_conf_lines, write_files,
+        HookConfig,
+        epilog_script,
+        job_submit_lua,
+        slurm_conf_lines,
+        write_files,
     )
 
     cfg = HookConfig(url=url, python=python, token_file=token_file, timeout_s=timeout, margin=margin,

@@ -25,13 +25,12 @@ from urllib.parse import urlparse
 
 import httpx
 import openai
-
-from langchain_core.language_models import BaseChatModel
-from langchain_openai import ChatOpenAI
-from opentelemetry.trace import Tracer
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
+from langchain_openai import ChatOpenAI
+from opentelemetry.trace import Tracer
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from schedmate.cancel import cancelled

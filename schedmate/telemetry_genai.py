@@ -17,7 +17,12 @@ from opentelemetry.metrics import Meter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from schedmate.tracing import (
-    ERROR_TYPE, GEN_AI_INPUT_TOKENS, GEN_AI_OPERATION, GEN_AI_OUTPUT_TOKENS, GEN_AI_PROVIDER, GEN_AI_REQUEST_MODEL,
+    ERROR_TYPE,
+    GEN_AI_INPUT_TOKENS,
+    GEN_AI_OPERATION,
+    GEN_AI_OUTPUT_TOKENS,
+    GEN_AI_PROVIDER,
+    GEN_AI_REQUEST_MODEL,
     GEN_AI_TOKEN_TYPE,
 )
 

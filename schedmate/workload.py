@@ -38,7 +38,7 @@ _ITER_ALIASES = {
     "epochs": ("epoch", "epochs", "ep", "passes"),
 }
 
-_ORG_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+/(?=[^/]*[A-Za-z][^/]*$)")  # 'org/name'; not 'ViT-L/16' 
+_ORG_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+/(?=[^/]*[A-Za-z][^/]*$)")  # 'org/name'; not 'ViT-L/16'
 _FILE_EXT = re.compile(r"\.(?:pt|pth|ckpt|bin|safetensors|ya?ml|json|jsonl|csv|parquet|arrow|txt|tar|gz|zip)$", re.I)
 # vendor words some hubs repeat inside the model name ('meta-llama/Meta-Llama-3-8B')
 _VENDOR_WORDS = ("meta-", "hf-", "models--", "google-", "facebook-", "microsoft-", "openai-")

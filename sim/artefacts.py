@@ -48,13 +48,13 @@ from typing import Any
 
 import numpy as np
 
+from schedmate.logspec import Framework, LogSpec, LogStatus
+from schedmate.schedulers.job import JobSpec
 from schedmate.synthetic.jobs.codegen import Repo, render_repo
 from schedmate.synthetic.jobs.history import CATEGORY_WEIGHTS, FAILURE_REASONS, expected_perf, log_framework
 from schedmate.synthetic.jobs.mapping import MAX_GPUS, assign_workload
 from schedmate.synthetic.jobs.workloads import FAMILIES, WorkloadConfig, nodes_for, sample_config
-from schedmate.logspec import Framework, LogSpec, LogStatus
 from schedmate.taxonomy import FailureCategory, FailureReason, category_of, component_of
-from schedmate.schedulers.job import FinalStatus, JobSpec
 
 __all__ = [
     "DECLARED_KEY", "DEFAULT_RATIO", "DEFAULT_VARIANTS", "EARLY_EXIT_FRACTION", "GENERIC_PLAN", "SIA_FAMILIES", "SIA_GPUS", "Artefact", "FailureDraw", "InfraCalibration",

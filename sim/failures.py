@@ -58,9 +58,13 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.sim.artefacts import unit_hash
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.sim.world import WORLD_KEY, EarlyStops
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.decisions import Cordon, Uncordon
+from schedmate.schedulers.engine import _RESUBMIT, SimConfig, Simulator
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase, Placement
+from schedmate.schedulers.policy import Policy
+from schedmate.sim.artefacts import unit_hash
 from schedmate.sim.simlogs import (
     FAILED_LOGS_KEY,
     HOSTED_LOGS_KEY,
@@ -69,11 +73,7 @@ from schedmate.sim.simlogs import (
     split_lines,
     write_failed_log,
 )
-from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.decisions import Cordon, Uncordon
-from schedmate.schedulers.engine import _RESUBMIT, SimConfig, Simulator
-from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase, Placement
-from schedmate.schedulers.policy import Policy
+from schedmate.sim.world import WORLD_KEY, EarlyStops
 
 __all__ = [
     "APPLICATION",

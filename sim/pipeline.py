@@ -108,8 +108,8 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
     from contextlib import ExitStack
 
     from schedmate.agents.stack import AgentStack, AgentStackConfig
-    from schedmate.synthetic.logs.generator import generate_log
     from schedmate.logspec import LogSpec, LogStatus
+    from schedmate.synthetic.logs.generator import generate_log
     from schedmate.taxonomy import FailureReason
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -85,16 +85,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
 from schedmate.agents.stack import AgentStack, AgentStackConfig
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 from schedmate.sim.artefacts import (
-    DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, InfraCalibration, calibrate_infra, content_hash, modelled_metrics,
-    plan_artefact, repo_hash, unit_hash,
+    DEFAULT_RATIO,
+    DEFAULT_VARIANTS,
+    Artefact,
+    InfraCalibration,
+    calibrate_infra,
+    content_hash,
+    modelled_metrics,
+    plan_artefact,
+    repo_hash,
+    unit_hash,
 )
 from schedmate.sim.insight_cache import ContentCache
-from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
-from schedmate.sim.world import WORLD_KEY
 from schedmate.sim.simlogs import FAILED_LOGS_KEY, running_log, split_lines
-from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
+from schedmate.sim.world import WORLD_KEY
 
 if TYPE_CHECKING:
     from schedmate.llm import LLMConfig

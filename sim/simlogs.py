@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from schedmate.sim.artefacts import Artefact, content_hash, failure_log_key, failure_log_spec, unit_hash
 from schedmate.logspec import Framework, LogSpec, LogStatus
 from schedmate.schedulers.job import JobState
+from schedmate.sim.artefacts import Artefact, content_hash, failure_log_key, failure_log_spec, unit_hash
 
 __all__ = [
     "FAILED_LOGS_KEY",

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from schedmate.sim.artefacts import DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, plan_artefact, steady_metrics
 from schedmate.schedulers.job import JobSpec
 from schedmate.schedulers.lucid import Metrics, WorkloadTable
 from schedmate.schedulers.lucid.packing import auto_label
+from schedmate.sim.artefacts import DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, plan_artefact, steady_metrics
 
 __all__ = ["artefact_workloads", "lucid_attributes"]
 

@@ -41,8 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
-from schedmate.sim.artefacts import Artefact, plan_artefact, unit_hash
 from schedmate.schedulers.job import FinalStatus, JobSpec
+from schedmate.sim.artefacts import Artefact, plan_artefact, unit_hash
 from schedmate.synthetic.jobs.history import expected_perf
 from schedmate.synthetic.jobs.mapping import size_class
 

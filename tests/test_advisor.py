@@ -20,23 +20,30 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .repo_files import write
 from schedmate.agents.advisor.agent import (
-    AgentConfig, MetadataExtractor, ScriptedToolChoice, merge_with_static,
+    AgentConfig,
+    MetadataExtractor,
+    ScriptedToolChoice,
+    merge_with_static,
 )
 from schedmate.agents.advisor.baselines import EBMEstimator, HistoryRow, SameUserGpusEstimator
 from schedmate.agents.advisor.estimator import JobQuery, MedianFallback, estimate_from_matches
-from schedmate.evals.harness.advisor import (
-    SCORED_FIELDS, choose_threshold, field_accuracy, relative_errors, share_within,
-)
 from schedmate.agents.advisor.launch import parse_launch
 from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever, fingerprint_text
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.embeddings.store import JobOutcome, JobRecord, JobStore, Match
+from schedmate.evals.harness.advisor import (
+    SCORED_FIELDS,
+    choose_threshold,
+    field_accuracy,
+    relative_errors,
+    share_within,
+)
 from schedmate.synthetic.jobs import generate_job_corpus
 from schedmate.workload import WorkloadMetadata
 
 from .llm_stub import Reply, StubLLM
+from .repo_files import write
 
 # ----------------------------------------------------------------------------------------- helpers
 

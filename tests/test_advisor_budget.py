@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from .repo_files import write
 from schedmate.agents.advisor import budget
 from schedmate.agents.advisor.static_extractor import extract_static
+
+from .repo_files import write
 
 TRAIN = """import argparse
 p = argparse.ArgumentParser()

@@ -14,12 +14,22 @@ import numpy as np
 import pytest
 
 from schedmate.agents.advisor.early_exit import (
-    EarlyExitModel, ExitPositions, ExitRecord, forecast, shrunk_rate, weighted_quantile,
+    EarlyExitModel,
+    ExitPositions,
+    ExitRecord,
+    forecast,
+    shrunk_rate,
+    weighted_quantile,
 )
 from schedmate.agents.advisor.rate_estimator import Plan, RateSample, estimate_rate_plan, sample_train_time
 from schedmate.embeddings.store import JobOutcome, JobRecord, Match
 from schedmate.evals.harness.advisor_rate import (
-    RateForecast, abs_log_ratios, duration_metrics, exit_records, measured_fields, spearman,
+    RateForecast,
+    abs_log_ratios,
+    duration_metrics,
+    exit_records,
+    measured_fields,
+    spearman,
 )
 from schedmate.synthetic.jobs.generator import generate_job_corpus, iter_corpus_jobs, load_manifest
 

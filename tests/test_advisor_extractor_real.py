@@ -21,14 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from .repo_files import write
 from schedmate.agents.advisor.knowledge import canonical_dataset, find_model, model_size_b, size_from_dims
 from schedmate.agents.advisor.launch import parse_launch
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.workload import WorkloadMetadata, normalize_dataset, normalize_model_name, normalize_task_type
 
-
-
+from .repo_files import write
 
 HF_SFT = '''"""Supervised fine-tuning (SFT) of a causal LM on an instruction dataset."""
 from dataclasses import dataclass, field

@@ -24,13 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from .repo_files import write
 from schedmate.agents.advisor.knowledge import canonical_dataset, find_model, model_size_b, recurrent_lm_size
 from schedmate.agents.advisor.static_extractor import extract_static
 
-
-
-
+from .repo_files import write
 
 # ----------------------------------------------------------------------------------------- batch
 

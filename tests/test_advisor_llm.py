@@ -16,8 +16,9 @@ import pytest
 from schedmate.agents.advisor.agent import AgentConfig, MetadataExtractor, build_task
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.agents.advisor.validation import grounded
-from schedmate.synthetic.jobs import generate_job
 from schedmate.llm import LLMConfig, open_chat_model
+from schedmate.synthetic.jobs import generate_job
+
 from .local_llm import skip_module_without_local_llm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -20,11 +20,16 @@ from typer.testing import CliRunner
 
 from schedmate import cli_jobs
 from schedmate.agents.stack import (
-    DEFAULT_THRESHOLD, DEFAULT_TOP_K, ESTIMATORS, AgentStack, AgentStackConfig, estimate_job,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TOP_K,
+    ESTIMATORS,
+    AgentStack,
+    AgentStackConfig,
+    estimate_job,
 )
 from schedmate.cli import app
-from schedmate.sim.artefacts import plan_artefact
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState
+from schedmate.sim.artefacts import plan_artefact
 
 SEED = 7
 runner = CliRunner()
@@ -109,10 +114,10 @@ def test_every_entry_point_builds_its_agents_from_the_same_default_config(
     from schedmate.agents.failure.handler import FailureHandlerConfig
     from schedmate.deploy.daemon.daemon import DaemonConfig, LogDaemon
     from schedmate.deploy.daemon.state import DaemonState
-    from schedmate.sim.pipeline import diagnose_example
-    from schedmate.sim.semantic import SimConfig, SimulationInsights
     from schedmate.deploy.service.config import ServiceConfig
     from schedmate.deploy.service.core import ServiceCore
+    from schedmate.sim.pipeline import diagnose_example
+    from schedmate.sim.semantic import SimConfig, SimulationInsights
 
     class Dummy:  # stands in for MiniLM and the line classifier: construction only
         dim = 384

@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 
 from schedmate.adapters.arena import ArenaSchedMate, Measured, bootstrap_view
-from schedmate.sim.experiments.arena import ArenaAdapterConfig, DeclaredModelMatches, run_arena_adapter_experiment
-from schedmate.sim.experiments.common import NullInsights
 from schedmate.adapters.insights import AdvisorInsight
 from schedmate.schedulers.arena.config import ArenaConfig
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
@@ -18,7 +16,8 @@ from schedmate.schedulers.arena.sim import run_costed
 from schedmate.schedulers.arena.workload import WorkloadSpec, generate
 from schedmate.schedulers.engine import SimConfig, Simulator
 from schedmate.schedulers.job import JobState
-
+from schedmate.sim.experiments.arena import ArenaAdapterConfig, DeclaredModelMatches, run_arena_adapter_experiment
+from schedmate.sim.experiments.common import NullInsights
 
 ByDeclaredName = DeclaredModelMatches
 

@@ -10,9 +10,8 @@ import pytest
 from schedmate.schedulers.arena import ABLATIONS, ATTR, BASELINES, SENSITIVITY, Arena, ArenaConfig, LMJob, Profiling
 from schedmate.schedulers.arena.config import t_search_pruned
 from schedmate.schedulers.arena.experiment import decision_time, run_arena_experiment
-from schedmate.schedulers.arena.hardware import R1, build_cluster
+from schedmate.schedulers.arena.hardware import GPU_TYPES, R1, build_cluster
 from schedmate.schedulers.arena.model import make_model, thr_ap
-from schedmate.schedulers.arena.hardware import GPU_TYPES
 from schedmate.schedulers.arena.sim import run_costed
 from schedmate.schedulers.arena.workload import H, WorkloadSpec, generate
 from schedmate.schedulers.cluster import ClusterSpec

@@ -9,9 +9,6 @@ from typing import Any
 import pytest
 
 from schedmate.adapters.ares import AresSchedMate, AresUserLengths, advised_gpu_time, user_gpu_time
-from schedmate.sim.artefacts import unit_hash
-from schedmate.sim.experiments.ares import AresAdapterConfig, give_user_lengths, run_ares_adapter_experiment
-from schedmate.sim.experiments.common import NullInsights, OracleInsights
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.ares.policy import EST_KEY
 from schedmate.schedulers.ares.workload import generate_workload
@@ -19,6 +16,9 @@ from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, Simulator
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState
 from schedmate.schedulers.policy import ClusterView
+from schedmate.sim.artefacts import unit_hash
+from schedmate.sim.experiments.ares import AresAdapterConfig, give_user_lengths, run_ares_adapter_experiment
+from schedmate.sim.experiments.common import NullInsights, OracleInsights
 
 CLUSTER = ClusterSpec.homogeneous(8, 4)
 

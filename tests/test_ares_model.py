@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from schedmate.schedulers.ares.baselines import efs_allocate, fifo_allocate, las_allocate, optimus_allocate, srtf_allocate
+from schedmate.schedulers.ares.baselines import (
+    efs_allocate,
+    fifo_allocate,
+    las_allocate,
+    optimus_allocate,
+    srtf_allocate,
+)
 from schedmate.schedulers.ares.config import AresConfig
 from schedmate.schedulers.ares.elastic import Contender, ares_allocate, fill_target, scale_cap
 from schedmate.schedulers.ares.fairness import FluidJob, fairness_report, reference_finish_times, waterfill

@@ -9,14 +9,19 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
-from schedmate.sim.experiments.arnold import ArnoldAdapterConfig, FailureWorkload, failure_trace, run_arnold_adapter_experiment
-from schedmate.sim.experiments.common import NullInsights
-from schedmate.sim.experiments.standalone import calibrated_source
-from schedmate.sim.failures import FailureModel, FailureSimulator, FailureWorld, inject_failures
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState
+from schedmate.sim.experiments.arnold import (
+    ArnoldAdapterConfig,
+    FailureWorkload,
+    failure_trace,
+    run_arnold_adapter_experiment,
+)
+from schedmate.sim.experiments.common import NullInsights
+from schedmate.sim.experiments.standalone import calibrated_source
+from schedmate.sim.failures import FailureModel, FailureSimulator, FailureWorld, inject_failures
 
 SMALL = FailureWorkload(minipods=2, nodes_per_minipod=32, span_h=8.0, lpjs=3, lpj_dps=(4,), lpj_hours=(3.0, 6.0))
 MANY_FAULTS = FailureModel(infra_share=0.5)  # enough hardware faults in a small trace to measure

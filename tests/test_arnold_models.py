@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from schedmate.schedulers.arnold.affinity import PROFILES, ModelShape, affinity_for
-from schedmate.schedulers.arnold.baselines import best_fit, gpu_pack, kl_bisect, random_fit, _job_graph
+from schedmate.schedulers.arnold.baselines import _job_graph, best_fit, gpu_pack, kl_bisect, random_fit
 from schedmate.schedulers.arnold.config import ArnoldConfig
 from schedmate.schedulers.arnold.groups import CommMatrix, column_major, group_spread, matrix_spreads, row_major
 from schedmate.schedulers.arnold.jct import JctPredictor

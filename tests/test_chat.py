@@ -18,7 +18,12 @@ import redis
 from typer.testing import CliRunner
 
 from schedmate.agents.chat import (
-    ChatAgent, ChatConfig, ChatInputError, DiagnosisFacts, MemorySessionStore, RedisSessionStore,
+    ChatAgent,
+    ChatConfig,
+    ChatInputError,
+    DiagnosisFacts,
+    MemorySessionStore,
+    RedisSessionStore,
 )
 from schedmate.agents.chat.compose import check_phrasing
 from schedmate.agents.chat.facts import Citation, clean_text

@@ -307,8 +307,8 @@ def test_a_directory_that_does_not_exist_is_one_clear_error(tmp_path: Path, redi
 
 
 def test_redis_going_down_pauses_the_daemon_and_it_resumes_without_loss_or_repeats(tmp_path: Path) -> None:
-    from tests.conftest import require_redis_server
     from schedmate.embeddings import redis_server
+    from tests.conftest import require_redis_server
 
     require_redis_server()
     logs = tmp_path / "logs"

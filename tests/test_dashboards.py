@@ -18,15 +18,16 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from .llm_stub import StubLLM  # noqa: E402
-from .repo_files import write  # noqa: E402
-from .test_service import COMMAND, NCCL, TRAIN, failed_log, megatron_lines  # noqa: E402
 from schedmate.dashboards.build import DASHBOARDS, metric_names, queries, render  # noqa: E402
 from schedmate.deploy.service import ServiceConfig, create_app  # noqa: E402
 from schedmate.deploy.service.core import ServiceCore  # noqa: E402
 from schedmate.deploy.service.metrics import ServiceMetrics, exported_names  # noqa: E402
 from schedmate.telemetry import Telemetry, TelemetryConfig  # noqa: E402
 from schedmate.telemetry_genai import GenAISpanProcessor  # noqa: E402
+
+from .llm_stub import StubLLM  # noqa: E402
+from .repo_files import write  # noqa: E402
+from .test_service import COMMAND, NCCL, TRAIN, failed_log, megatron_lines  # noqa: E402
 
 COMMITTED = Path(__file__).resolve().parents[1] / "dashboards" / "json"
 

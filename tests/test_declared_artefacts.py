@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from schedmate.sim.artefacts import DECLARED_KEY, plan_artefact, repo_hash
 from schedmate.schedulers.arena import workload as arena_workload
 from schedmate.schedulers.arena.hardware import R2, build_cluster
 from schedmate.schedulers.arena.workload import generate
 from schedmate.schedulers.job import FinalStatus, JobSpec
 from schedmate.schedulers.suika import workload as suika_workload
 from schedmate.schedulers.suika.workload import TraceConfig, generate_trace
+from schedmate.sim.artefacts import DECLARED_KEY, plan_artefact, repo_hash
 
 SEED = 5
 

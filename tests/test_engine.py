@@ -8,8 +8,6 @@ at every hook the engine calls, i.e. after every applied decision and every even
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line
 from schedmate.schedulers.job import FinalStatus, JobSpec
+from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line
 
 
 def _job(jid: str, duration: float, status: FinalStatus = FinalStatus.COMPLETED) -> JobSpec:

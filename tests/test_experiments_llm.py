@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from schedmate.llm import LLMConfig
 from schedmate.sim.experiments.common import shared_file
 from schedmate.sim.experiments.sources import SemanticSources
-from schedmate.llm import LLMConfig
+
 from .local_llm import skip_module_without_local_llm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

@@ -28,11 +28,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from .repo_files import write
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.evals.harness.devset_advisor import field_right
+
+from .repo_files import write
 
 
 def _check(fields: dict, expected: dict) -> None:

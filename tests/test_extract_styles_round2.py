@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from .repo_files import write
 from schedmate.agents.advisor.facts import confidence, evidence_tier
 from schedmate.agents.advisor.knowledge import checkpoint_size_b, find_model, llama_ffn, model_size_b, size_from_dims
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.evals.harness.devset_advisor import confidence_report, field_right
+
+from .repo_files import write
 
 
 def _check(fields: dict, expected: dict) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .repo_files import write
 from schedmate.agents.advisor.names import find_known_model
 from schedmate.agents.advisor.static_extractor import extract_static
 from schedmate.evals.harness.devset_advisor import field_right
+
+from .repo_files import write
 
 
 def _check(fields: dict, expected: dict) -> None:

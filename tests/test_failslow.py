@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, TrackerReading, failslow_of
+from schedmate.adapters.lucid import LucidSchedMate
 from schedmate.agents.tracker.failslow import (
     FailSlowConfig,
     FailSlowDetector,
@@ -20,8 +22,6 @@ from schedmate.agents.tracker.failslow import (
     ThresholdBaseline,
     detect_lines,
 )
-from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, TrackerReading, failslow_of
-from schedmate.adapters.lucid import LucidSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import simulate
 from schedmate.schedulers.interference import ConstantInterference
@@ -232,8 +232,8 @@ def test_a_source_without_fail_slow_signals_answers_no_signal():
 
 
 def test_a_degraded_node_slows_its_jobs_and_sjf_with_failslow_migrates_them_off_it():
-    from schedmate.sim.experiments.failslow import Degradation, DegradedWorld, SpeedLogInsights
     from schedmate.adapters.standalone import StandaloneConfig, StandaloneSchedMate
+    from schedmate.sim.experiments.failslow import Degradation, DegradedWorld, SpeedLogInsights
 
     # two 8-GPU nodes; A (4 GPUs, 4 h) starts on node 0; node 0 runs at half speed from 1 h to 10 h
     jobs = [JobSpec("A", 0, 4, 4 * 3600)]
@@ -266,8 +266,8 @@ def test_track_follow_prints_the_fail_slow_alert_with_ratio_and_onset_line(tmp_p
 
 
 def test_the_simulated_source_reads_fail_slow_from_the_log_the_simulator_wrote(tmp_path: Path):
-    from schedmate.sim.semantic import SimConfig, SimulationInsights
     from schedmate.schedulers.job import Phase
+    from schedmate.sim.semantic import SimConfig, SimulationInsights
 
     specs = [JobSpec("j0", 0, 1, 600.0), JobSpec("j1", 0, 1, 7200.0)]
     with SimulationInsights(SimConfig(work_dir=tmp_path / "w")) as src:

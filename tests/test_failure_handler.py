@@ -38,9 +38,9 @@ from schedmate.agents.failure.llm_classifier import MARK, FailureVerdict, LLMVer
 from schedmate.agents.failure.recovery import ALLOWED_ACTIONS, CordonNode, RunDiagnostic, execute_plan
 from schedmate.agents.failure.rules import RulesClassifier
 from schedmate.embeddings.classifier import LineClassifier
+from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.synthetic.logs import FailedLog, generate_training_log, make_failed_log
 from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of
-from schedmate.llm import LLMConfig, make_chat_model
 from schedmate.tests.llm_stub import Reply, StubLLM
 
 R, C, Cat = FailureReason, Component, FailureCategory

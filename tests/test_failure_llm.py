@@ -21,9 +21,9 @@ from langchain_core.language_models import BaseChatModel
 from schedmate.agents.failure import FailureHandler, FailureHandlerConfig
 from schedmate.agents.failure.recovery import ActionKind
 from schedmate.embeddings.classifier import LineClassifier
+from schedmate.llm import LLMConfig, open_chat_model
 from schedmate.synthetic.logs import generate_training_log, make_failed_log
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
-from schedmate.llm import LLMConfig, open_chat_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -7,6 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.engine import SimConfig
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
+from schedmate.schedulers.policies import FIFO
 from schedmate.sim.failures import (
     FAILURE_KEY,
     FailureModel,
@@ -16,10 +20,6 @@ from schedmate.sim.failures import (
     failure_of,
     inject_failures,
 )
-from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.engine import SimConfig
-from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
-from schedmate.schedulers.policies import FIFO
 
 NEVER = 1e18  # an exposure point no test job reaches
 

@@ -29,6 +29,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from schedmate.schedulers.job import FinalStatus, JobSpec
 from schedmate.synthetic.jobs import (
     FAMILIES,
     FAMILY_KEYS,
@@ -49,7 +50,6 @@ from schedmate.synthetic.jobs import (
 )
 from schedmate.synthetic.jobs.codegen import NOISE_DIRS
 from schedmate.synthetic.jobs.generator import iter_corpus_jobs
-from schedmate.schedulers.job import FinalStatus, JobSpec
 
 LABELS = ("model_name", "dataset", "iterations", "batch_size", "learning_rate", "num_workers")
 

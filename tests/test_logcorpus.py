@@ -31,11 +31,11 @@ from schedmate.synthetic.logs import (
     category_of,
     generate_corpus,
     generate_log,
+    generator,
     load_labels,
     load_manifest,
     reasons_in,
 )
-from schedmate.synthetic.logs import generator
 from schedmate.taxonomy import ACME_REASONS, reason_weights
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pytest
 
-from schedmate.sim.experiments.common import NullInsights, OracleInsights
 from schedmate.adapters.insights import AdvisorInsight, InsightSource, TrackerReading
 from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate, metrics_from_advice
 from schedmate.schedulers.cluster import ClusterSpec
@@ -22,6 +21,7 @@ from schedmate.schedulers.interference import ConstantInterference
 from schedmate.schedulers.job import JobSpec, JobState, Phase
 from schedmate.schedulers.lucid import EBMConfig, Lucid, Metrics, WorkloadTable
 from schedmate.schedulers.policy import ClusterView
+from schedmate.sim.experiments.common import NullInsights, OracleInsights
 
 
 def workload(model: str) -> dict[str, object]:

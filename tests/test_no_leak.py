@@ -13,9 +13,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedmate.schedulers.job import FinalStatus, JobSpec
 from schedmate.sim.artefacts import plan_artefact, planned_work, repo_hash
 from schedmate.sim.world import WorldModel, history_window, realise
-from schedmate.schedulers.job import FinalStatus, JobSpec
 
 SEED = 3
 statuses = st.sampled_from(list(FinalStatus))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from schedmate.synthetic.jobs.mapping import size_class
+from schedmate.schedulers.job import JobState
 from schedmate.sim.experiments.common import synthetic_jobs
 from schedmate.sim.experiments.sources import SemanticSources, independent_history
-from schedmate.schedulers.job import JobState
+from schedmate.synthetic.jobs.mapping import size_class
 
 needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 

@@ -27,7 +27,10 @@ ray = pytest.importorskip("ray")
 from schedmate.deploy.ray.actors import RayServiceCore  # noqa: E402
 from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster  # noqa: E402
 from schedmate.deploy.ray.executor import (  # noqa: E402
-    ExecutorConfig, RayExecutor, TrainJob, UnsupportedDecision,
+    ExecutorConfig,
+    RayExecutor,
+    TrainJob,
+    UnsupportedDecision,
 )
 from schedmate.deploy.ray.sweep import RayMap, SweepConfig, run_sweep  # noqa: E402
 from schedmate.deploy.service.config import PathRefused, ServiceConfig  # noqa: E402

@@ -7,9 +7,7 @@ is the session's real redis-server (tests/conftest.py), each source under its ow
 from __future__ import annotations
 
 import dataclasses
-
 import itertools
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,13 +15,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.sim.artefacts import (
-    calibrate_infra, failure_truth, length_bucket, plan_artefact, repo_hash,
-)
 from schedmate.adapters.insights import InsightSource
-from schedmate.sim.simlogs import write_failed_log
-from schedmate.sim.semantic import SimConfig, SimulationInsights, load_agent_models, synthetic_history
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
+from schedmate.sim.artefacts import (
+    calibrate_infra,
+    failure_truth,
+    length_bucket,
+    plan_artefact,
+    repo_hash,
+)
+from schedmate.sim.semantic import SimConfig, SimulationInsights, load_agent_models, synthetic_history
+from schedmate.sim.simlogs import write_failed_log
 
 SEED = 7
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from .repo_files import write
 from schedmate.embeddings import redis_server
+
+from .repo_files import write
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402

@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from .repo_files import write
-from .test_service import COMMAND, OOM, TRAIN, failed_log, files, make_client  # noqa: F401 -- fixtures
 from schedmate.adapters.insights import InsightSource
-from schedmate.deploy.service import JobRef, LiveInsights, SchedMateClient
 from schedmate.adapters.standalone import StandaloneSchedMate
+from schedmate.deploy.service import JobRef, LiveInsights, SchedMateClient
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import simulate
 from schedmate.schedulers.job import JobSpec, JobState
+
+from .repo_files import write
+from .test_service import COMMAND, OOM, TRAIN, failed_log, files, make_client  # noqa: F401 -- fixtures
 
 BERT_COMMAND = "python train.py --arch bert-large --data-dir /datasets/wikipedia --epochs 3"
 GPT_COMMAND = "python train.py --arch gpt2-xl --data-dir /datasets/openwebtext --epochs 1"

@@ -18,7 +18,7 @@ from schedmate.schedulers.engine import SimConfig
 from schedmate.schedulers.job import JobSpec, Phase
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.sia import SIA_CLUSTER, Sia, SiaFIFO, SiaThroughput, load_sia_jobs, seed_model, simulate_sia
-from schedmate.schedulers.sia.configs import Config, candidate_configs, cluster_types, config_arrays
+from schedmate.schedulers.sia.configs import candidate_configs, cluster_types, config_arrays
 from schedmate.schedulers.sia.goodput import (
     GoodputFunction,
     GradParams,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from schedmate.config import shared_data_dir
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.adapters.sia import SiaSchedMate, copy_model, pick_donor
+from schedmate.config import shared_data_dir
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig
 from schedmate.schedulers.job import JobSpec, Phase

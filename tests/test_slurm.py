@@ -28,10 +28,15 @@ import numpy as np
 import pytest
 
 from schedmate.deploy.slurm.hook import Service, ask_time_limit
-from schedmate.deploy.slurm.timelimit import Decision, time_limit
 from schedmate.deploy.slurm.slurmjob import (
-    SlurmJob, final_status, gpus_requested, launch_command, parse_duration, parse_show_job,
+    SlurmJob,
+    final_status,
+    gpus_requested,
+    launch_command,
+    parse_duration,
+    parse_show_job,
 )
+from schedmate.deploy.slurm.timelimit import Decision, time_limit
 
 SHOW_JOB = """JobId=5 JobName=job.sh
    UserId=root(0) GroupId=root(0) MCS_label=N/A

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.sim.failures import FAILURE_KEY, CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
 from schedmate.adapters.standalone import GittinsFallback, SchedMateSRPT, StandaloneConfig, StandaloneSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
@@ -17,6 +16,7 @@ from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobSpec, JobState, Phase
 from schedmate.schedulers.policies import Tiresias
 from schedmate.schedulers.policy import ClusterView, Policy
+from schedmate.sim.failures import FAILURE_KEY, CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld
 
 RESTART = 40.0  # the engine's default restart cost for small jobs
 

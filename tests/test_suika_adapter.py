@@ -6,15 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from schedmate.sim.experiments.common import NullInsights
-from schedmate.sim.experiments.suika import (
-    Misfit,
-    SuikaAdapterConfig,
-    SuikaSMWorld,
-    SuikaWorld,
-    run_suika_adapter_experiment,
-)
-from schedmate.adapters.insights import AdvisorInsight
 from schedmate.adapters.suika import Correction, SuikaSchedMate, fit_kcomp
 from schedmate.schedulers.engine import SimConfig, Simulator, simulate
 from schedmate.schedulers.job import JobState
@@ -23,6 +14,14 @@ from schedmate.schedulers.suika.model import CATALOGUE, coeffs_for, iteration_ti
 from schedmate.schedulers.suika.policy import ElasticPolicy, hardware_of
 from schedmate.schedulers.suika.timing import cluster_for
 from schedmate.schedulers.suika.workload import TraceConfig, generate_trace
+from schedmate.sim.experiments.common import NullInsights
+from schedmate.sim.experiments.suika import (
+    Misfit,
+    SuikaAdapterConfig,
+    SuikaSMWorld,
+    SuikaWorld,
+    run_suika_adapter_experiment,
+)
 from tests.test_arena_adapter import ByDeclaredName, Fixed
 
 SMALL = TraceConfig(hours=2.0, num_jobs=24)
@@ -112,8 +111,8 @@ def test_direction_on_a_small_trace() -> None:
 
 
 def test_invariants_hold_with_corrections() -> None:
-    from schedmate.sim.experiments.arena import DeclaredModelMatches
     from schedmate.schedulers.testing import check_policy
+    from schedmate.sim.experiments.arena import DeclaredModelMatches
 
     check_policy(lambda: SuikaSchedMate(DeclaredModelMatches()), num_jobs=30, seed=0)
 

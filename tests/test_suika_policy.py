@@ -10,7 +10,15 @@ from schedmate.schedulers.registry import make_policy
 from schedmate.schedulers.suika.config import ARMS, QueueOrder, ULoad
 from schedmate.schedulers.suika.model import throughput
 from schedmate.schedulers.suika.planner import benefit, best_expansions
-from schedmate.schedulers.suika.policy import ElasticPolicy, NonElasticFIFO, RubickProxy, SiaProxy, Suika, SuikaDP, engine_plan
+from schedmate.schedulers.suika.policy import (
+    ElasticPolicy,
+    NonElasticFIFO,
+    RubickProxy,
+    SiaProxy,
+    Suika,
+    SuikaDP,
+    engine_plan,
+)
 from schedmate.schedulers.suika.timing import cluster_for, decision_time
 from schedmate.schedulers.suika.workload import MODEL_KEY, TraceConfig, assign_model, generate_trace
 from schedmate.schedulers.testing import check_policy

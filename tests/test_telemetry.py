@@ -29,10 +29,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from .llm_stub import USAGE, Reply, StubLLM
-from .repo_files import write
 from schedmate.telemetry import Telemetry, TelemetryConfig, TelemetryConfigError
 from schedmate.telemetry_genai import GenAISpanProcessor
+
+from .llm_stub import USAGE, Reply, StubLLM
+from .repo_files import write
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -230,7 +231,11 @@ def test_metrics_record_latency_errors_failures_advice_step_times_and_llm_tokens
 
 def test_advisor_error_is_scored_when_an_advised_job_ends() -> None:
     from schedmate.deploy.service.models import (
-        AdviseRequest, AdviseResponse, EstimateOut, JobAck, JobEndRequest,
+        AdviseRequest,
+        AdviseResponse,
+        EstimateOut,
+        JobAck,
+        JobEndRequest,
     )
 
     m = ServiceMetrics()

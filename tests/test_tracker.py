@@ -13,7 +13,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -75,7 +75,7 @@ def classifier(embedder: FlagEmbedder) -> LineClassifier:
 
 @pytest.fixture
 def tracker(classifier: LineClassifier, tracing: tuple[Tracer, InMemorySpanExporter]) -> MetricTracker:
-    return MetricTracker(classifier, tracer=tracing[0], line_tz=timezone.utc)
+    return MetricTracker(classifier, tracer=tracing[0], line_tz=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +232,7 @@ def test_nan_loss_and_timestamps() -> None:
     assert parse_timestamp("[2024-05-01 12:00:01,250] [INFO] x") == pytest.approx(
         datetime(2024, 5, 1, 12, 0, 1, 250000).astimezone().timestamp()
     )
-    assert parse_timestamp("2024-05-01T12:00:01Z step 3", None) == datetime(2024, 5, 1, 12, 0, 1, tzinfo=timezone.utc).timestamp()
+    assert parse_timestamp("2024-05-01T12:00:01Z step 3", None) == datetime(2024, 5, 1, 12, 0, 1, tzinfo=UTC).timestamp()
     assert parse_timestamp("[12:00:01] step 3") is None
 
 
@@ -304,7 +304,7 @@ def test_loss_only_lines_do_not_end_the_pass(tracker: MetricTracker) -> None:
 
 
 def test_step_time_from_line_stamps_when_no_duration_is_printed(tracker: MetricTracker) -> None:
-    t0 = datetime(2023, 8, 8, 9, 45, 0, tzinfo=timezone.utc)
+    t0 = datetime(2023, 8, 8, 9, 45, 0, tzinfo=UTC)
     lines = [
         f"[titan] {t0 + timedelta(seconds=0.25 * i):%Y-%m-%d %H:%M:%S},{(250 * i) % 1000:03d} - root - INFO - "
         f"step: {i}  loss:  4.{i:04d}  memory: 39.91GiB(49.89%)  tps: 36,389  tflops: 139.45  mfu: 44.70%"
@@ -536,7 +536,7 @@ def test_registry_tails_incrementally(tracker: MetricTracker, tmp_path: Path) ->
 
 
 def test_before_after_detects_2x_slowdown_from_line_timestamps(tracker: MetricTracker, tmp_path: Path) -> None:
-    t0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+    t0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
     lines, now = [], t0
     for i in range(1, 121):
         step_time = 0.5 if i <= 80 else 1.0  # B packed at step 80: A slows down 2x

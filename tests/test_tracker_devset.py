@@ -17,10 +17,10 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from typer.testing import CliRunner
 
+from schedmate.devset import ProgressItem
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.embedder import make_embedder
 from schedmate.evals.harness.devset_metrics import judge, load_items, norm_unit, run_devset_metrics, write_devset_report
-from schedmate.devset import ProgressItem
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,9 @@ from schedmate.agents.tracker import MetricTracker, NoSignal, TrackerReport, reg
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.embedder import make_embedder
 from schedmate.llm import LLMConfig, open_chat_model
-from .local_llm import skip_module_without_local_llm
 from schedmate.tracing import memory_tracing
+
+from .local_llm import skip_module_without_local_llm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.sim.experiments.common import OracleInsights
 from schedmate.sim.experiments.value_curve import (
     MEDIAN_ABS_Z,
@@ -16,7 +17,6 @@ from schedmate.sim.experiments.value_curve import (
     run_value_curve,
     source_quality,
 )
-from schedmate.schedulers.job import JobSpec, JobState
 
 
 def _specs(n: int = 4000) -> list[JobSpec]:

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from schedmate.agents.advisor.estimator import (
-    Estimate, FallbackEstimator, JobEstimate, JobQuery, estimate_from_matches, estimate_from_pool,
+    Estimate,
+    FallbackEstimator,
+    JobEstimate,
+    JobQuery,
+    estimate_from_matches,
+    estimate_from_pool,
 )
 from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever
 from schedmate.agents.advisor.static_extractor import MANDATORY, extract_static

@@ -30,7 +30,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,11 +49,11 @@ from schedmate.agents.advisor import budget
 from schedmate.agents.advisor.static_extractor import FIELDS, MANDATORY, StaticExtraction, extract_static
 from schedmate.agents.advisor.tools import RepoSandbox, make_repo_tools
 from schedmate.agents.advisor.validation import grounded, normalise_field, values_equal
-from schedmate.workload import WorkloadMetadata
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
-from schedmate.structured import map_llm_exception
 from schedmate.llm_tracing import GenAIToolTracingHandler
+from schedmate.structured import map_llm_exception
 from schedmate.tracing import GEN_AI_AGENT_NAME, get_tracer
+from schedmate.workload import WorkloadMetadata
 
 __all__ = [
     "AgentAnswer", "AgentConfig", "ExtractionResult", "FieldDecision", "LLMStatus", "MetadataExtractor", "SYSTEM_PROMPT",

@@ -21,7 +21,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedmate.cancel import CancelToken, cancel_token, using_cancel_token  # re-exported: the advisor's readers check it
+from schedmate.cancel import (  # re-exported: the advisor's readers check it
+    CancelToken,
+    cancel_token,
+    using_cancel_token,
+)
 
 __all__ = ["DEFAULT_BUDGET", "Budget", "BudgetSpent", "CancelToken", "Spending", "admit", "cancel_token",
            "current", "peek_text", "read_capped", "spending", "using_cancel_token"]

@@ -62,21 +62,40 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from schedmate.agents.advisor import budget
-from schedmate.agents.advisor import codefacts
-from schedmate.agents.advisor import getconfig
-from schedmate.agents.advisor import runenv
+from schedmate.agents.advisor import budget, codefacts, getconfig, runenv
 from schedmate.agents.advisor import configs as cfgs
 from schedmate.agents.advisor import pyconfig as pyc
 from schedmate.agents.advisor import pysource as pys
 from schedmate.agents.advisor.codefacts import CONFIG_EXT
 from schedmate.agents.advisor.facts import (
-    ABSTAIN_BELOW, RANK, Fact, as_int, as_lr, as_str, confidence, effective, evidence_tier, parse_number,
+    ABSTAIN_BELOW,
+    RANK,
+    Fact,
+    as_int,
+    as_lr,
+    as_str,
+    confidence,
+    effective,
+    evidence_tier,
+    parse_number,
 )
 from schedmate.agents.advisor.knowledge import (
-    DATASET_TRAIN_SIZES, FIELD_KEYS, HF_TRAINING_ARGS, LIBRARY_DEFAULTS, PER_DEVICE_BATCH, TASK_ALIASES, TASK_CUES,
-    TOTAL_BATCH, WORD_VOCAB, canonical_model, family_vocab, model_size_b, recurrent_lm_size, size_from_dims, size_from_name,
+    DATASET_TRAIN_SIZES,
+    FIELD_KEYS,
+    HF_TRAINING_ARGS,
+    LIBRARY_DEFAULTS,
+    PER_DEVICE_BATCH,
+    TASK_ALIASES,
+    TASK_CUES,
+    TOTAL_BATCH,
+    WORD_VOCAB,
+    canonical_model,
+    family_vocab,
     llama_ffn,
+    model_size_b,
+    recurrent_lm_size,
+    size_from_dims,
+    size_from_name,
 )
 from schedmate.agents.advisor.launch import Launch, parse_launch
 from schedmate.agents.advisor.names import dataset_name, find_known_model, generic_name, known_dataset

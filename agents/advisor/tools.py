@@ -25,10 +25,9 @@ import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-from langchain_core.tools import BaseTool, StructuredTool
 from typing import Literal
 
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
 __all__ = [

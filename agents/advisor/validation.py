@@ -18,7 +18,6 @@ to one raw value (None when invalid).
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 

@@ -8,8 +8,16 @@ model says.
 
 from schedmate.agents.chat.agent import ChatAgent, ChatAnswer, ChatConfig, Mode
 from schedmate.agents.chat.facts import (
-    ChatInputError, ChatUnavailable, Citation, DiagnosisFacts, EstimateFacts, JobFacts, LogLine, MetricFacts,
-    MetricsFacts, SimilarCase,
+    ChatInputError,
+    ChatUnavailable,
+    Citation,
+    DiagnosisFacts,
+    EstimateFacts,
+    JobFacts,
+    LogLine,
+    MetricFacts,
+    MetricsFacts,
+    SimilarCase,
 )
 from schedmate.agents.chat.history import MemorySessionStore, RedisSessionStore, SessionStore
 from schedmate.agents.chat.tools import ChatBackend, ChatTools, read_window

@@ -24,10 +24,23 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from schedmate.agents.chat.compose import (
-    can_phrase, check_phrasing, first_sentences, phrase_messages, quote, table_text, thin_evidence, tools_text,
+    can_phrase,
+    check_phrasing,
+    first_sentences,
+    phrase_messages,
+    quote,
+    table_text,
+    thin_evidence,
+    tools_text,
 )
 from schedmate.agents.chat.facts import (
-    ChatInputError, ChatUnavailable, Citation, DiagnosisFacts, JobFacts, MetricsFacts, SimilarCase,
+    ChatInputError,
+    ChatUnavailable,
+    Citation,
+    DiagnosisFacts,
+    JobFacts,
+    MetricsFacts,
+    SimilarCase,
 )
 from schedmate.agents.chat.history import Session, SessionStore, check_session_id
 from schedmate.agents.chat.intent import Intent, route_intent

@@ -21,7 +21,15 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from schedmate.agents.chat.facts import (
-    ChatInputError, ChatUnavailable, Citation, DiagnosisFacts, JobFacts, LogLine, MetricsFacts, SimilarCase, clean_text,
+    ChatInputError,
+    ChatUnavailable,
+    Citation,
+    DiagnosisFacts,
+    JobFacts,
+    LogLine,
+    MetricsFacts,
+    SimilarCase,
+    clean_text,
 )
 
 __all__ = ["ChatBackend", "ChatTools", "Evidence", "MAX_WINDOW", "describe_plan", "quote_block", "read_window"]
@@ -308,7 +316,12 @@ def describe_plan(plan: dict[str, Any] | None) -> tuple[list[str], list[str]]:
     """Readable steps and notes of a recovery plan (the Failure Handler's JSON), re-checked against
     its allow-list and described by its dry run: proposing a plan never executes it."""
     from schedmate.agents.failure.recovery import (
-        CordonNode, JobMeta, RecoveryPlan, ResubmitFromCheckpoint, RunDiagnostic, execute_plan,
+        CordonNode,
+        JobMeta,
+        RecoveryPlan,
+        ResubmitFromCheckpoint,
+        RunDiagnostic,
+        execute_plan,
     )
 
     if not plan:

@@ -38,7 +38,7 @@ from schedmate.agents.failure.recovery import (
     execute_plan,
     plan_recovery,
 )
-from schedmate.agents.failure.rules import RuleVerdict, RulesClassifier
+from schedmate.agents.failure.rules import RulesClassifier, RuleVerdict
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
 
 __all__ = [

@@ -41,9 +41,13 @@ from schedmate.agents.failure.decision import METHODS, ClassifierMethod, settle,
 from schedmate.agents.failure.learned import LearnedFailureClassifier, shared_classifier
 from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
 from schedmate.agents.failure.locator import (
-    FailureLocator, Located, LogIndex, classification_view, is_cascade, is_signal,
+    FailureLocator,
+    Located,
+    LogIndex,
+    classification_view,
+    is_cascade,
+    is_signal,
 )
-from schedmate.agents.failure.remediation import Remediation, remediate, remediation_for
 from schedmate.agents.failure.recovery import (
     ActionOutcome,
     JobMeta,
@@ -53,14 +57,15 @@ from schedmate.agents.failure.recovery import (
     execute_plan,
     plan_recovery,
 )
+from schedmate.agents.failure.remediation import Remediation, remediate, remediation_for
 from schedmate.agents.failure.rules import RulesClassifier, clean_line, root_cause_text
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
 from schedmate.agents.failure.specific import most_specific
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
-from schedmate.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.llm_breaker import CallCounts, llm_deadline, time_left
 from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMSkipped, LLMUnavailable
+from schedmate.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.tracing import get_tracer
 
 Status = Literal["failure_found", "no_failure_found", "unreadable"]

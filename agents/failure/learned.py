@@ -40,7 +40,13 @@ import numpy as np
 
 from schedmate.agents.failure.cleaning import looks_like_instruction
 from schedmate.agents.failure.locator import is_cascade
-from schedmate.agents.failure.rules import CleanLine, RulesClassifier, clean_line, is_traceback_header, traceback_exceptions
+from schedmate.agents.failure.rules import (
+    CleanLine,
+    RulesClassifier,
+    clean_line,
+    is_traceback_header,
+    traceback_exceptions,
+)
 from schedmate.embeddings.embedder import Embedder
 from schedmate.embeddings.templates import mask_variables
 from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of

@@ -44,6 +44,7 @@ from schedmate.agents.failure.learned import Candidate
 from schedmate.agents.failure.rules import RuleVerdict
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.embeddings.templates import mask_variables
+from schedmate.structured import Method, extract
 from schedmate.taxonomy import (
     ALLOWED_COMPONENTS,
     Component,
@@ -53,7 +54,6 @@ from schedmate.taxonomy import (
     component_of,
     reasons_in,
 )
-from schedmate.structured import Method, extract
 from schedmate.tracing import get_tracer
 
 Source = Literal["rules", "learned", "rules-tiebreak", "llm-tiebreak", "llm", "llm-grounded", "llm-repaired", "none"]

@@ -67,7 +67,11 @@ from schedmate.agents.failure.cleaning import (
 )
 from schedmate.agents.failure.rules import (
     TB_CARET as _TB_CARET_RE,
+)
+from schedmate.agents.failure.rules import (
     TB_FRAME as _TB_FRAME_RE,
+)
+from schedmate.agents.failure.rules import (
     CleanLine,
     RulesClassifier,
     clean_line,

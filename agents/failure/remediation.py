@@ -26,8 +26,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from schedmate.agents.failure.remedy_signs import (
-    DETECTORS, Values, api_mismatch, dist_for, dist_known, exception_class, gpu_oom_figures, is_local_module, node_and_gpu,
-    packages_in, path_in, rank_in, shrink_advice,
+    DETECTORS,
+    Values,
+    api_mismatch,
+    dist_for,
+    dist_known,
+    exception_class,
+    gpu_oom_figures,
+    is_local_module,
+    node_and_gpu,
+    packages_in,
+    path_in,
+    rank_in,
+    shrink_advice,
 )
 from schedmate.agents.failure.rules import clean_line
 from schedmate.taxonomy import FailureCategory, FailureReason
@@ -267,8 +278,8 @@ def _port(v: Values) -> Advice:
     port = v.get("port")
     p = f"port {port}" if port else "the rendezvous port"
     return "owner", f"{p[0].upper() + p[1:]} is already in use on the node (another job or a leftover process holds it).", [
-        f"Launch with another free port: MASTER_PORT=<free port>, torchrun --master_port <free port> or "
-        f"--rdzv-endpoint host:<free port>" + (f" (not {port})" if port else "") + ".",
+        "Launch with another free port: MASTER_PORT=<free port>, torchrun --master_port <free port> or "
+        "--rdzv-endpoint host:<free port>" + (f" (not {port})" if port else "") + ".",
         "Or end the leftover process holding it (ss -ltnp | grep " + (str(port) if port else "<port>") + ")."]
 
 

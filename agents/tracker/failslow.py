@@ -51,17 +51,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import median
 
-from schedmate.embeddings.logtext import normalise_line
-
 from schedmate.agents.tracker.formats import is_eval_line
 from schedmate.agents.tracker.regex_extractors import regex_extract, strip_timestamp
+from schedmate.embeddings.logtext import normalise_line
 
 __all__ = [
     "FailSlowAlert",

@@ -190,7 +190,7 @@ _TIME_WORDS = r"time|elapsed|duration|took|dt|step_time|iter_time|batch_time|wal
 _SPACE_DURATION = re.compile(rf"(?<![\w./])(?P<key>{_TIME_WORDS})\s+(?P<dur>{DURATION})(?![\w:.])", re.IGNORECASE)
 
 
-def _duration_fields(text: str, out: dict[int, "Field"]) -> None:
+def _duration_fields(text: str, out: dict[int, Field]) -> None:
     """`key: 1m 2s 3ms`, `time 0:00:01.23`: wall-clock durations (the plain `0.5 s` is read by
     the generic value pattern). A `time=07:29:40` with a two-digit hour and no fraction is a
     time of day, not a duration (`clock_of_day` reads it)."""
@@ -204,7 +204,7 @@ def _duration_fields(text: str, out: dict[int, "Field"]) -> None:
         _add_duration(out, m.group("key"), m.group("dur"), m.start("dur"))
 
 
-def _add_duration(out: dict[int, "Field"], key: str, dur: str, start: int) -> None:
+def _add_duration(out: dict[int, Field], key: str, dur: str, start: int) -> None:
     if start in out:
         return
     if re.fullmatch(r"\d{2}:\d{2}:\d{2}", dur) and _norm_key(key) in ("time", "timestamp", "now", "clock"):

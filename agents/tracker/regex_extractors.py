@@ -30,12 +30,11 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone, tzinfo
-
-from schedmate.embeddings.logtext import normalise_line, strip_ansi
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from schedmate.agents.tracker.extraction import GROUPED, NUM, TIME_SCALE_S, Extraction, TimeRule
 from schedmate.agents.tracker.formats import is_eval_line, keras, key_fields, layouts, read_fields, timm
+from schedmate.embeddings.logtext import normalise_line, strip_ansi
 
 
 def _num(text: str | None) -> float | None:
@@ -421,7 +420,7 @@ def parse_timestamp(text: str, tz: tzinfo | None = None) -> float | None:
         return None
     zone = m.group("tz")
     if zone in ("Z", "UTC"):
-        stamp = naive.replace(tzinfo=timezone.utc)
+        stamp = naive.replace(tzinfo=UTC)
     elif zone:
         sign = 1 if zone[0] == "+" else -1
         digits = zone[1:].replace(":", "")

@@ -67,6 +67,7 @@ from langchain_core.language_models import BaseChatModel
 from opentelemetry.trace import Span, Tracer
 
 from schedmate.agents.tracker.extraction import RULE_DIRECTNESS
+from schedmate.agents.tracker.formats import clock_of_day_res, is_eval_line
 from schedmate.agents.tracker.llm_extractor import (
     FieldMap,
     Validation,
@@ -82,13 +83,12 @@ from schedmate.agents.tracker.regex_extractors import (
     strip_timestamp,
     timestamp_resolution,
 )
-from schedmate.agents.tracker.formats import clock_of_day_res, is_eval_line
 from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, robust_mean
 
 _PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
-from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
+from schedmate.llm_errors import LLMError, LLMRequestError, LLMUnavailable
 from schedmate.logfile import NotRegularFile, open_regular
 from schedmate.structured import Method as LLMMethod
 from schedmate.tracing import get_tracer

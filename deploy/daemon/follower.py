@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from schedmate.deploy.daemon.identity import Anchor, MIN_HEAD_BYTES, job_id_from_name, pread_exact
+from schedmate.deploy.daemon.identity import MIN_HEAD_BYTES, Anchor, job_id_from_name, pread_exact
 from schedmate.deploy.daemon.lines import LineCutter
 from schedmate.deploy.daemon.model import Batch, Event, FileState
 

@@ -15,7 +15,6 @@ All reads are `os.pread` on a descriptor (no mmap, no shared file position).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import PurePath

@@ -29,9 +29,21 @@ from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCor
 from schedmate.deploy.service.limits import BodyLimit, CallTimeout, FastReject, QueueFull, WorkQueue
 from schedmate.deploy.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
 from schedmate.deploy.service.models import (
-    AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, ErrorBody, FailureReportRequest, JobAck,
-    JobEndRequest, JobRegisterRequest, ResolveFailureRequest, ResolveFailureResponse, SimilarFailuresRequest,
-    SimilarFailuresResponse, TrackRequest, TrackResponse,
+    AdviseRequest,
+    AdviseResponse,
+    DiagnoseRequest,
+    DiagnoseResponse,
+    ErrorBody,
+    FailureReportRequest,
+    JobAck,
+    JobEndRequest,
+    JobRegisterRequest,
+    ResolveFailureRequest,
+    ResolveFailureResponse,
+    SimilarFailuresRequest,
+    SimilarFailuresResponse,
+    TrackRequest,
+    TrackResponse,
 )
 
 __all__ = ["API_VERSION", "create_app"]

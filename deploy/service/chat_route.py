@@ -25,8 +25,19 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from schedmate.agents.chat import (
-    ChatAgent, ChatAnswer, ChatConfig, ChatInputError, ChatUnavailable, DiagnosisFacts, EstimateFacts, JobFacts,
-    MemorySessionStore, MetricFacts, MetricsFacts, RedisSessionStore, SimilarCase,
+    ChatAgent,
+    ChatAnswer,
+    ChatConfig,
+    ChatInputError,
+    ChatUnavailable,
+    DiagnosisFacts,
+    EstimateFacts,
+    JobFacts,
+    MemorySessionStore,
+    MetricFacts,
+    MetricsFacts,
+    RedisSessionStore,
+    SimilarCase,
 )
 from schedmate.agents.chat.facts import SESSION_ID
 from schedmate.agents.chat.intent_model import IntentClassifier
@@ -36,7 +47,11 @@ from schedmate.deploy.service.config import PathRefused, ServiceConfig
 from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
 from schedmate.deploy.service.limits import CallTimeout, QueueFull
 from schedmate.deploy.service.models import (
-    AdviseRequest, DiagnoseRequest, ErrorBody, SimilarFailuresRequest, TrackRequest,
+    AdviseRequest,
+    DiagnoseRequest,
+    ErrorBody,
+    SimilarFailuresRequest,
+    TrackRequest,
 )
 
 __all__ = ["ChatRequest", "CoreBackend", "make_agent", "router"]

@@ -10,7 +10,11 @@ from typing import Annotated
 import typer
 
 from schedmate.deploy.service.config import (
-    DEFAULT_CALL_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, TOKEN_ENV,
+    DEFAULT_CALL_TIMEOUT_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_PORT,
+    TOKEN_ENV,
 )
 
 __all__ = ["serve"]

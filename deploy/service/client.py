@@ -15,9 +15,20 @@ import httpx
 from pydantic import BaseModel
 
 from schedmate.deploy.service.models import (
-    AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, FailureReportRequest, JobAck, JobEndRequest,
-    JobRegisterRequest, ResolveFailureRequest, ResolveFailureResponse, SimilarFailuresRequest, SimilarFailuresResponse,
-    TrackRequest, TrackResponse,
+    AdviseRequest,
+    AdviseResponse,
+    DiagnoseRequest,
+    DiagnoseResponse,
+    FailureReportRequest,
+    JobAck,
+    JobEndRequest,
+    JobRegisterRequest,
+    ResolveFailureRequest,
+    ResolveFailureResponse,
+    SimilarFailuresRequest,
+    SimilarFailuresResponse,
+    TrackRequest,
+    TrackResponse,
 )
 
 __all__ = ["SchedMateClient", "ServiceError"]

@@ -25,15 +25,29 @@ from typing import Any
 
 import redis
 
-from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.agents.failure.confidence import evidence_fields
+from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.deploy.service.config import PathRefused, ServiceConfig
-from schedmate.logfile import readable_log
 from schedmate.deploy.service.models import (
-    SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseRequest, DiagnoseResponse, EstimateOut, JobAck,
-    JobEndRequest, JobRegisterRequest, MatchOut, MetricOut, ResolveFailureRequest, ResolveFailureResponse,
-    SimilarFailuresRequest, SimilarFailuresResponse, TrackRequest, TrackResponse,
+    SCHEDULER_DEFAULT,
+    AdviseRequest,
+    AdviseResponse,
+    DiagnoseRequest,
+    DiagnoseResponse,
+    EstimateOut,
+    JobAck,
+    JobEndRequest,
+    JobRegisterRequest,
+    MatchOut,
+    MetricOut,
+    ResolveFailureRequest,
+    ResolveFailureResponse,
+    SimilarFailuresRequest,
+    SimilarFailuresResponse,
+    TrackRequest,
+    TrackResponse,
 )
+from schedmate.logfile import readable_log
 
 __all__ = ["DependencyDown", "InputError", "ServiceCore"]
 

@@ -29,7 +29,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schedmate.deploy.service.limits import WorkQueue
 from schedmate.deploy.service.models import (
-    SCHEDULER_DEFAULT, AdviseRequest, AdviseResponse, DiagnoseResponse, JobAck, JobEndRequest, TrackRequest,
+    SCHEDULER_DEFAULT,
+    AdviseRequest,
+    AdviseResponse,
+    DiagnoseResponse,
+    JobAck,
+    JobEndRequest,
+    TrackRequest,
     TrackResponse,
 )
 from schedmate.telemetry_genai import GenAICall

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from schedmate.deploy.slurm.slurmjob import (
-    ScontrolError, SlurmJob, batch_script, final_status, gpus_requested, launch_command, show_job,
+    ScontrolError,
+    SlurmJob,
+    batch_script,
+    final_status,
+    gpus_requested,
+    launch_command,
+    show_job,
 )
 from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, Decision
 

@@ -51,16 +51,16 @@ from typing import Any
 import numpy as np
 
 from schedmate.agents.advisor.baselines import EBMEstimator, HistoryRow, SameUserGpusEstimator
+from schedmate.agents.advisor.early_exit import EarlyExitModel
 from schedmate.agents.advisor.estimator import Estimate, FallbackEstimator, JobQuery, estimate_from_matches
 from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever, fingerprint_text
 from schedmate.agents.advisor.static_extractor import FIELDS, StaticExtraction, extract_static
 from schedmate.agents.advisor.validation import normalise_field, values_equal
 from schedmate.embeddings.store import JobOutcome, JobStore, Match
-from schedmate.synthetic.jobs.aliases import NAME_FIELDS, same_name
-from schedmate.synthetic.jobs.generator import JobCorpusManifest, CorpusJob, generate_job_corpus, load_manifest
-from schedmate.agents.advisor.early_exit import EarlyExitModel
 from schedmate.evals.harness import advisor_rate as rate
 from schedmate.evals.harness.advisor_rate import abs_log_ratios, duration_metrics, spearman
+from schedmate.synthetic.jobs.aliases import NAME_FIELDS, same_name
+from schedmate.synthetic.jobs.generator import CorpusJob, JobCorpusManifest, generate_job_corpus, load_manifest
 
 __all__ = [
     "AdvisorEvalConfig", "DEV_SEED", "EVAL_SEED", "SCORED_FIELDS", "choose_threshold", "field_accuracy",
@@ -747,8 +747,8 @@ def _markdown(report: dict[str, Any]) -> str:
         lines += ["", f"Match quality (top-1 of matched jobs): same family {_pct(mq.get('top1_same_family'))}, "
                   f"same experiment {_pct(mq.get('top1_same_experiment'))}, identical fingerprint and GPUs "
                   f"{_pct(mq.get('top1_same_config'))}; {mq.get('mean_matches', 0):.2f} matches per matched job."]
-    lines += ["", f"Paper (Mars trace): SchedMate 85.7% vs Lucid 27.7% within 100%; SM-util mean error 28.1% "
-              f"(Lucid profiler 19.3%); ~9 s per job.", "", "Duration within 100% by final status:", "",
+    lines += ["", "Paper (Mars trace): SchedMate 85.7% vs Lucid 27.7% within 100%; SM-util mean error 28.1% "
+              "(Lucid profiler 19.3%); ~9 s per job.", "", "Duration within 100% by final status:", "",
               "| status | n | SchedMate | oracle | Lucid EBM | same user+GPUs |", "|---|---|---|---|---|---|"]
     for status, d in res.get("duration_by_final_status", {}).items():
         lines.append(f"| {status} | {d['schedmate'].get('n')} | {_pct(d['schedmate'].get('within_100'))} | "

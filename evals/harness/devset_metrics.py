@@ -43,9 +43,9 @@ from schedmate.agents.tracker import MetricTracker, NoSignal, regex_extract
 from schedmate.agents.tracker.llm_baseline import llm_tail_metrics
 from schedmate.devset import DevSetError, ProgressItem, load_progress_items
 from schedmate.embeddings.logtext import normalise_line
-from schedmate.structured import Method
 from schedmate.evals.harness.common import latency_summary, ratio
 from schedmate.llm_breaker import describe_llm, model_call_counts
+from schedmate.structured import Method
 
 TOLERANCE = 0.10
 N_LINES = 20

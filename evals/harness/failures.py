@@ -67,11 +67,11 @@ from schedmate.evals.harness.common import (
     ratio,
 )
 from schedmate.evals.harness.devset_failures import run_devset_failures
+from schedmate.llm_breaker import CallCounts, model_call_counts
+from schedmate.llm_errors import LLMError
 from schedmate.loglabels import LogLabels
 from schedmate.logspec import LogStatus
 from schedmate.taxonomy import ALLOWED_COMPONENTS, FailureCategory
-from schedmate.llm_breaker import CallCounts, model_call_counts
-from schedmate.llm_errors import LLMError
 
 CATEGORIES = [c.value for c in FailureCategory]
 INFRA = FailureCategory.INFRASTRUCTURE.value

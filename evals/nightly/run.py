@@ -9,7 +9,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,7 @@ def run_nightly(cfg: NightlyConfig, say: Callable[[str], None] = lambda _m: None
         raise ValueError(f"unknown suite(s) {sorted(unknown)}; choose from {', '.join(SUITES)}")
     cfg.out.mkdir(parents=True, exist_ok=True)
     history_path = cfg.history or cfg.out / "history.jsonl"
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.perf_counter()
     generated = ensure_log_corpus(cfg.data, cfg.corpus_logs or (20 if cfg.quick else 80), 1500 if cfg.quick else 20_000, say)
     devset = (cfg.devset or (None if cfg.quick else DEFAULT_DEVSET)) if cfg.use_devset else None

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cluster import ClusterSpec
-from ..job import JobSpec
+from ..job import JobSpec, ParallelPlan
 from .hardware import gpu_types_of
-from ..job import ParallelPlan
 from .model import BATCHES, COUNTS, SEQ_LEN, SIZES, PerfTable, make_model, perf_table
 from .policy import ATTR, LMJob
 

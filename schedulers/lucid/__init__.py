@@ -10,7 +10,7 @@ from .estimator import DurationEstimator, EBMConfig
 from .interference import LucidInterference
 from .packing import BinderRules, PackInfo, PackingAnalyzer, auto_label, auto_labels
 from .policy import Lucid, LucidJob
-from .profiler import ENGINE_CAN_DISCARD, ProfileRun, Profiler
+from .profiler import ENGINE_CAN_DISCARD, Profiler, ProfileRun
 from .throttle import SubmissionForecaster, Throttle
 
 __all__ = [

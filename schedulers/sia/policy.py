@@ -57,6 +57,7 @@ from .ilp import ZERO_ALLOC_GAIN, solve_allocation
 from .jobs import Batch, SiaJobModel, SiaThroughput, as_sia_jobs, job_application, seed_model
 from .profiles import APP_CONSTANTS, DEFAULT_CONSTANTS, load_app
 
+
 @dataclass
 class SiaStats:
     rounds: int = 0

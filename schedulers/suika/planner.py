@@ -10,12 +10,24 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
 from dataclasses import dataclass
 from enum import Enum
+from itertools import islice
 
-from .model import (FULL_IB, Coeffs, Hardware, Plan, Stage, _replica_times, even_split, iteration_time, layout_plan,
-                    per_layer_memory, peak_memory, throughput)
+from .model import (
+    FULL_IB,
+    Coeffs,
+    Hardware,
+    Plan,
+    Stage,
+    _replica_times,
+    even_split,
+    iteration_time,
+    layout_plan,
+    peak_memory,
+    per_layer_memory,
+    throughput,
+)
 
 TP_DEGREES = (1, 2, 4, 8)
 

@@ -35,7 +35,18 @@ from ..decisions import Decision, Refresh, Resize, Start
 from ..job import JobSpec, JobState, ParallelPlan, Placement
 from ..policy import ClusterView, Policy
 from .config import ARMS, SUIKA, ElasticConfig, GrantRule, QueueOrder, Redeploy, ULoad
-from .model import GB, Coeffs, Hardware, Plan, coeffs_for, iteration_time, layout_plan, memory_cap, peak_memory, throughput
+from .model import (
+    GB,
+    Coeffs,
+    Hardware,
+    Plan,
+    coeffs_for,
+    iteration_time,
+    layout_plan,
+    memory_cap,
+    peak_memory,
+    throughput,
+)
 from .planner import Candidate, PlanSpace, affinity_order, benefit, best_expansions, unit_size
 from .redeploy import checkpoint_stall, d2d_stall
 from .workload import JobModel, job_model, prepare

@@ -29,7 +29,6 @@ bound on what matching gives, not a SchedMate result). `--quick`: R2 only, 3 see
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -39,8 +38,6 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.arena import ArenaSchedMate
-from schedmate.sim.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
-                                                       mean_of, write_experiment)
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
 from schedmate.schedulers.arena.config import ArenaConfig, View
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
@@ -51,6 +48,15 @@ from schedmate.schedulers.arena.workload import H, WorkloadSpec, generate
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.metrics import summarize
+from schedmate.sim.experiments.common import (
+    ExperimentResult,
+    MakeSource,
+    RunRow,
+    aggregate,
+    compare_arms,
+    mean_of,
+    write_experiment,
+)
 
 __all__ = ["ARMS", "ArenaAdapterConfig", "DeclaredModelMatches", "belief_error", "main", "run_arena_adapter_experiment"]
 

@@ -37,8 +37,6 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.ares import AresSchedMate, AresUserLengths
-from schedmate.sim.artefacts import unit_hash
-from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 from schedmate.schedulers.ares.metrics import ftf_metrics
 from schedmate.schedulers.ares.policy import EST_KEY, Ares
 from schedmate.schedulers.ares.workload import generate_workload
@@ -47,6 +45,8 @@ from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.job import JobSpec
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.policy import Policy
+from schedmate.sim.artefacts import unit_hash
+from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 
 __all__ = ["ARMS", "AresAdapterConfig", "give_user_lengths", "main", "run_ares_adapter_experiment"]
 

@@ -39,14 +39,14 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
-from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
-from schedmate.sim.failures import CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld, inject_failures
 from schedmate.schedulers.arnold.config import GPUS_PER_NODE
 from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobSpec, ParallelPlan, Phase
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.policy import Policy
+from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
+from schedmate.sim.failures import CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld, inject_failures
 
 __all__ = ["ARMS", "ArnoldAdapterConfig", "DiagnosisSources", "FailureWorkload", "failure_trace", "main", "run_arnold_adapter_experiment"]
 

@@ -28,8 +28,8 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from schedmate.config import shared_data_dir
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.config import shared_data_dir
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.metrics import Summary, write_outputs

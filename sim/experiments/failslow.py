@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.agents.tracker.failslow import FailSlowDetector
 from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
 from schedmate.adapters.standalone import StandaloneConfig, StandaloneSchedMate
+from schedmate.agents.tracker.failslow import FailSlowDetector
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Decision, Refresh
 from schedmate.schedulers.engine import simulate

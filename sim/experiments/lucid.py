@@ -36,6 +36,26 @@ from typing import Any
 
 import numpy as np
 
+from schedmate.adapters.insights import InsightSource
+from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
+from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
+from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.schedulers.lucid import (
+    EBMConfig,
+    Lucid,
+    Metrics,
+    Profiler,
+    WorkloadTable,
+    assign_workloads,
+    load_default_table,
+)
+from schedmate.schedulers.lucid.data import default_colocate_csv, workload_key
+from schedmate.schedulers.metrics import summarize
+from schedmate.schedulers.policies import make_policy
+from schedmate.schedulers.policy import Policy
+from schedmate.sim.artefacts import plan_artefact, steady_metrics
 from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
@@ -51,22 +71,10 @@ from schedmate.sim.experiments.common import (
     wait_stats,
     write_experiment,
 )
-from schedmate.adapters.insights import InsightSource
-from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate
-from schedmate.sim.artefacts import plan_artefact, steady_metrics
 from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
 from schedmate.sim.experiments.sources import use_history
 from schedmate.sim.workloads import artefact_workloads
 from schedmate.sim.world import EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
-from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
-from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
-from schedmate.schedulers.job import JobSpec, JobState
-from schedmate.schedulers.lucid import EBMConfig, Lucid, Metrics, Profiler, WorkloadTable, assign_workloads, load_default_table
-from schedmate.schedulers.lucid.data import default_colocate_csv, workload_key
-from schedmate.schedulers.metrics import summarize
-from schedmate.schedulers.policies import make_policy
-from schedmate.schedulers.policy import Policy
 
 __all__ = [
     "HeavyPairInterference",

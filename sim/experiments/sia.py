@@ -39,6 +39,14 @@ from typing import Any
 
 import numpy as np
 
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.sia import SiaSchedMate
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.engine import SimConfig, SimResult
+from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.schedulers.metrics import summarize
+from schedmate.schedulers.policy import Policy
+from schedmate.schedulers.sia import SIA_CLUSTER, Sia, SiaFIFO, SiaThroughput, load_sia_jobs, simulate_sia
 from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
@@ -48,14 +56,6 @@ from schedmate.sim.experiments.common import (
     shared_file,
     write_experiment,
 )
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
-from schedmate.adapters.sia import SiaSchedMate
-from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.engine import SimConfig, SimResult
-from schedmate.schedulers.job import JobSpec, JobState
-from schedmate.schedulers.metrics import summarize
-from schedmate.schedulers.policy import Policy
-from schedmate.schedulers.sia import SIA_CLUSTER, Sia, SiaFIFO, SiaThroughput, load_sia_jobs, simulate_sia
 
 __all__ = [
     "DEFAULT_WORKLOADS",

@@ -54,19 +54,19 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.sim.experiments.common import MakeSource, size_cluster
-from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.sim.experiments.sources import use_history
-from schedmate.sim.experiments.standalone import load_jobs
 from schedmate.deploy.slurm.extend import ExtendConfig, Progress, decide
 from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, time_limit
 from schedmate.deploy.slurm.user_requests import UserRequestModel
-from schedmate.sim.world import WORLD_KEY, EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.policies.easy import EasyBackfill, Kill
 from schedmate.schedulers.policy import ClusterView
+from schedmate.sim.experiments.common import MakeSource, size_cluster
+from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.sources import use_history
+from schedmate.sim.experiments.standalone import load_jobs
+from schedmate.sim.world import WORLD_KEY, EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 
 __all__ = ["ARMS", "SlurmSetup", "LimitPlan", "arm_rule", "run_slurm_experiment", "format_table"]
 

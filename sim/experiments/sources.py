@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.synthetic.jobs.mapping import size_class
-from schedmate.sim.semantic import SimConfig, SimulationInsights, load_agent_models
 from schedmate.schedulers.job import JobSpec
+from schedmate.sim.semantic import SimConfig, SimulationInsights, load_agent_models
+from schedmate.synthetic.jobs.mapping import size_class
 
 __all__ = ["SemanticSources", "independent_history", "use_history"]
 

@@ -62,6 +62,21 @@ from typing import Any
 
 import numpy as np
 
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.standalone import (
+    SchedMateSRPT,
+    StandaloneConfig,
+    StandaloneSchedMate,
+    gpu_hours_lost,
+)
+from schedmate.schedulers.cluster import ClusterSpec
+from schedmate.schedulers.decisions import Cordon
+from schedmate.schedulers.engine import SimConfig, SimResult
+from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
+from schedmate.schedulers.metrics import Summary, summarize
+from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
+from schedmate.schedulers.policy import ClusterView, Policy
+from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
 from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
@@ -87,22 +102,7 @@ from schedmate.sim.failures import (
     failure_of,
     inject_failures,
 )
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
 from schedmate.sim.simlogs import node_hostname
-from schedmate.adapters.standalone import (
-    SchedMateSRPT,
-    StandaloneConfig,
-    StandaloneSchedMate,
-    gpu_hours_lost,
-)
-from schedmate.schedulers.cluster import ClusterSpec
-from schedmate.schedulers.decisions import Cordon
-from schedmate.schedulers.engine import SimConfig, SimResult
-from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
-from schedmate.schedulers.metrics import Summary, summarize
-from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
-from schedmate.schedulers.policy import ClusterView, Policy
-from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
 from schedmate.sim.world import EarlyStops, Histories, WorldModel, history_window, realise
 
 __all__ = [

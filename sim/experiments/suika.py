@@ -26,7 +26,6 @@ Writes `suika-adapter.json`/`.csv`.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import zlib
 from collections.abc import Callable, Sequence
@@ -36,9 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.sim.experiments.arena import DeclaredModelMatches
-from schedmate.sim.experiments.common import (ExperimentResult, MakeSource, RunRow, aggregate, compare_arms,
-                                                       mean_of, write_experiment)
 from schedmate.adapters.suika import SuikaSchedMate
 from schedmate.schedulers.engine import SimConfig, SimResult, simulate
 from schedmate.schedulers.metrics import summarize
@@ -47,6 +43,16 @@ from schedmate.schedulers.suika.model import Coeffs, Hardware, Plan, coeffs_for,
 from schedmate.schedulers.suika.policy import ElasticPolicy, SuikaJob
 from schedmate.schedulers.suika.timing import cluster_for
 from schedmate.schedulers.suika.workload import TraceConfig, generate_trace
+from schedmate.sim.experiments.arena import DeclaredModelMatches
+from schedmate.sim.experiments.common import (
+    ExperimentResult,
+    MakeSource,
+    RunRow,
+    aggregate,
+    compare_arms,
+    mean_of,
+    write_experiment,
+)
 
 __all__ = ["ARMS", "Misfit", "MisfitWorld", "SuikaAdapterConfig", "main", "run_suika_adapter_experiment"]
 

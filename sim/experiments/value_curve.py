@@ -55,10 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.sim.artefacts import unit_hash
-from schedmate.sim.experiments.common import MakeSource, OracleInsights
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.sim.artefacts import unit_hash
+from schedmate.sim.experiments.common import MakeSource, OracleInsights
 
 __all__ = [
     "CASES",

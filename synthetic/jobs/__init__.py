@@ -10,14 +10,21 @@ Public API (see the modules for details):
 - `mapping.assign_workloads` / `attach_workloads` (trace jobs -> workloads by GPU request).
 """
 
+from schedmate.workload import WorkloadMetadata, normalize_iteration_type
+
+from .aliases import normalize_dataset, normalize_model_name, normalize_task_type, same_name
 from .codegen import Repo, render_repo, write_repo
 from .generator import (
-    GeneratedJob, JobCorpusManifest, CorpusJob, generate_job, generate_job_corpus, iter_corpus_jobs, load_manifest,
+    CorpusJob,
+    GeneratedJob,
+    JobCorpusManifest,
+    generate_job,
+    generate_job_corpus,
+    iter_corpus_jobs,
+    load_manifest,
 )
 from .history import Outcome, UserProfile, expected_perf, simulate_outcome
 from .mapping import WorkloadAssignment, assign_workload, assign_workloads, attach_workloads, size_class
-from schedmate.workload import WorkloadMetadata, normalize_iteration_type
-from .aliases import normalize_dataset, normalize_model_name, normalize_task_type, same_name
 from .workloads import FAMILIES, FAMILY_KEYS, WorkloadConfig, WorkloadFamily, get_family, sample_config
 
 __all__ = [

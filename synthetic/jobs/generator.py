@@ -25,9 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from schedmate.workload import WorkloadMetadata
+
 from .codegen import Repo, render_repo
 from .history import Outcome, UserProfile, make_user, simulate_outcome
-from schedmate.workload import WorkloadMetadata
 from .workloads import FAMILY_KEYS, WorkloadConfig, WorkloadFamily, get_family, nodes_for, sample_config, sample_steps
 
 __all__ = [

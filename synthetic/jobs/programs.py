@@ -14,8 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .styles import (
-    Ctx, Param, StyleOut, argparse_style, constants_style, fill, fmt_float, hydra_style, indent, py_lit, sh_lit,
-    yaml_lit, yaml_style,
+    Ctx,
+    Param,
+    StyleOut,
+    argparse_style,
+    constants_style,
+    fill,
+    fmt_float,
+    hydra_style,
+    indent,
+    py_lit,
+    sh_lit,
+    yaml_lit,
+    yaml_style,
 )
 
 __all__ = ["Entry", "PROGRAMS", "render_program"]
@@ -266,8 +277,8 @@ def render_vision_cls(ctx: Ctx) -> Entry:
         hydra_names={"model": model_short, "dataset": "imagenet", "optim": "sgd" if sgd else "adamw"},
         hydra_alt={"conf/dataset/cifar10.yaml": "data_dir: /datasets/cifar10\nimg_size: 32\nnum_classes: 10\n",
                    "conf/model/resnet18.yaml": "model: resnet18\nnum_classes: 10\n"},
-        decoy_yaml=f"cifar10_resnet18\nmodel:\n  arch: resnet18\n  num_classes: 10\ndata:\n  data_dir: /datasets/cifar10\n"
-                   f"  batch_size: 256\n  workers: 4\ntrain:\n  epochs: 200\noptim:\n  lr: 0.1\n",
+        decoy_yaml="cifar10_resnet18\nmodel:\n  arch: resnet18\n  num_classes: 10\ndata:\n  data_dir: /datasets/cifar10\n"
+                   "  batch_size: 256\n  workers: 4\ntrain:\n  epochs: 200\noptim:\n  lr: 0.1\n",
         legacy={"MODEL": "resnet18", "DATA_DIR": "/datasets/cifar10", "BATCH_SIZE": 256, "EPOCHS": 200, "LR": 0.1},
         description=f"{cfg.family_spec.title}",
     )
@@ -1291,7 +1302,7 @@ def render_causal_sft(ctx: Ctx) -> Entry:
                 "MICRO_BATCH_SIZE": 8, "NUM_EPOCHS": 3},
     )
     a = style.acc
-    load = (f'load_dataset("json", data_files=§data)["train"]' if local_json else 'load_dataset(§data, split="train")')
+    load = ('load_dataset("json", data_files=§data)["train"]' if local_json else 'load_dataset(§data, split="train")')
     if cfg.iteration_type == "epochs":
         total = f"{a['epochs']} * math.ceil(len(loader) / §accum)"
         loop_head = f"for epoch in range({a['epochs']}):"
@@ -1492,8 +1503,8 @@ def render_qa(ctx: Ctx) -> Entry:
     params = _common_tail(ctx, params)
     style = _apply_style(
         ctx, params, exp_name=f"{cfg.model_name.replace('-', '_')}_{ds_name}",
-        decoy_yaml=f"roberta_base_squad_v2\nmodel:\n  model_name_or_path: roberta-base\ndata:\n  dataset_name: squad_v2\n"
-                   f"train:\n  batch_size: 12\n  epochs: 2\n",
+        decoy_yaml="roberta_base_squad_v2\nmodel:\n  model_name_or_path: roberta-base\ndata:\n  dataset_name: squad_v2\n"
+                   "train:\n  batch_size: 12\n  epochs: 2\n",
         legacy={"MODEL_NAME": "distilbert-base-uncased", "BATCH_SIZE": 64, "EPOCHS": 2},
         hydra_names={"model": cfg.model_name.replace("-", "_"), "dataset": ds_name, "optim": "adamw"},
     )

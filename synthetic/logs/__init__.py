@@ -15,15 +15,43 @@ clusters produce (`hard.py`: hangs, floods of cascade lines, restarts, decoys, a
 another rank or at WARNING level), listed in `FailureLabel.hard`; the truth labels stay exact.
 """
 
+from schedmate.loglabels import (
+                     CorpusEntry,
+                     CorpusManifest,
+                     FailureLabel,
+                     LogLabels,
+                     SlowdownLabel,
+                     TruthLabel,
+                     iter_labels,
+                     load_labels,
+                     load_manifest,
+)
+from schedmate.logspec import (
+                     HARD_MIX,
+                     VARIANTS,
+                     FailurePhase,
+                     Framework,
+                     HardCase,
+                     Launcher,
+                     LogSpec,
+                     LogStatus,
+                     Pool,
+                     RankPrefix,
+)
+from schedmate.taxonomy import (
+                     ALLOWED_COMPONENTS,
+                     REASONS,
+                     Component,
+                     FailureCategory,
+                     FailureReason,
+                     category_of,
+                     component_of,
+                     reasons_in,
+)
+
 from .generator import derive_seed, generate_corpus, generate_log
 from .pools import TEMPLATES, template_pool
 from .shapes import BENIGN_LINES, FailedLog, generate_training_log, make_clean_log, make_failed_log
-from schedmate.loglabels import (CorpusEntry, CorpusManifest, FailureLabel, LogLabels, SlowdownLabel, TruthLabel, iter_labels,
-                     load_labels, load_manifest)
-from schedmate.logspec import (HARD_MIX, VARIANTS, FailurePhase, Framework, HardCase, Launcher, LogSpec, LogStatus, Pool,
-                               RankPrefix)
-from schedmate.taxonomy import (ALLOWED_COMPONENTS, REASONS, Component, FailureCategory, FailureReason, category_of,
-                       component_of, reasons_in)
 
 __all__ = [
     "ALLOWED_COMPONENTS", "BENIGN_LINES", "HARD_MIX", "REASONS", "TEMPLATES", "VARIANTS", "Component", "CorpusEntry",

@@ -23,12 +23,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schedmate.logspec import FailurePhase, Framework, HardCase, Launcher, LogSpec, Pool, RankPrefix
+from schedmate.taxonomy import FailureReason
+
 from .context import JobContext
 from .noise import NoiseSource
-from schedmate.logspec import FailurePhase, Framework, HardCase, Launcher, LogSpec, Pool, RankPrefix
 from .pools import template_pool
-from .stacks import ACCELERATE, BACKWARD, CHAINED, DATALOADER, DURING, FORWARD, TORCHRUN, Frame, entry_frames, format_traceback
-from schedmate.taxonomy import FailureReason
+from .stacks import (
+    ACCELERATE,
+    BACKWARD,
+    CHAINED,
+    DATALOADER,
+    DURING,
+    FORWARD,
+    TORCHRUN,
+    Frame,
+    entry_frames,
+    format_traceback,
+)
 
 CUDA_TAIL = [
     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",

@@ -21,8 +21,9 @@ from functools import cached_property
 
 import numpy as np
 
-from .context import BLUE, CYAN, DEFAULT_FG, GREEN, MAGENTA, RED, YELLOW, JobContext, BOLD, RESET
 from schedmate.logspec import Framework, LogSpec
+
+from .context import BLUE, BOLD, CYAN, DEFAULT_FG, GREEN, MAGENTA, RED, RESET, YELLOW, JobContext
 
 PEAK_FLOPS = 312e12  # A100 bf16 dense; MFU numbers printed by nanoGPT/torchtitan use it
 

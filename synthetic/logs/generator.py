@@ -21,17 +21,27 @@ from pathlib import Path
 
 import numpy as np
 
-from .context import JobContext
-from .failures import FailureTiming, render_completion, render_tail
-from .hard import restart_segment
-from .pools import template_pool
-from .formats import PEAK_FLOPS, EventBlock, make_renderer
-from schedmate.loglabels import (LABELS_FILE, LOGS_DIR, MANIFEST_FILE, CorpusEntry, CorpusManifest, FailureLabel, LogLabels,
-                     SlowdownLabel, TruthLabel)
-from .noise import NoiseSource, header_units
-from .series import Series, SeriesParams
+from schedmate.loglabels import (
+    LABELS_FILE,
+    LOGS_DIR,
+    MANIFEST_FILE,
+    CorpusEntry,
+    CorpusManifest,
+    FailureLabel,
+    LogLabels,
+    SlowdownLabel,
+    TruthLabel,
+)
 from schedmate.logspec import HARD_MIX, FailurePhase, Framework, HardCase, LogSpec, LogStatus, Pool
 from schedmate.taxonomy import FailureCategory, category_of, component_of
+
+from .context import JobContext
+from .failures import FailureTiming, render_completion, render_tail
+from .formats import PEAK_FLOPS, EventBlock, make_renderer
+from .hard import restart_segment
+from .noise import NoiseSource, header_units
+from .pools import template_pool
+from .series import Series, SeriesParams
 
 CHUNK_EVENTS = 4096  # events rendered per chunk (the numbers do not depend on it)
 WRITE_LINES = 65536  # lines buffered before a write ...

@@ -24,11 +24,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from schedmate.logspec import FailurePhase, LogSpec, Pool
+from schedmate.taxonomy import ACME_REASONS, FailureReason
+
 from .context import JobContext
 from .failures import FailureTiming, Kit, Root, build_root, launcher_lines, remote_block, watchdog_lines
 from .noise import NoiseSource
-from schedmate.logspec import FailurePhase, LogSpec, Pool
-from schedmate.taxonomy import ACME_REASONS, FailureReason
 
 Decoy = Callable[[Kit, float], list[str]]
 

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from schedmate.logspec import Framework, LogSpec
+
 from .context import BOLD, GREEN, YELLOW, JobContext
 from .formats import tqdm_line
-from schedmate.logspec import Framework, LogSpec
 
 _WORDS = ("the model learns a cat sat on mat river bank light dark quantum gradient token stream mountain "
           "ocean castle dragon cloud forest engine signal memory garden winter summer history paper "

@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .generator import generate_log
-from .hard import BENIGN_LINES
 from schedmate.loglabels import LogLabels
 from schedmate.logspec import Framework, HardCase, Launcher, LogSpec, LogStatus, Pool, RankPrefix
 from schedmate.taxonomy import Component, FailureCategory, FailureReason, category_of, component_of
+
+from .generator import generate_log
+from .hard import BENIGN_LINES
 
 __all__ = ["BENIGN_LINES", "STYLES", "FailedLog", "generate_training_log", "make_clean_log", "make_failed_log"]
 

@@ -6,8 +6,9 @@ Line numbers are those of recent releases (close enough: nobody reads them back)
 
 from __future__ import annotations
 
-from .context import JobContext
 from schedmate.logspec import Framework
+
+from .context import JobContext
 
 Frame = tuple[str, int, str, str]
 
