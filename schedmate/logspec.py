@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -309,6 +310,17 @@ class LogSpec(BaseModel):
     @property
     def category(self) -> FailureCategory | None:
         return category_of(self.failure_reason) if self.failure_reason else None
+
+
+_T = TypeVar("_T")
+
+
+def resolved(value: _T | None) -> _T:
+    """A field of a resolved `LogSpec` (`resolve` fills every `None`): `None` here is the caller's bug
+    (a renderer handed an unresolved spec), reported as such rather than as a confusing `int(None)`."""
+    if value is None:
+        raise TypeError("LogSpec field is unset: render a spec returned by LogSpec.resolve()")
+    return value
 
 
 def _pick_launcher(fw: Framework, world: int, pick) -> Launcher:

@@ -29,6 +29,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -85,7 +86,10 @@ class EpisodeLabel:
     after: list[tuple[int, int, float]] = field(default_factory=list)  # (line, step, time) after the onset
 
 
-def _pick(rng: np.random.Generator, seq: tuple) -> object:
+_T = TypeVar("_T")
+
+
+def _pick(rng: np.random.Generator, seq: tuple[_T, ...]) -> _T:
     return seq[int(rng.integers(len(seq)))]
 
 

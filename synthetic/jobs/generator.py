@@ -189,8 +189,8 @@ def _tweak(cfg: WorkloadConfig, rng: random.Random) -> WorkloadConfig:
     fam = cfg.family_spec
     knob = rng.choice(("lr", "batch", "length", "gpus", "workers"))
     if knob == "lr":
-        choices = [x for x in (fam.lora_lr_choices if cfg.finetune == "lora" else fam.lr_choices) if x != cfg.learning_rate]
-        return replace(cfg, learning_rate=rng.choice(choices)) if choices else cfg
+        lrs = [x for x in (fam.lora_lr_choices if cfg.finetune == "lora" else fam.lr_choices) if x != cfg.learning_rate]
+        return replace(cfg, learning_rate=rng.choice(lrs)) if lrs else cfg
     if knob == "batch":
         choices = [b for b in fam.batch_choices if b != cfg.batch_size and (not fam.batch_is_global or b % cfg.gpus == 0)]
         return replace(cfg, batch_size=rng.choice(choices)) if choices else cfg

@@ -24,6 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from schedmate.taxonomy import REASONS, Component, reasons_in
+from schedmate.taxonomy import FailureCategory as TaxCategory
+
 from .workloads import WorkloadConfig
 
 __all__ = [
@@ -47,27 +50,24 @@ P_EARLY_STOP = 0.08  # completed epoch-based jobs that stop early (early stoppin
 CATEGORY_WEIGHTS = {"script": 0.73, "framework": 0.16, "infrastructure": 0.11}  # Acme failure counts
 GPU_MEM_GB = 80.0
 
-# reason -> (count in Acme, share of failure GPU time in Acme, component)
-FAILURE_REASONS: dict[str, dict[str, tuple[int, float, str | None]]] = {
-    "infrastructure": {
-        "NVLinkError": (54, 30.3, "nvlink"), "CUDAError": (21, 15.8, "gpu"), "NodeFailure": (16, 14.3, "node"),
-        "ECCError": (12, 11.0, "gpu"), "NetworkError": (12, 4.5, "network"), "ConnectionError": (147, 3.4, "network"),
-        "S3StorageError": (10, 2.1, "storage"), "NCCLTimeoutError": (6, 0.5, "network"),
-        "NCCLRemoteError": (3, 0.15, "network"),
-    },
-    "framework": {
-        "DataloaderKilled": (6, 4.4, None), "AttributeError": (67, 3.9, None), "OutOfMemoryError": (14, 3.3, None),
-        "RuntimeError": (65, 1.7, None), "AssertionError": (105, 1.2, None), "ValueError": (33, 0.5, None),
-        "ZeroDivisionError": (5, 0.1, None), "ModelLoadingError": (104, 0.5, None),
-        "DatasetLoadingError": (5, 0.1, None),
-    },
-    "script": {
-        "FileNotFoundError": (568, 0.8, None), "TypeError": (620, 0.8, None), "OSError": (266, 0.5, None),
-        "KeyError": (260, 0.5, None), "ImportError": (111, 0.2, None), "IndexError": (23, 0.1, None),
-        "NameError": (18, 0.1, None), "SyntaxError": (10, 0.05, None), "PermissionError": (7, 0.05, None),
-        "CalledProcessError": (4, 0.05, None), "ArgumentError": (3, 0.05, None),
-    },
-}
+def _reason_table() -> dict[str, dict[str, tuple[int, float, str | None]]]:
+    """category -> reason -> (count in Acme, share of failure GPU time in Acme in %, component),
+    read from the taxonomy (Acme's reasons only). A share the taxonomy does not give is 0.0 (only
+    infrastructure's shares, all given, are drawn from: `_reason`); a software component is `None`
+    (the code's, not a device)."""
+    table: dict[str, dict[str, tuple[int, float, str | None]]] = {}
+    for category in (TaxCategory.INFRASTRUCTURE, TaxCategory.FRAMEWORK, TaxCategory.SCRIPT):
+        rows: dict[str, tuple[int, float, str | None]] = {}
+        for reason in reasons_in(category, acme_only=True):
+            info = REASONS[reason]
+            share = round(100 * info.gpu_time_share, 4) if info.gpu_time_share is not None else 0.0
+            component = None if info.component is Component.SOFTWARE else info.component.value
+            rows[reason.value] = (info.acme_count, share, component)
+        table[category.value] = rows
+    return table
+
+
+FAILURE_REASONS: dict[str, dict[str, tuple[int, float, str | None]]] = _reason_table()
 _STARTUP_REASONS = {"ModelLoadingError", "DatasetLoadingError"}
 
 # (initial, final) training loss per program, for the log renderer
@@ -206,8 +206,8 @@ def _category(rng: random.Random, gpu_hours: float, oom_risk: bool) -> str:
 def _reason(rng: random.Random, category: str, gpus: int, oom_risk: bool) -> tuple[str, str | None]:
     table = FAILURE_REASONS[category]
     # big jobs fail like the GPU-time shares say (hardware), small ones like the counts say
-    idx = 1 if category == "infrastructure" and gpus >= 8 else 0
-    weights = {r: float(v[idx]) for r, v in table.items()}
+    big = category == "infrastructure" and gpus >= 8
+    weights = {r: float(share if big else count) for r, (count, share, _) in table.items()}
     if oom_risk and category == "framework":
         weights["OutOfMemoryError"] *= 40.0
     reason = _weighted(rng, weights)

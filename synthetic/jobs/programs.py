@@ -10,6 +10,7 @@ dead code and misleading names a careful reader has to see through.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1051,7 +1052,7 @@ def render_recsys(ctx: Ctx) -> Entry:
 # --------------------------------------------------------------------------------------------- HF programs
 
 
-def _hf_training_args(ctx: Ctx, *, extra: list[tuple[str, Any, str | None]] = ()) -> list[tuple[str, Any, str | None]]:
+def _hf_training_args(ctx: Ctx, *, extra: Sequence[tuple[str, Any, str | None]] = ()) -> list[tuple[str, Any, str | None]]:
     """(flag, value, truth field) for the TrainingArguments part of an HF command line."""
     cfg = ctx.cfg
     out: list[tuple[str, Any, str | None]] = [("output_dir", f"./outputs/{cfg.family}", None)]
@@ -1202,10 +1203,11 @@ def render_causal_sft(ctx: Ctx) -> Entry:
         ctx.trap("misleading_default")
         extra: list[tuple[str, Any]] = [("model_max_length", cfg.seq_len), ("gradient_checkpointing", True),
                                         ("tf32", True)]
-        extra_items = [(k, v, None) for k, v in extra]
+        extra_items: list[tuple[str, Any, str | None]] = [(k, v, None) for k, v in extra]
         if cfg.launcher != "torchrun" or ctx.chance(0.5):
             extra_items.append(("deepspeed", ds_cfg, None))
-        items = [("model_name_or_path", model_id, "model_name"), ("data_path", data_src, "dataset")]
+        items: list[tuple[str, Any, str | None]] = [("model_name_or_path", model_id, "model_name"),
+                                                    ("data_path", data_src, "dataset")]
         if lora:
             items.append(("use_lora", True, None))
         items += _hf_training_args(ctx) + extra_items
@@ -1425,9 +1427,10 @@ def render_qa(ctx: Ctx) -> Entry:
     reqs = ["torch>=2.1", "transformers>=4.40", "datasets>=2.18", "evaluate", "accelerate>=0.28"]
     ctx.files["qa_utils.py"] = QA_PREP
     if cfg.style == "hf_args":
-        extra = [("max_seq_length", cfg.seq_len, None), ("doc_stride", 128, None), ("do_train", True, None),
-                 ("do_eval", True, None)]
-        items = [("model_name_or_path", model_id, "model_name"), ("dataset_name", ds_name, "dataset")]
+        extra: list[tuple[str, Any, str | None]] = [("max_seq_length", cfg.seq_len, None), ("doc_stride", 128, None),
+                                                    ("do_train", True, None), ("do_eval", True, None)]
+        items: list[tuple[str, Any, str | None]] = [("model_name_or_path", model_id, "model_name"),
+                                                    ("dataset_name", ds_name, "dataset")]
         items += _hf_training_args(ctx, extra=extra)
         cli = _hf_cli(ctx, items, as_json="configs/qa_args.json" if ctx.chance(0.25) else None)
         text = fill('''

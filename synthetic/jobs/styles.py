@@ -443,6 +443,7 @@ def hydra_style(
             ctx.note(p, "§LAUNCH§", f"{g}.{name}={sh_lit(p.value)}", sh_lit(p.value))
             ctx.trap("cli_override")
         elif p in exp_overrides:
+            assert g is not None  # experiment overrides are truth parameters, which all have a group
             shown[g][name] = _decoy(ctx, p)
             exp_groups.setdefault(g, []).append(f"  {name}: {yaml_lit(p.value)}")
             ctx.note(p, f"conf/experiment/{exp_name}.yaml", f"{name}: {yaml_lit(p.value)}", yaml_lit(p.value))
@@ -454,6 +455,7 @@ def hydra_style(
                 f"  - optim: {names.get('optim', 'default')}", "  - trainer: default", "  - _self_", ""]
     files["conf/config.yaml"] = "\n".join(defaults) + "\n".join(f"{k}: {yaml_lit(v)}" for k, v in top.items()) + "\n"
     for g, vals in shown.items():
+        assert g is not None  # the group-less values were popped into `top`
         fname = "default" if g == "trainer" else names.get(g, "default")
         files[f"conf/{g}/{fname}.yaml"] = "".join(f"{k}: {yaml_lit(v)}\n" for k, v in vals.items())
     if use_experiment:

@@ -440,7 +440,7 @@ def sample_config(
     *,
     gpus: int | None = None,
     style: str | None = None,
-    iteration_type: str | None = None,
+    iteration_type: Literal["steps", "epochs"] | None = None,
 ) -> WorkloadConfig:
     """Draw one concrete workload of `family` (GPU count and style forced when given)."""
     fam = get_family(family)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from schedmate.logspec import Framework, Launcher, LogSpec, RankPrefix
+from schedmate.logspec import Framework, Launcher, LogSpec, RankPrefix, resolved
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -55,8 +55,8 @@ class JobContext:
 
     @classmethod
     def build(cls, spec: LogSpec, rng: np.random.Generator) -> JobContext:
-        fw = Framework(spec.framework)
-        world = int(spec.world_size)
+        fw = Framework(resolved(spec.framework))
+        world = int(resolved(spec.world_size))
         gpn = 8 if world >= 8 else world
         n_nodes = -(-world // gpn)
         style = int(rng.integers(4))
@@ -86,14 +86,14 @@ class JobContext:
         bus = [f"{int(x):02x}" for x in sorted(rng.choice(np.arange(0x10, 0xf0), size=gpn, replace=False))]
         ctx = cls(
             spec=spec, framework=fw, world_size=world, gpus_per_node=gpn,
-            visible=list(range(min(int(spec.visible_ranks), world))), hosts=hosts, ips=ips, pids=pids,
+            visible=list(range(min(int(resolved(spec.visible_ranks)), world))), hosts=hosts, ips=ips, pids=pids,
             agent_pid=pid0, start=1_672_531_200.0 + float(rng.uniform(0, 2.5 * 365 * 86400)),
             site=site, python=python, workdir=workdir, script=script,
             torch_new=bool(rng.random() < 0.6), py311="python3.11" in site,
             nccl_version=("2.18.1", "2.19.3", "2.20.5", "2.21.5")[int(rng.integers(4))],
             torch_version=("2.1.2", "2.3.1", "2.4.0", "2.5.1")[int(rng.integers(4))],
             job_id=int(rng.integers(100_000, 9_999_999)), model_name=model_name, n_params=n_params,
-            bus_ids=bus, ansi=bool(spec.ansi), prefix_style=RankPrefix(spec.rank_prefix),
+            bus_ids=bus, ansi=bool(spec.ansi), prefix_style=RankPrefix(resolved(spec.rank_prefix)),
         )
         if spec.launcher == Launcher.TORCHRUN and spec.rank_prefix == RankPrefix.TORCHRUN:
             ctx.torch_new = True

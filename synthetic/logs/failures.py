@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from schedmate.logspec import FailurePhase, Framework, HardCase, Launcher, LogSpec, Pool, RankPrefix
+from schedmate.logspec import FailurePhase, Framework, HardCase, Launcher, LogSpec, Pool, RankPrefix, resolved
 from schedmate.taxonomy import FailureReason
 
 from .context import JobContext
@@ -351,7 +351,6 @@ def _connection(K: Kit) -> Root:
 
 def _s3(K: Kit) -> Root:
     r = K.culprit()
-    ctx = K.ctx
     v = K.pick(("timeout", "slowdown", "eio", "enospc"))
     bucket = K.pick(("ml-datasets-prod", "team-llm-data", "ckpt-bucket-us-east-1"))
     key = f"shards/train-{int(K.rng.integers(0, 99999)):05d}-of-{int(K.rng.integers(100000, 999999))}.tar"
@@ -401,8 +400,8 @@ def _watchdog_lines(K: Kit, a: int, seq: int, op: str, numel: int, timeout_ms: i
 def _nccl_timeout(K: Kit) -> Root:
     ctx = K.ctx
     stuck = K.culprit()
-    a = K.other_ranks(stuck, 1)
-    a = a[0] if a else stuck
+    peers = K.other_ranks(stuck, 1)
+    a = peers[0] if peers else stuck
     timeout_ms = 600000 if ctx.torch_new else 1800000
     seq = max(2, (K.timing.step or 0) * 4 + int(K.rng.integers(1, 4)))
     op = K.pick(("ALLREDUCE", "ALLREDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE", "BROADCAST"))
@@ -548,7 +547,7 @@ def _assertion(K: Kit) -> Root:
     w = ctx.world_size
     v = K.pick(("deepspeed", "cuda", "block") if ctx.framework is Framework.DEEPSPEED else ("cuda", "block"))
     if v == "deepspeed":
-        m = max(1, int(s.global_batch_size) // w)
+        m = max(1, int(resolved(s.global_batch_size)) // w)
         exc = (f"AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
                f"gradient_acc_step * world_size {s.global_batch_size} != {m} * 2 * {w}")
         frames = K.entry() + [("{site}/deepspeed/runtime/config.py", 885, "_batch_assertion",
@@ -557,7 +556,7 @@ def _assertion(K: Kit) -> Root:
         exc = "AssertionError: Torch not compiled with CUDA enabled"
         frames = K.entry() + [("{site}/torch/cuda/__init__.py", 284, "_lazy_init", 'raise AssertionError("Torch not compiled with CUDA enabled")')]
     else:
-        exc = f"AssertionError: Cannot forward sequence of length {int(s.seq_length) * 2}, block size is only {s.seq_length}"
+        exc = f"AssertionError: Cannot forward sequence of length {int(resolved(s.seq_length)) * 2}, block size is only {s.seq_length}"
         frames = _train_frames(K)[:-1] + [("{wd}/model.py", 172, "forward",
                                             'assert t <= self.config.block_size, f"Cannot forward sequence of length {t}, block size is only {self.config.block_size}"')]
     return _simple(K, frames, exc, v)
@@ -808,7 +807,7 @@ def _oom_cascade(K: Kit, rank: int) -> list[str]:
 
 def _launcher_summary(K: Kit, root: Root, failed: list[int], t: float) -> list[str]:
     ctx, spec = K.ctx, K.spec
-    launcher = Launcher(spec.launcher)
+    launcher = Launcher(resolved(spec.launcher))
     culprit = root.rank if root.rank is not None else (failed[0] if failed else 0)
     code = root.exit_code
     if K.extra.get("reported") is not None:  # other_rank: a peer aborted first and is what the launcher reports
@@ -905,7 +904,7 @@ def launcher_lines(K: Kit, root: Root, t: float, *, restart: bool = False) -> li
     the worker group (torchrun's elastic agent) or of the job (a Slurm wrapper's auto-resume)."""
     ctx = K.ctx
     r = root.rank if root.rank is not None else 0
-    launcher = Launcher(K.spec.launcher)
+    launcher = Launcher(resolved(K.spec.launcher))
     fail_msg = f"failed (exitcode: {root.exit_code}) local_rank: {ctx.local(r)} (pid: {ctx.pids[r]}) of binary: {ctx.python}"
     if not restart:
         return _launcher_summary(K, root, [r], t)
@@ -934,8 +933,8 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
 
     rng = np.random.default_rng(seed)
     hrng = np.random.default_rng(np.random.SeedSequence([*seed.generate_state(3, np.uint64).tolist(), 0x4A7D]))
-    reason = FailureReason(spec.failure_reason)
-    phase = FailurePhase(spec.failure_phase)
+    reason = FailureReason(resolved(spec.failure_reason))
+    phase = FailurePhase(resolved(spec.failure_phase))
     pool = Pool(spec.pool) if spec.pool is not None else None
     want = set(HardCase(h) for h in (spec.hard or ()))
     K = Kit(ctx, spec, rng, phase, timing, budget)
@@ -1010,7 +1009,7 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
     pre: list[str] = []
     sig = root.signature
     if HardCase.DECOYS in want and pool is not None and room >= 40:
-        n_pre = int(min(room * 0.15, hrng.integers(20, 300)))
+        n_pre = int(min(room * 0.15, int(hrng.integers(20, 300))))
         pre = H.sprinkle(HK, hns.fill(n_pre), int(hrng.integers(2, 6)), pool, timing.t_fail, avoid=sig)
         pre = [x for x in pre if sig not in x]
         room -= len(pre)
@@ -1020,7 +1019,7 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
     if hang:
         # a hang: thousands of quiet lines; a warning-level root alone: the job limps on for a while
         long = HardCase.HANG in want
-        n_gap = int(min(room * 0.7, hrng.integers(1500, 5000))) if long else int(min(room * 0.5, hrng.integers(20, 400)))
+        n_gap = int(min(room * 0.7, int(hrng.integers(1500, 5000)))) if long else int(min(room * 0.5, int(hrng.integers(20, 400))))
         if n_gap >= (600 if long else 0):
             gap = H.quiet(hns, HK, n_gap, pool, decoys_after, t_root + 60, None)
             room -= len(gap)
@@ -1030,7 +1029,7 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
         cascade = _peer_timeouts(HK, root, t_root, 1 if K.small else int(hrng.integers(2, 6))) + cascade
     gap_max = 3 if spec.cascade_gap is None else int(spec.cascade_gap)
     if HardCase.FLOOD in want and multi and len(ctx.visible) >= 8 and room >= 300:
-        target = int(min(room * 0.9, hrng.integers(1000, 6000)))
+        target = int(min(room * 0.9, int(hrng.integers(1000, 6000))))
         seq = max(2, (timing.step or 0) * 4 + 2)
         more, fl = H.flood(HK, root, hns, target, t_root, seq, gap_max)
         if decoys_after:
@@ -1074,7 +1073,7 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
 def render_completion(spec: LogSpec, ctx: JobContext, timing: FailureTiming, rng: np.random.Generator,
                       train_runtime: float, train_loss: float) -> list[str]:
     """What a job prints after its last step when it finishes cleanly."""
-    fw = Framework(spec.framework)
+    fw = Framework(resolved(spec.framework))
     t = timing.t_fail
     s = timing.total_steps
     pre = ctx.prefix(0)
@@ -1088,7 +1087,7 @@ def render_completion(spec: LogSpec, ctx: JobContext, timing: FailureTiming, rng
         out = [f"{pre}saving the final model ..."] + [f"[{ts}] [INFO] [launch.py:351:main] Process {ctx.pids[r]} exits successfully."
                                                       for r in ctx.visible]
     elif fw is Framework.HF_TRAINER:
-        gbs = int(spec.global_batch_size)
+        gbs = int(resolved(spec.global_batch_size))
         rt = max(train_runtime, 1e-3)
         loss = float(train_loss)
         out = [f"{pre}", f"{pre}", f"{pre}Training completed. Do not forget to share your model on huggingface.co/models =)", f"{pre}",

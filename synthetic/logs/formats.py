@@ -21,7 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
-from schedmate.logspec import Framework, LogSpec
+from schedmate.logspec import Framework, LogSpec, resolved
 
 from .context import BLUE, BOLD, CYAN, DEFAULT_FG, GREEN, MAGENTA, RED, RESET, YELLOW, JobContext
 
@@ -110,11 +110,11 @@ class ProgressRenderer:
         self.variant = spec.variant
         self.total = 1
         self.spe = 1
-        self.gbs = int(spec.global_batch_size)
-        self.seq = int(spec.seq_length)
+        self.gbs = int(resolved(spec.global_batch_size))
+        self.seq = int(resolved(spec.seq_length))
         self.world = ctx.world_size
         self.flops_per_step = flops_per_step
-        self.interval = int(spec.log_interval)
+        self.interval = int(resolved(spec.log_interval))
         self.rng = rng
         self.train_start = 0.0  # set by the generator: job time when step 1 starts
         # tqdm redraws per event: real tqdm redraws every step slower than 0.1 s; bounded (10 per line,
@@ -307,15 +307,15 @@ class _TqdmRenderer(ProgressRenderer):
 
     def _redraw_values(self, blk: EventBlock):
         """Per event and redraw: (step, mean step time since the event started, loss, time)."""
-        I = self.interval
-        st = blk.step_time.reshape(blk.n, I)
+        every = self.interval
+        st = blk.step_time.reshape(blk.n, every)
         cum = np.cumsum(st, axis=1)
         offs = np.array(self.offsets)
         k = offs + 1
         mean = cum[:, offs] / k
-        steps = (blk.step_end - I + 1)[:, None] + offs[None, :]
-        loss = blk.loss.reshape(blk.n, I)[:, offs]
-        time_ = blk.cum_time.reshape(blk.n, I)[:, offs]
+        steps = (blk.step_end - every + 1)[:, None] + offs[None, :]
+        loss = blk.loss.reshape(blk.n, every)[:, offs]
+        time_ = blk.cum_time.reshape(blk.n, every)[:, offs]
         return steps, mean, loss, time_
 
 
@@ -436,7 +436,7 @@ class PyTorchRenderer(ProgressRenderer):
         self.ranks = list(ctx.visible) if self.spec.duplicate_progress else [0]
         self.lines_per_event = len(self.ranks)
         self.mem = float(self.rng.uniform(10, 75))
-        a = ctx.ansi
+        ansi = ctx.ansi
         if v == "simple":
             self.tmpl = "step %d loss %.4f time %.3fs"
         elif v == "nanogpt":
@@ -444,12 +444,12 @@ class PyTorchRenderer(ProgressRenderer):
         elif v == "epoch":
             self.tmpl = "Epoch [%d/%d], Step [%d/%d], Loss: %.4f, Time: %.3fs/step, Throughput: %.1f samples/s"
         elif v == "titan":
-            c = (lambda code: code) if a else (lambda code: "")
+            c = (lambda code: code) if ansi else (lambda code: "")
             self.tmpl = ("[titan] %s - root - INFO - " + c(RED) + "step: %2d  " + c(GREEN) + "loss: %7.4f  "
                          + c(YELLOW) + "memory: %5.2fGiB(%.2f%%)  " + c(BLUE) + "tps: %s  " + c(CYAN)
                          + "tflops: %s  " + c(MAGENTA) + "mfu: %.2f%%" + c(DEFAULT_FG))
         elif v == "loguru":
-            if a:
+            if ansi:
                 self.tmpl = (GREEN + "%s" + RESET + " | " + BOLD + "INFO    " + RESET + " | " + CYAN + "__main__" + RESET
                              + ":" + CYAN + "train" + RESET + ":" + CYAN + "142" + RESET + " - " + BOLD
                              + "step %d/%d | loss %.4f | %.1f ms/step | %.1f samples/s" + RESET)
@@ -515,4 +515,4 @@ RENDERERS: dict[Framework, type[ProgressRenderer]] = {
 
 
 def make_renderer(ctx: JobContext, spec: LogSpec, **kwargs) -> ProgressRenderer:
-    return RENDERERS[Framework(spec.framework)](ctx, spec, **kwargs)
+    return RENDERERS[Framework(resolved(spec.framework))](ctx, spec, **kwargs)

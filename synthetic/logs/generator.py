@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from schedmate.loglabels import (
     SlowdownLabel,
     TruthLabel,
 )
-from schedmate.logspec import HARD_MIX, FailurePhase, Framework, HardCase, LogSpec, LogStatus, Pool
+from schedmate.logspec import HARD_MIX, FailurePhase, Framework, HardCase, LogSpec, LogStatus, Pool, resolved
 from schedmate.taxonomy import FailureCategory, category_of, component_of
 
 from .context import JobContext
@@ -111,12 +112,12 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
     rng_ctx = np.random.default_rng(s_ctx)
     ctx = JobContext.build(rs, rng_ctx)
     body_rng = np.random.default_rng(s_body)
-    fw = Framework(rs.framework)
-    status = LogStatus(rs.status)
+    fw = Framework(resolved(rs.framework))
+    status = LogStatus(resolved(rs.status))
     phase = FailurePhase(rs.failure_phase) if rs.failure_phase else None
     n_req = int(rs.n_lines)
-    world, gbs, seq, interval = ctx.world_size, int(rs.global_batch_size), int(rs.seq_length), int(rs.log_interval)
-    base = float(rs.base_step_time)
+    world, gbs, seq, interval = ctx.world_size, int(resolved(rs.global_batch_size)), int(resolved(rs.seq_length)), int(resolved(rs.log_interval))
+    base = float(resolved(rs.base_step_time))
 
     # Model size consistent with the step time (MFU 20-55% of an A100), so printed TFLOP/s and MFU are plausible.
     mfu = float(rng_ctx.uniform(0.2, 0.55))
@@ -157,7 +158,7 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
     body = max(need_body, n_req - n_header - tail_len)
 
     # -- plan the body ---------------------------------------------------------------------------------
-    noise_level = float(rs.noise_level)
+    noise_level = float(resolved(rs.noise_level))
     if train:
         n_events = max(1, min(body // p, int(round(body * (1.0 - noise_level) / p))))
         n_noise = body - n_events * p
@@ -172,11 +173,11 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
         n_events, n_noise, steps_in_log, total_steps = 0, body, 0, int(body_rng.integers(1000, 200000))
         spe = max(1, total_steps // 3)
 
-    slow_factor = float(rs.slowdown_factor)
+    slow_factor = float(resolved(rs.slowdown_factor))
     slow_step: int | None = None
     if train and slow_factor > 1.0:
-        candidate = int(rs.slowdown_at * steps_in_log) + 1
-        if rs.warmup_steps < candidate <= steps_in_log:
+        candidate = int(resolved(rs.slowdown_at) * steps_in_log) + 1
+        if resolved(rs.warmup_steps) < candidate <= steps_in_log:
             slow_step = candidate
     # an earlier attempt that failed and was restarted, inside the body (its lines count as noise)
     restart: tuple[int, list[str], int] | None = None  # (after event i, lines, first error line in them)
@@ -187,14 +188,15 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
                               budget=n_noise - 4)
         if seg is not None:
             restart = (at, seg[0], seg[1])
-    params = SeriesParams.draw(np.random.default_rng(s_series), base_step_time=base, warmup_steps=int(rs.warmup_steps),
-                               warmup_factor=float(rs.warmup_factor), slowdown_step=slow_step,
+    params = SeriesParams.draw(np.random.default_rng(s_series), base_step_time=base, warmup_steps=int(resolved(rs.warmup_steps)),
+                               warmup_factor=float(resolved(rs.warmup_factor)), slowdown_step=slow_step,
                                slowdown_factor=slow_factor, total_steps=max(total_steps, 1))
     series = Series(params, np.random.default_rng(s_series.spawn(1)[0]))
     renderer.configure(total_steps=total_steps, steps_per_epoch=spe, train_start=t_init)
 
     # -- stream ------------------------------------------------------------------------------------------
-    fh = open(out, "wb") if out is not None else io.BytesIO()
+    buffer = io.BytesIO()  # the log's bytes when it is not written to a file
+    fh = open(out, "wb") if out is not None else buffer
     try:
         w = _Writer(fh)
         w.extend(build_header(total_steps)[:n_header])
@@ -202,7 +204,7 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
                             pool_size=int(min(256, max(2, n_noise // 40))))
         noise.total, noise.spe = total_steps, spe
         truth_parts: dict[str, list[np.ndarray]] = {k: [] for k in ("lines", "steps", "step_time", "loss", "time")}
-        stats = {"steady_sum": 0.0, "steady_n": 0, "slow_sum": 0.0, "slow_n": 0, "slow_time": None, "loss_sum": 0.0}
+        stats: dict[str, Any] = {"steady_sum": 0.0, "steady_n": 0, "slow_sum": 0.0, "slow_n": 0, "slow_time": None, "loss_sum": 0.0}
         t_now = t_init
         earlier: list[int] = []
         if train:
@@ -272,7 +274,7 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
             timing = FailureTiming(t_fail=t_now + gap, step=last_step, total_steps=total_steps, train_start=t_init)
             tail = render_tail(rs, ctx, timing, s_tail, tail_budget)
             off = w.cursor
-            reason = rs.failure_reason
+            reason = resolved(rs.failure_reason)
             failure = FailureLabel(
                 category=category_of(reason), reason=reason, component=component_of(reason),
                 first_line=off + tail.first_line, block_start=off + tail.block_start, block_end=off + tail.block_end,
@@ -287,7 +289,7 @@ def generate_log(spec: LogSpec, seed: int, *, out: str | Path | None = None, log
             w.extend(render_completion(rs, ctx, timing, np.random.default_rng(s_tail), t_now - t_init,
                                        stats["loss_sum"] / max(1, steps_in_log)))
         w.flush()
-        text_or_path: str | Path = Path(out) if out is not None else fh.getvalue().decode("utf-8")
+        text_or_path: str | Path = Path(out) if out is not None else buffer.getvalue().decode("utf-8")
     finally:
         fh.close() if out is not None else None
 
@@ -326,12 +328,12 @@ def _truth(parts: dict[str, list[np.ndarray]], stats: dict, rs: LogSpec, params:
         at = int(np.searchsorted(steps, slow_step, side="left"))
         if at < len(lines):
             slowdown = SlowdownLabel(at_step=slow_step, at_time=round(float(stats["slow_time"]), 3),
-                                     at_line=int(lines[at]), factor=float(rs.slowdown_factor))
+                                     at_line=int(lines[at]), factor=float(resolved(rs.slowdown_factor)))
     return TruthLabel(
         progress_lines=lines, steps=steps, step_time=np.round(step_time, 7), loss=np.round(cat("loss", np.float64), 6),
         throughput=np.round(gbs / np.where(step_time > 0, step_time, np.nan), 4) if len(step_time) else step_time,
-        time=np.round(cat("time", np.float64), 3), warmup_steps=int(rs.warmup_steps), warmup_factor=float(rs.warmup_factor),
-        base_step_time=float(rs.base_step_time),
+        time=np.round(cat("time", np.float64), 3), warmup_steps=int(resolved(rs.warmup_steps)), warmup_factor=float(resolved(rs.warmup_factor)),
+        base_step_time=float(resolved(rs.base_step_time)),
         steady_step_time=round(stats["steady_sum"] / stats["steady_n"], 7) if stats["steady_n"] else None,
         slowed_step_time=round(stats["slow_sum"] / stats["slow_n"], 7) if stats["slow_n"] else None,
         slowdown=slowdown, global_batch_size=gbs, seq_length=seq, total_steps=total_steps, steps_in_log=steps_in_log,

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from schedmate.logspec import FailurePhase, LogSpec, Pool
+from schedmate.logspec import FailurePhase, LogSpec, Pool, resolved
 from schedmate.taxonomy import ACME_REASONS, FailureReason
 
 from .context import JobContext
@@ -253,7 +253,7 @@ def restart_segment(spec: LogSpec, ctx: JobContext, rng: np.random.Generator, t:
     """An earlier attempt that failed for another reason, the launcher's restart, re-initialisation
     and the resume from the latest checkpoint. Returns (lines, index of its first error line), or
     None when no earlier failure fits in `budget` lines without printing the final signature."""
-    final = FailureReason(spec.failure_reason)
+    final = FailureReason(resolved(spec.failure_reason))
     reasons = [r for r in ACME_REASONS if r is not final and r not in (FailureReason.NODE_FAILURE, FailureReason.NCCL_TIMEOUT_ERROR)]
     for _ in range(10):
         reason = reasons[int(rng.integers(len(reasons)))]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from schedmate.logspec import Framework, LogSpec
+from schedmate.logspec import Framework, LogSpec, resolved
 
 from .context import BOLD, GREEN, YELLOW, JobContext
 from .formats import tqdm_line
@@ -107,7 +107,7 @@ class NoiseSource:
         self.total = 1
         self.spe = 1  # steps per epoch
         self.loss = 2.5  # current training loss (set by the generator)
-        self.fw = Framework(spec.framework)
+        self.fw = Framework(resolved(spec.framework))
         fw = self.fw
         site = ctx.site
         # (weight, unit, static): static units hold no step or time, so each log pre-renders a pool of
@@ -142,7 +142,7 @@ class NoiseSource:
         self._choices: list[int] = []
         self._ints: list[int] = []
         self._floats: list[float] = []
-        self.warnings = [
+        self.warnings: list[tuple[str, ...]] = [
             (f"{site}/torch/utils/checkpoint.py:464: UserWarning: torch.utils.checkpoint: the use_reentrant parameter "
              "should be passed explicitly. In version 2.4 we will raise an exception if use_reentrant is not passed. "
              "use_reentrant=False is recommended, but if you need to preserve the current default behavior, you can "
@@ -260,7 +260,7 @@ class NoiseSource:
 
     def _warn_py(self) -> list[str]:
         w = self.warnings[self._int(len(self.warnings))]
-        out = []
+        out: list[str] = []
         for r in self.ctx.visible:
             p = self.ctx.prefix(r)
             out.extend(p + x for x in w)
@@ -294,7 +294,7 @@ class NoiseSource:
             s = max(1, self.step)
             return [f"wandb: {self._level('WARNING')} Step must only increase in log calls.  Step {s - 1} < {s}; dropping {{'lr': {self._float() * 1e-4:.6g}}}."]
         if i == 3:
-            return [f"{pre}[{ts}] {self._level('INFO')} - tokens seen: {self.step * int(self.spec.global_batch_size) * int(self.spec.seq_length):,}"]
+            return [f"{pre}[{ts}] {self._level('INFO')} - tokens seen: {self.step * int(resolved(self.spec.global_batch_size)) * int(resolved(self.spec.seq_length)):,}"]
         if i == 4:
             return [f"{pre}{self._level('INFO')}:root:Reached {self._int(100)}% of epoch data, reshuffling buffer"]
         return [f"{pre}[{ts}] {self._level('INFO')} - heartbeat ok (rank {self._rank()}, step {self.step})"]
@@ -445,7 +445,7 @@ class NoiseSource:
     def _fmt(self) -> dict:
         s = self.spec
         return {"gbs": s.global_batch_size, "seq": s.seq_length, "interval": s.log_interval, "total": self.total,
-                "world": s.world_size, "gas": 1, "mbs": max(1, int(s.global_batch_size) // int(s.world_size)),
+                "world": s.world_size, "gas": 1, "mbs": max(1, int(resolved(s.global_batch_size)) // int(resolved(s.world_size))),
                 "model": self.ctx.model_name}
 
     def _red_herring_init(self) -> list[str]:
@@ -550,8 +550,8 @@ _FRAMEWORK_UNITS: dict[Framework, Callable[[NoiseSource], list[str]]] = {
 def header_units(ctx: JobContext, spec: LogSpec, ns: NoiseSource, *, total_steps: int) -> list[list[str]]:
     """Ordered groups of lines a job prints before its first step (launcher banner, per-rank
     warnings, config dump, NCCL init, model and data set-up). The generator keeps a prefix of them."""
-    fw = Framework(spec.framework)
-    world, site = ctx.world_size, ctx.site
+    fw = Framework(resolved(spec.framework))
+    world = ctx.world_size
     fmt = ns._fmt() | {"total": total_steps}
     units: list[list[str]] = []
     launcher = str(spec.launcher)
@@ -618,9 +618,9 @@ def header_units(ctx: JobContext, spec: LogSpec, ns: NoiseSource, *, total_steps
                       pre + "Running tokenizer on dataset: 100%|██████████| 36718/36718 [00:09<00:00, 3871.56 examples/s]",
                       pre + "Grouping texts in chunks of 1024: 100%|██████████| 36718/36718 [00:11<00:00, 3218.43 examples/s]"])
         units.append([f"{pre}[INFO|trainer.py:2128] {ts} >> ***** Running training *****",
-                      f"{pre}[INFO|trainer.py:2129] {ts} >>   Num examples = {int(spec.global_batch_size) * total_steps:,}",
+                      f"{pre}[INFO|trainer.py:2129] {ts} >>   Num examples = {int(resolved(spec.global_batch_size)) * total_steps:,}",
                       f"{pre}[INFO|trainer.py:2130] {ts} >>   Num Epochs = 3",
-                      f"{pre}[INFO|trainer.py:2131] {ts} >>   Instantaneous batch size per device = {max(1, int(spec.global_batch_size) // world)}",
+                      f"{pre}[INFO|trainer.py:2131] {ts} >>   Instantaneous batch size per device = {max(1, int(resolved(spec.global_batch_size)) // world)}",
                       f"{pre}[INFO|trainer.py:2134] {ts} >>   Total train batch size (w. parallel, distributed & accumulation) = {spec.global_batch_size}",
                       f"{pre}[INFO|trainer.py:2135] {ts} >>   Gradient Accumulation steps = 1",
                       f"{pre}[INFO|trainer.py:2136] {ts} >>   Total optimization steps = {total_steps:,}",
@@ -643,13 +643,13 @@ def header_units(ctx: JobContext, spec: LogSpec, ns: NoiseSource, *, total_steps
     else:
         pre = ctx.prefix(0)
         args = ", ".join(f"{k}={v}" for k, v in (
-            ("batch_size", int(spec.global_batch_size) // world), ("block_size", spec.seq_length), ("compile", True),
+            ("batch_size", int(resolved(spec.global_batch_size)) // world), ("block_size", spec.seq_length), ("compile", True),
             ("dataset", "'openwebtext'"), ("dtype", "'bfloat16'"), ("eval_interval", 2000), ("grad_clip", 1.0),
             ("learning_rate", 0.0006), ("log_interval", spec.log_interval), ("max_iters", total_steps),
             ("n_embd", 768), ("n_head", 12), ("n_layer", 12), ("out_dir", "'out'"), ("warmup_iters", 2000),
             ("weight_decay", 0.1)))
         units.append([f"{pre}Namespace({args})",
-                      f"{pre}tokens per iteration will be: {int(spec.global_batch_size) * int(spec.seq_length):,}",
+                      f"{pre}tokens per iteration will be: {int(resolved(spec.global_batch_size)) * int(resolved(spec.seq_length)):,}",
                       f"{pre}Initializing a new model from scratch",
                       f"{pre}number of parameters: {ctx.n_params / 1e6:.2f}M",
                       f"{pre}num decayed parameter tensors: 50, with {ctx.n_params:,} parameters",
