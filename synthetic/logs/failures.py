@@ -1032,14 +1032,14 @@ def render_tail(spec: LogSpec, ctx: JobContext, timing: FailureTiming, seed: np.
         target = int(min(room * 0.9, int(hrng.integers(1000, 6000))))
         seq = max(2, (timing.step or 0) * 4 + 2)
         more, fl = H.flood(HK, root, hns, target, t_root, seq, gap_max)
-        if decoys_after:
-            more = H.sprinkle(HK, more, max(1, len(more) // 500), pool, t_root + 30)  # type: ignore[arg-type]
+        if decoys_after and pool is not None:  # decoys are applied only with a pool
+            more = H.sprinkle(HK, more, max(1, len(more) // 500), pool, t_root + 30)
         cascade += more
         failed += fl
         room -= len(more)
         applied.append(HardCase.FLOOD)
-    elif decoys_after and cascade:
-        cascade = H.sprinkle(HK, cascade, 1, pool, t_root + 30)  # type: ignore[arg-type]
+    elif decoys_after and cascade and pool is not None:
+        cascade = H.sprinkle(HK, cascade, 1, pool, t_root + 30)
     if spec.cascade_lines is not None:  # a requested cascade length: peers' errors and survivors' output
         summary_len = len(_launcher_summary(Kit(ctx, spec, np.random.default_rng(0), phase, timing, budget), root, failed, t_root))
         need = int(spec.cascade_lines) - (len(interleaved) + len(gap) + len(cascade) + len(late) + summary_len)
