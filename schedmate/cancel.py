@@ -2,8 +2,10 @@
 
 The service's work queue runs each request on a worker thread; when the caller stops waiting
 (504), the queue sets the request's `CancelToken`. Work then stops at its next check instead of
-running on for nobody: the advisor's budgeted reads raise (`agents.advisor.budget`), and every
-LLM call is skipped, because `llm_breaker.time_left()` reads a cancelled request as no time left.
+running on for nobody: the advisor's budgeted reads raise (`agents.advisor.budget`), a diagnosis
+stops at its next step boundary (`check_cancelled` raises `Cancelled` before locate, classify,
+similar-failure search and recovery), and every LLM call is skipped, because
+`llm_breaker.time_left()` reads a cancelled request as no time left.
 The token is a context variable, so the many small readers and the LLM guard need no parameter.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["CancelToken", "cancel_token", "cancelled", "using_cancel_token"]
+__all__ = ["CancelToken", "Cancelled", "cancel_token", "cancelled", "check_cancelled", "using_cancel_token"]
 
 
 class CancelToken:
@@ -31,6 +33,10 @@ class CancelToken:
         return self._event.is_set()
 
 
+class Cancelled(Exception):  # noqa: N818 -- a state, not an error: nobody reads the answer
+    """The request was given up by its caller; raised at a step boundary so the work ends there."""
+
+
 _TOKEN: ContextVar[CancelToken | None] = ContextVar("schedmate_cancel_token", default=None)
 
 
@@ -43,6 +49,12 @@ def cancelled() -> bool:
     """True when the request this thread works for was given up by its caller."""
     token = _TOKEN.get()
     return token is not None and token.cancelled
+
+
+def check_cancelled(step: str) -> None:
+    """Raise `Cancelled` when the request this thread works for was given up, before `step`."""
+    if cancelled():
+        raise Cancelled(f"cancelled before {step}: the caller stopped waiting")
 
 
 @contextmanager

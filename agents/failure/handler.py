@@ -19,7 +19,9 @@ raising:
   at once (`llm_status="circuit_open"`); the whole diagnosis has a time budget
   (`time_budget_s`) that bounds the LLM call (`"out_of_time"` when none is left). `llm_calls`
   counts the calls made, answered, failed, timed out and skipped.
-Only a malformed `job_meta` raises (it is the caller's trusted input, so a bad one is a bug).
+Only a malformed `job_meta` raises (it is the caller's trusted input, so a bad one is a bug), and
+`schedmate.cancel.Cancelled` when the request's caller gave up (504): the diagnosis then stops at
+its next step boundary instead of finishing for nobody.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from schedmate.agents.failure.remediation import Remediation, remediate, remedia
 from schedmate.agents.failure.rules import RulesClassifier, clean_line, root_cause_text
 from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
 from schedmate.agents.failure.specific import most_specific
+from schedmate.cancel import check_cancelled
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
 from schedmate.llm_breaker import CallCounts, llm_deadline, time_left
@@ -423,6 +426,7 @@ class FailureHandler:
 
     @contextmanager
     def _step(self, name: str, timings: dict[str, float], key: str) -> Iterator[Span]:
+        check_cancelled(key)  # a request answered 504 stops here, not after the remaining steps
         t0 = time.perf_counter()
         with self._tracer.start_as_current_span(name) as span:
             try:

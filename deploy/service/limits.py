@@ -6,9 +6,10 @@ overload costs a rejection, not memory. A call that outlives `timeout_s` is answ
 thread keeps its slot until it really ends: timed-out work cannot pile up behind the lock. The
 504 also cancels the call's `CancelToken` (`schedmate.cancel`), so work that checks it stops at
 its next step instead of running on for nobody: the advisor's budgeted reads
-(`agents.advisor.budget`) and every LLM call (advise, track, diagnose, chat), which
-`llm_breaker.time_left()` then skips. The deterministic steps of a diagnosis or a tracking run
-still finish (they are bounded by the log readers' caps).
+(`agents.advisor.budget`), a diagnosis at its next step boundary (locate, classify, similar-failure
+search, recovery: `schedmate.cancel.Cancelled`), and every LLM call (advise, track, diagnose,
+chat), which `llm_breaker.time_left()` then skips. A tracking run's deterministic reading still
+finishes (it is bounded by the log readers' caps).
 """
 
 from __future__ import annotations
