@@ -525,81 +525,55 @@ def track(
 # ============================================================================== diagnose
 
 
-def _diagnosis_dict(d: Any) -> dict[str, Any]:
-    from schedmate.agents.failure.confidence import evidence_fields  # here: the failure agents cost 1.5 s to import
-
-    located = d.located
-    plan = d.plan.model_dump(mode="json") if d.plan is not None else None
-    return {
-        "job_id": d.job_id, "log": d.log_path, "status": d.status, "message": d.message,
-        # 1-based, as an editor numbers lines (the handler's `located.line_no` is 0-based)
-        "line": located.line_no + 1 if located is not None else None,
-        "line_text": located.text.rstrip("\n") if located is not None else None,
-        "root_cause": d.root_cause,
-        "category": d.category.value if d.category else None, "reason": d.reason.value if d.reason else None,
-        "component": d.component.value if d.component else None,
-        "confidence": getattr(d.verdict, "confidence", None), "method": d.method, "llm_status": d.llm_status,
-        # what decided the category (logs.md §2.1b), its calibrated probability, and an abstention
-        "category_evidence": evidence_fields(d.verdict), "calibrated": d.confidence, "abstained": d.abstained,
-        # what to change, values read from the lines (advice only: the plan below is the only action)
-        "remediation": d.remediation.model_dump() if d.remediation is not None else None,
-        "similar": [dataclasses.asdict(s) for s in d.similar],
-        "similar_status": d.similar_status, "plan": plan, "dry_run": True, "fallbacks": list(d.fallbacks),
-        "llm_calls": dataclasses.asdict(d.llm_calls), "notes": list(d.notes),
-        "total_lines": d.total_lines, "seconds": d.timings_s.get("total"),
-    }
-
-
-def _render_diagnosis(r: dict[str, Any]) -> None:
-    if r["status"] != "failure_found":
-        console.print(f"{r['log']}: no failure found ({r['message']})", markup=False, highlight=False)
-        for n in r.get("notes") or []:  # e.g. a capped line: the answer says what it could not read
+def _render_diagnosis(r: Any) -> None:
+    """A `Diagnosis` (agents/failure/wire.py, the model `--json` prints) for a person."""
+    if r.status != "failure_found":
+        console.print(f"{r.log}: no failure found ({r.message})", markup=False, highlight=False)
+        for n in r.notes:  # e.g. a capped line: the answer says what it could not read
             console.print(f"note: {n}", markup=False, highlight=False)
         return
-    console.print(f"[bold]root cause[/] (line {r['line']} of {r['total_lines']}):", highlight=False)
-    console.print(f"  {r['line_text']}", markup=False, highlight=False)
-    rc = r.get("root_cause")
-    if rc and rc != (r["line_text"] or "").strip() and rc in (r["line_text"] or ""):
+    line_text = r.line_text or ""
+    console.print(f"[bold]root cause[/] (line {r.line} of {r.total_lines}):", highlight=False)
+    console.print(f"  {line_text}", markup=False, highlight=False)
+    rc = r.root_cause
+    if rc and rc != line_text.strip() and rc in line_text:
         console.print(f"  which says: {rc}", markup=False, highlight=False)  # its most specific sentence (the errno)
-    console.print(f"[bold]category[/] {r['category']}  [bold]reason[/] {r['reason']}  [bold]component[/] "
-                  f"{r['component']}  (confidence {r['confidence']}, {r['method']}, LLM {r['llm_status']})",
+    console.print(f"[bold]category[/] {r.category}  [bold]reason[/] {r.reason_code}  [bold]component[/] "
+                  f"{r.component}  (confidence {r.verdict_confidence}, {r.method}, LLM {r.llm_status})",
                   highlight=False)
-    ce = r.get("category_evidence")
+    ce = r.category_evidence
     if ce:
-        guess = f"; abstained, best guess {ce['category']}" if r.get("abstained") else ""
-        conf = f", calibrated {r['calibrated']:.2f}" if r.get("calibrated") is not None else ""
-        console.print(f"[bold]decided by[/] {escape(ce['rule'])} ({ce['strength']}{conf}{guess}): {escape(ce['why'])}", highlight=False)
-        if ce.get("line"):
-            console.print(f"  evidence: {ce['line'][:200]}", markup=False, highlight=False)
-    rem = r.get("remediation")
+        guess = f"; abstained, best guess {ce.category}" if r.abstained else ""
+        conf = f", calibrated {r.confidence:.2f}" if r.confidence is not None else ""
+        console.print(f"[bold]decided by[/] {escape(ce.rule)} ({ce.strength}{conf}{guess}): {escape(ce.why)}", highlight=False)
+        if ce.line:
+            console.print(f"  evidence: {ce.line[:200]}", markup=False, highlight=False)
+    rem = r.remediation
     if rem:
-        where = f", values from line {', '.join(map(str, rem['lines']))}" if rem.get("lines") and rem.get("values") else ""
-        console.print(f"[bold]what to change[/] ({escape(rem['key'])}, for the {rem['who'].replace('+', ' and the ')}"
-                      f"{where}): {escape(rem['summary'])}", highlight=False)
-        for step in rem.get("steps") or []:
+        where = f", values from line {', '.join(map(str, rem.lines))}" if rem.lines and rem.values else ""
+        console.print(f"[bold]what to change[/] ({escape(rem.key)}, for the {rem.who.replace('+', ' and the ')}"
+                      f"{where}): {escape(rem.summary)}", highlight=False)
+        for step in rem.steps:
             console.print(f"  - {step}", markup=False, highlight=False)
-    if r["similar"]:
+    if r.similar:
         t = Table("past job", "similarity", "category", "reason", "status", "resolved by", title="similar past failures")
-        for s in r["similar"]:
-            t.add_row(*_cells(s["job_id"], f"{s['score']:.3f}", s["category"], s["reason"], s["final_status"],
-                              s.get("resolution") or "-"))
+        for s in r.similar:
+            t.add_row(*_cells(s.job_id, f"{s.score:.3f}", s.category, s.reason, s.final_status, s.resolution or "-"))
         console.print(t)
-    elif r["similar_status"] == "disabled":
+    elif r.similar_status == "disabled":
         console.print("similar past failures: no history store (see `schedmate history ingest`)", highlight=False)
-    elif r["similar_status"] != "ok":
-        console.print(f"similar past failures: {r['similar_status']}", highlight=False)
+    elif r.similar_status != "ok":
+        console.print(f"similar past failures: {r.similar_status}", highlight=False)
     else:
         console.print("similar past failures: none above the threshold", highlight=False)
-    plan = r["plan"] or {}
     console.print("[bold]recovery plan[/] (dry run: nothing executed):")
-    for a in plan.get("actions", []):
-        detail = ", ".join(f"{k}={v}" for k, v in a.items() if k != "kind" and v is not None)
-        console.print(f"  - {a['kind']}: {detail}", markup=False, highlight=False)
-    for n in plan.get("notes", []):
+    for step in r.plan_steps:
+        console.print(f"  - {step}", markup=False, highlight=False)
+    for n in r.plan_notes:
         console.print(f"  note: {n}", markup=False, highlight=False)
-    for f in r["fallbacks"]:
+    for f in r.fallbacks:
         console.print(f"[yellow]fallback:[/] {escape(f)}", highlight=False)
-    for n in r.get("notes") or []:
+    for n in r.notes:
         console.print(f"note: {n}", markup=False, highlight=False)
 
 
@@ -616,7 +590,7 @@ def diagnose(
     record: Annotated[bool, typer.Option("--record", help="Store this failure in the history for later searches.")] = False,
     history_dir: HistoryDirOpt = None,
     redis_url: RedisUrlOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON: `category`, `line` (1-based root-cause line), ...")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON: the failure handler's `Diagnosis` (`category`, `reason_code`, `line`: 1-based root-cause line, ...)")] = False,
 ) -> None:
     """Root-cause line (quoted, with its number), category / reason / component, similar past failures
     and the dry-run recovery plan of a failed job's log."""
@@ -656,12 +630,15 @@ def diagnose(
         d = handler.diagnose(view.path, meta)
         if d.status == "unreadable":
             raise UserError(f"{log}: {d.message}")
-        result = _diagnosis_dict(d)
-        result["log"], result["notes"] = str(log), view.notes + result["notes"]
-        result["fallbacks"] = notes + result["fallbacks"]
+        from schedmate.agents.failure.wire import diagnosis_of
+
+        wire = diagnosis_of(d)  # the model the service and the daemon answer too (1-based lines)
+        wire = wire.model_copy(update={"log": str(log), "notes": view.notes + wire.notes,
+                                       "fallbacks": notes + wire.fallbacks})
+        result = wire.model_dump(mode="json")
         if found is not None:
             result["slurm"] = {"job_id": found.job_id, "log": found.log, "log_from": found.source}
-    _print_json(result) if as_json else _render_diagnosis(result)
+    _print_json(result) if as_json else _render_diagnosis(wire)
 
 
 def _slurm_job_log(job: str, url: str | None) -> Any:

@@ -7,9 +7,11 @@ page all read the same values, and a model's sentence can be checked against the
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from schedmate.agents.failure.similar import SimilarFailure
+from schedmate.agents.failure.wire import Diagnosis
 
 __all__ = [
     "ChatInputError", "ChatUnavailable", "Citation", "DiagnosisFacts", "EstimateFacts", "JobFacts", "LogLine",
@@ -66,24 +68,15 @@ class SimilarCase(_Frozen):
     resolution: str | None = None  # how it was resolved (`schedmate history resolve`), when recorded
 
 
-class DiagnosisFacts(_Frozen):
-    """The Failure Handler's answer for one log (locator, classifier, similar failures, dry-run plan)."""
+    @classmethod
+    def of(cls, s: SimilarFailure) -> SimilarCase:
+        """A similar failure of a `Diagnosis` as the chat's similar-failures tool lists it."""
+        return cls(job_id=s.job_id, score=s.score, category=s.category, reason=s.reason, final_status=s.final_status,
+                   duration_s=s.duration, resolution=s.resolution)
 
-    status: str  # failure_found | no_failure_found | unreadable
-    category: str | None = None
-    reason: str | None = None
-    component: str | None = None
-    line: int | None = None  # 1-based root-cause line
-    root_cause: str | None = None
-    message: str = ""
-    plan_steps: list[str] = []  # allow-listed actions, described; never executed here
-    plan_notes: list[str] = []
-    similar: list[SimilarCase] = []
-    degraded: list[str] = []
-    # what decided the category (logs.md §2.1b): rule, why, line, strength, category, prior_category
-    category_evidence: dict[str, Any] | None = None
-    # what to change (agents.failure.remediation): key, who, summary, steps, values, lines (1-based)
-    remediation: dict[str, Any] | None = None
+# The Failure Handler's answer for one log is its wire model, unchanged (1-based lines, the dry-run
+# plan, similar failures, remediation): the chat reads what the CLI, the service and the daemon give.
+DiagnosisFacts = Diagnosis
 
 
 class MetricFacts(_Frozen):

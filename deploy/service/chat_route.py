@@ -41,7 +41,6 @@ from schedmate.agents.chat import (
 )
 from schedmate.agents.chat.facts import SESSION_ID
 from schedmate.agents.chat.intent_model import IntentClassifier
-from schedmate.agents.chat.tools import describe_plan
 from schedmate.deploy.service.auth import token_check
 from schedmate.deploy.service.config import PathRefused, ServiceConfig
 from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
@@ -97,14 +96,8 @@ class CoreBackend:
 
     def diagnose(self, log: Path, job_id: str) -> DiagnosisFacts:
         r = self._call(self.core.diagnose, DiagnoseRequest(log=str(log), job_id=job_id))
-        steps, notes = describe_plan(r.plan)
-        similar = [SimilarCase(job_id=s["job_id"], score=s["score"], category=s.get("category"),
-                               reason=s.get("reason"), final_status=s.get("final_status"),
-                               resolution=s.get("resolution")) for s in r.similar]
-        return DiagnosisFacts(status=r.status, category=r.category, reason=r.reason_code, component=r.component,
-                              line=r.line, root_cause=r.root_cause, message=r.message, plan_steps=steps,
-                              plan_notes=notes, similar=similar, degraded=list(r.degraded),
-                              category_evidence=r.category_evidence, remediation=r.remediation)
+        """The service's diagnosis without its envelope: the same `Diagnosis` the API answers."""
+        return DiagnosisFacts(**{name: getattr(r, name) for name in DiagnosisFacts.model_fields})
 
     def similar(self, line: str, k: int) -> list[SimilarCase]:
         r = self._call(self.core.similar_failures, SimilarFailuresRequest(line=line[:4096], k=k))

@@ -25,7 +25,6 @@ from typing import Any
 
 import redis
 
-from schedmate.agents.failure.confidence import evidence_fields
 from schedmate.agents.tracker.tail import ReadingCache
 from schedmate.deploy.service.config import PathRefused, ServiceConfig
 from schedmate.deploy.service.models import (
@@ -348,6 +347,7 @@ class ServiceCore:
                                 view.status_message())
             with self._lock:
                 d = self._handler.diagnose(view.path, meta)
+        out.log, out.notes = str(path), [*view.notes, *out.notes]  # the log asked for, not a decompressed copy
         out = _diagnosis(d)
         out.degraded.extend(view.notes)
         return out
@@ -503,18 +503,10 @@ def _metric(est: Any) -> MetricOut | None:
 
 
 def _diagnosis(d: Any) -> DiagnoseResponse:
-    out = DiagnoseResponse(
-        status=d.status, category=d.category.value if d.category else None,
-        reason_code=d.reason.value if d.reason else None, component=d.component.value if d.component else None,
-        line=d.located.line_no + 1 if d.located is not None else None, root_cause=d.root_cause,
-        similar=[{"job_id": s.job_id, "score": s.score, "category": s.category, "reason": s.reason,
-                  "final_status": s.final_status, "resolution": s.resolution} for s in d.similar],
-        plan=d.plan.model_dump(mode="json") if d.plan is not None else None,
-        action=d.plan.actions[0].kind.value if d.plan is not None and d.plan.actions else None,
-        llm_status=d.llm_status, message=d.message, degraded=list(d.fallbacks),
-        category_evidence=evidence_fields(d.verdict), confidence=d.confidence, abstained=d.abstained,
-        remediation=d.remediation.model_dump() if d.remediation is not None else None)
-    out.infrastructure = out.category == "infrastructure" if out.category else None
+    """The handler's diagnosis on the wire (`agents/failure/wire.py`), in the service's envelope."""
+    from schedmate.agents.failure.wire import diagnosis_of
+
+    out = DiagnoseResponse(**dict(diagnosis_of(d)), degraded=list(d.fallbacks))
     if d.status != "failure_found":
         _default(out, f"{d.status}: {d.message}")
     return out

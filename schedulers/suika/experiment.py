@@ -4,9 +4,10 @@
 
 For each seed one trace (64 H100 GPUs in one rack, Full-IB; about 120 jobs over 8 h, Poisson
 arrivals, LogNormal lengths scaled to offered load 0.9, S:M:L = 3:1:1) is replayed under every arm
-with the same true speeds: Suika (lambda_tau = 1, FIFO), Suika-DP, the Sia and Rubick proxies of
-§5.2 (the toolkit's Sia models measured goodput curves of other workloads, so the spec's proxy is
-used, §6 #18) and non-elastic FIFO. The engine's own restart cost is off: each arm charges its
+with the same true speeds: Suika (lambda_tau = 1, FIFO), Suika-DP, Sia (the toolkit's Sia ILP
+re-solving the whole cluster each 60 s on Suika's model, `sia_round.py`), the Sia and Rubick
+proxies of §5.2 and non-elastic FIFO. The Sia criteria use the stronger (lower mean JCT) of the
+two Sia arms, so a weak stand-in cannot flatter Suika. The engine's own restart cost is off: each arm charges its
 redeployments itself (§3.9). `quick` halves the trace (4 h, 60 jobs, same load) and skips plots
 of the sweep; the full run adds the lambda_tau and sigma_err sweeps on Suika.
 
@@ -31,22 +32,23 @@ from typing import Any
 import numpy as np
 
 from ..engine import SimConfig, SimResult, simulate
+from .arms import make_arm
 from .config import ARMS, ElasticConfig
-from .policy import ElasticPolicy
 from .timing import cluster_for
 from .workload import TraceConfig, generate_trace
 
 __all__ = ["ARM_ORDER", "evaluate_criteria", "run_suika_experiment", "main"]
 
-SUIKA, DP, SIA, RUBICK, NONEL = "suika", "suika-dp", "sia-proxy", "rubick-proxy", "nonelastic-fifo"
-ARM_ORDER = (SUIKA, DP, SIA, RUBICK, NONEL)
+SUIKA, DP, SIA_ILP, SIA_PROXY, RUBICK, NONEL = "suika", "suika-dp", "sia", "sia-proxy", "rubick-proxy", "nonelastic-fifo"
+ARM_ORDER = (SUIKA, DP, SIA_ILP, SIA_PROXY, RUBICK, NONEL)
+SIA_ARMS = (SIA_ILP, SIA_PROXY)  # the Sia criteria compare Suika with the stronger (lower mean JCT) of the two
 QUICK_TRACE = TraceConfig(hours=4.0, num_jobs=60)
 METRICS = ("mean_jct", "mean_wjct", "utilization", "mean_stall", "redeploys", "decision_p50_s", "decision_p90_s", "wall_s")
 
 
 def run_arm(config: ElasticConfig, jobs: Sequence, num_gpus: int, seed: int) -> tuple[dict[str, Any], dict[str, float], SimResult]:
     """One replay: the row of metrics, each job's JCT, and the engine's result."""
-    policy = ElasticPolicy(config)
+    policy = make_arm(config)
     started = time.perf_counter()
     result = simulate(jobs, cluster_for(num_gpus), policy, SimConfig(seed=seed, restart_cost=0.0, restart_cost_large=0.0))
     wall = time.perf_counter() - started
@@ -89,28 +91,31 @@ def _band(value: float, lo: float, hi: float) -> dict[str, Any]:
 def evaluate_criteria(agg: Sequence[dict[str, Any]], delay_ok: float) -> dict[str, dict[str, Any]]:
     """§5.2 expectations on means over seeds; factor = baseline / Suika (higher: Suika better)."""
     a = {r["arm"]: r for r in agg}
+    sias = [arm for arm in SIA_ARMS if arm in a]
+    sia = min(sias, key=lambda arm: a[arm]["mean_jct_mean"])  # the strongest Sia stand-in
 
     def f(arm: str, metric: str = "mean_jct") -> float:
         s = a[SUIKA][f"{metric}_mean"]
         return a[arm][f"{metric}_mean"] / s if s > 0 else math.nan
 
-    jct = {arm: a[arm]["mean_jct_mean"] for arm in ARM_ORDER}
-    order_ok = jct[SUIKA] < jct[DP] < min(jct[SIA], jct[RUBICK]) and max(jct[SIA], jct[RUBICK]) < jct[NONEL]
+    jct = {arm: a[arm]["mean_jct_mean"] for arm in ARM_ORDER if arm in a}
+    order_ok = jct[SUIKA] < jct[DP] < min(jct[sia], jct[RUBICK]) and max(jct[sia], jct[RUBICK]) < jct[NONEL]
     crit: dict[str, dict[str, Any]] = {
         "1_order": {"require": "avg JCT: Suika < Suika-DP < {Sia, Rubick} < NonElastic", "measured": jct, "pass": bool(order_ok)},
         "2_vs_nonelastic": {"require": "NonElastic / Suika JCT in 1.4-1.8 (paper 1.67)", **_band(f(NONEL), 1.4, 1.8)},
-        "3a_vs_sia": {"require": "Sia / Suika JCT in 1.15-1.4 (paper 1.29)", **_band(f(SIA), 1.15, 1.4)},
+        "3a_vs_sia": {"require": "Sia / Suika JCT in 1.15-1.4 (paper 1.29); Sia = the stronger of the ILP re-solve and the spec's proxy",
+                      "sia_arm": sia, "each": {arm: f(arm) for arm in sias}, **_band(f(sia), 1.15, 1.4)},
         "3b_vs_rubick": {"require": "Rubick / Suika JCT in 1.15-1.4 (paper 1.31)", **_band(f(RUBICK), 1.15, 1.4)},
         "4_vs_suika_dp": {"require": "Suika-DP / Suika JCT in 1.05-1.25 (paper 1.18)", **_band(f(DP), 1.05, 1.25)},
     }
-    w = {arm: f(arm, "mean_wjct") for arm in (SIA, RUBICK)}
+    w = {arm: f(arm, "mean_wjct") for arm in (sia, RUBICK)}
     crit["5_wjct"] = {
         "require": "WJCT factor vs Sia and Rubick similar to or larger than the JCT factor (>= 0.9 x)",
         "measured": w, "pass": bool(all(w[k] >= 0.9 * f(k) for k in w)),
     }
     util = a[SUIKA]["utilization_mean"] / a[NONEL]["utilization_mean"]
     crit["6_utilization"] = {"require": "Suika utilization >= 1.4 x NonElastic (paper +59.5%)", "measured": util, "pass": bool(util >= 1.4)}
-    stall = {arm: a[arm]["mean_stall_mean"] / a[SUIKA]["mean_stall_mean"] for arm in (SIA, RUBICK)}
+    stall = {arm: a[arm]["mean_stall_mean"] / a[SUIKA]["mean_stall_mean"] for arm in (sia, RUBICK)}
     crit["7_stall"] = {
         "require": "avg stall per redeployment: checkpoint baselines / Suika in 3-6 (paper 4.4-4.9)",
         "measured": stall, "pass": bool(all(3.0 <= v <= 6.0 for v in stall.values())),

@@ -96,7 +96,7 @@ def load_balance(stages: Sequence[tuple[int, tuple[tuple[int, ...], ...]]], c: C
     or a GPU runs out of memory."""
     s = len(stages)
     batches = []
-    for tp, reps in stages:
+    for _tp, reps in stages:
         if len(reps) > c.micro_batch:
             return None
         batches.append(even_split(c.micro_batch, len(reps)))  # identical replicas: even split

@@ -26,7 +26,7 @@ import heapq
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -87,6 +87,16 @@ class SuikaJob:
     @property
     def basic(self) -> int:
         return self.jm.gpus
+
+
+class TruthKey(Protocol):
+    """What the simulator's truth reads of a job: its id (error draw) and coefficients."""
+
+    @property
+    def job_id(self) -> str: ...
+
+    @property
+    def coeffs(self) -> Coeffs: ...
 
 
 @dataclass(slots=True)
@@ -173,6 +183,8 @@ class ElasticPolicy(Policy):
 
     def __init__(self, config: ElasticConfig = SUIKA, **overrides: Any) -> None:
         self.config = replace(config, **overrides) if overrides else config
+        if self.config.grant is GrantRule.SIA_ILP and type(self) is ElasticPolicy:
+            raise ValueError("the Sia ILP arm is `sia_round.SiaRound` (or `arms.make_arm`)")
         self.name = self.config.name
         self.round_interval = self.config.round_interval
         self.jobs: dict[str, SuikaJob] = {}
@@ -255,7 +267,7 @@ class ElasticPolicy(Policy):
             self.jobs[job.job_id] = book
         return book
 
-    def _true_time(self, book: SuikaJob, plan: Plan, hw: Hardware) -> float:
+    def _true_time(self, book: TruthKey, plan: Plan, hw: Hardware) -> float:
         """The simulator's truth: model x (1 + e_P), e_P ~ N(0, sigma) fixed per (job, plan)."""
         t = iteration_time(plan, book.coeffs, hw)
         sigma = self.config.sigma_err
@@ -352,11 +364,11 @@ class ElasticPolicy(Policy):
                     break
                 popped.append((rec[0], self._pop(v[rec[0]], idle, hw)))
             if plan is None:
-                for jid, rec in reversed(popped):  # don't shrink jobs for nothing
+                for jid, undo in reversed(popped):  # don't shrink jobs for nothing
                     x = v[jid]
-                    x.history.append(rec)
-                    x.plan, x.t = rec.after, throughput(rec.after, x.book.coeffs, hw)
-                    idle.difference_update(set(rec.after.gpus) - set(rec.before.gpus))
+                    x.history.append(undo)
+                    x.plan, x.t = undo.after, throughput(undo.after, x.book.coeffs, hw)
+                    idle.difference_update(set(undo.after.gpus) - set(undo.before.gpus))
                     self._stats["reclaims"] -= 1
                 if not may_reclaim:
                     view.wake_at(job.spec.submit_time + cfg.queue_patience)
@@ -483,7 +495,7 @@ class ElasticPolicy(Policy):
                     pending.remove(item)
                     progress = True
         out: list[Decision] = []
-        for jid, x in sorted(emitted, key=lambda e: e[1].new):  # timings of resizes first (donors)
+        for _jid, x in sorted(emitted, key=lambda e: e[1].new):  # timings of resizes first (donors)
             book = x.book
             if x.new:
                 ready = max([now] + [self.jobs[d].ready_at for d in x.donors if d in self.jobs])
