@@ -97,9 +97,9 @@ def _seed_folder(out: Path, case: str) -> Path | None:
     return found[0] if found else None
 
 
-def _n1(line0: Any) -> str:
-    """A 0-based line index as the 1-based number a person looks up."""
-    return "?" if line0 is None else f"{int(line0) + 1:,}"
+def _n1(line: Any) -> str:
+    """A line number as a person looks it up (`report.json` numbers lines from 1, as the wire does)."""
+    return "?" if line is None else f"{int(line):,}"
 
 
 def _h(x: Any) -> str:
@@ -125,12 +125,11 @@ def _arm_table(rows: Sequence[dict[str, Any]], ref: str, mine: Sequence[str], ca
     return Table(cols, out, caption=caption, highlight=frozenset(hl), tones=tones)
 
 
-def _log_window(path: Path, line0: int, before: int = 4, after: int = 3) -> list[tuple[int, str]]:
-    """Lines around 0-based line `line0` (the agents' and labels' numbering: indices into
-    text.split("\\n")), numbered 1-based as an editor or `less -N` shows them."""
+def _log_window(path: Path, line: int, before: int = 4, after: int = 3) -> list[tuple[int, str]]:
+    """Lines around 1-based line `line`, numbered as an editor or `less -N` shows them."""
     if not path.is_file():
         return []
-    lo, hi = max(0, line0 - before), line0 + after
+    lo, hi = max(0, line - 1 - before), line - 1 + after
     out = []
     with path.open("rb") as fh:  # binary: a bare \r (progress redraws) must not split a line
         for i, raw in enumerate(fh):
@@ -157,10 +156,10 @@ def _verdict(c1: Change | None, c3: Change | None, diag: dict[str, Any] | None, 
         parts.append(f"standalone `{c3.new}` {word} the best baseline `{c3.base}` ({_pct(c3.change)})")
         metrics.append(Metric(f"`{c3.new}` vs `{c3.base}`", _pct(c3.change), f"95% CI {_pct(c3.lo)} to {_pct(c3.hi)}", c3.tone))  # type: ignore[arg-type]
     if diag:
-        right = diag.get("reason") == (diag.get("truth") or {}).get("reason")
+        right = diag.get("reason_code") == (diag.get("truth") or {}).get("reason")
         near = diag.get("line") is not None and (diag.get("truth") or {}).get("first_error_line") is not None and \
             abs(diag["line"] - diag["truth"]["first_error_line"]) <= 5
-        metrics.append(Metric("failed job diagnosed", f"{diag.get('reason')}", f"line {_n1(diag.get('line'))}; "
+        metrics.append(Metric("failed job diagnosed", f"{diag.get('reason_code')}", f"line {_n1(diag.get('line'))}; "
                               + ("matches the label" if right and near else "label: "
                                  f"{(diag.get('truth') or {}).get('reason')} at line {_n1((diag.get('truth') or {}).get('first_error_line'))}"),
                               "good" if right and near else "bad"))
@@ -220,18 +219,18 @@ def main_report(out: Path, data: dict[str, Any]) -> Report:
                   "with injected failures the Failure Handler may act on."))
     if diag:
         t = diag.get("truth") or {}
-        ok = diag.get("reason") == t.get("reason")
+        ok = diag.get("reason_code") == t.get("reason")
         blocks: list[Any] = [Text(
-            f"SchedMate found **{diag.get('reason')}** ({diag.get('category')}, component {diag.get('component')}) at "
-            f"line {_n1(diag.get('line'))} of {diag.get('lines'):,} lines. The generator's label says **{t.get('reason')}** at "
+            f"SchedMate found **{diag.get('reason_code')}** ({diag.get('category')}, component {diag.get('component')}) at "
+            f"line {_n1(diag.get('line'))} of {diag.get('total_lines') or 0:,} lines. The generator's label says **{t.get('reason')}** at "
             f"line {_n1(t.get('first_error_line'))}: {'correct' if ok else 'wrong'}. LLM: {diag.get('llm_status')}. "
-            "Line numbers here count from 1, as an editor shows them (`report.json` keeps the agents' 0-based index).")]
+            "Line numbers count from 1, as an editor shows them (here, in `report.md` and in `report.json`).")]
         window = _log_window(Path(diag.get("log") or ""), int(diag["line"])) if diag.get("line") else []
         if window:
             blocks.append(LogQuote(window, source=f"`{diag.get('log')}`, lines {window[0][0]}–{window[-1][0]}",
-                                   mark=int(diag["line"]) + 1))
-        elif diag.get("root_cause"):
-            blocks.append(LogQuote([(int(diag.get("line") or 0) + 1, diag["root_cause"])], mark=int(diag.get("line") or 0) + 1))
+                                   mark=int(diag["line"])))
+        elif diag.get("root_cause") and diag.get("line"):
+            blocks.append(LogQuote([(int(diag["line"]), diag["root_cause"])], mark=int(diag["line"])))
         steps_ = plan_steps(diag.get("plan"))
         if steps_:
             notes = " ".join((diag.get("plan") or {}).get("notes") or [])

@@ -97,7 +97,7 @@ def run_main_job(out: Path | str, config: MainJobConfig | None = None, *, progre
         report.agents = make.stats()
     with _step(report, "diagnose one failed job", say) as st:
         report.diagnosis = diagnose_example(out / "failed-job", seed=cfg.seed, llm=cfg.llm, say=say)
-        st["summary"] = (f"{report.diagnosis['category']} / {report.diagnosis['reason']} "
+        st["summary"] = (f"{report.diagnosis['category']} / {report.diagnosis['reason_code']} "
                          f"at line {report.diagnosis['line']} (LLM: {report.diagnosis['llm_status']})")
     write_report(report)
     return report
@@ -129,17 +129,17 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
                 say(f"local LLM unavailable, rules only: {llm_note}")
         handler = AgentStack(config, chat_model=chat).handler()
         diag = handler.diagnose(log, {"job_id": "demo-failed-job", "nodes": ["gpu-node-07", "gpu-node-08"]})
-    truth = labels.model_dump(mode="json")
-    first_line = (truth.get("failure") or {}).get("first_line")
-    line = diag.located.line_no if diag.located is not None else None
-    return {
-        "log": str(log), "lines": spec.n_lines, "status": diag.status,
-        "category": str(diag.category) if diag.category else None, "reason": str(diag.reason) if diag.reason else None,
-        "component": str(diag.component) if diag.component else None, "root_cause": diag.root_cause, "line": line,
-        "truth": {"reason": (truth.get("failure") or {}).get("reason"), "first_error_line": first_line},
-        "llm_status": diag.llm_status if chat is not None else llm_note,
-        "plan": diag.model_dump(mode="json").get("plan"), "diagnosis": diag.model_dump(mode="json"),
-    }
+    from schedmate.agents.failure.wire import diagnosis_of
+
+    failure = labels.model_dump(mode="json").get("failure") or {}
+    first = failure.get("first_line")  # the generator's label: a 0-based index
+    wire = diagnosis_of(diag)  # the model the CLI, the service and the daemon give (1-based lines)
+    if chat is None:
+        wire = wire.model_copy(update={"llm_status": llm_note})
+    # the Failure Handler's `Diagnosis` as every surface sends it, and the generator's label beside it,
+    # both numbered from 1; the label is only read here, after the handler has answered
+    truth = {"reason": failure.get("reason"), "first_error_line": first + 1 if first is not None else None}
+    return {**wire.model_dump(mode="json"), "truth": truth}
 
 
 # ===================================================================================== report
@@ -181,10 +181,11 @@ def write_report(report: MainJobReport) -> None:
                "|" + "---|" * len(cols)]
         md += ["| " + " | ".join(r) + " |" for r in _table(rows, cols)]
     if report.diagnosis:
-        d = report.diagnosis
+        d = report.diagnosis  # the wire `Diagnosis` (1-based lines) and the label (`diagnose_example`)
         md += ["", "## A failed job, diagnosed", "",
-               f"- log: `{d['log']}` ({d['lines']} lines); truth: {d['truth']['reason']} at line {d['truth']['first_error_line']}",
-               f"- found: **{d['category']} / {d['reason']}** (component {d['component']}) at line {d['line']}; "
+               f"- log: `{d['log']}` ({d['total_lines']} lines); truth: {d['truth']['reason']} at line "
+               f"{d['truth']['first_error_line']}",
+               f"- found: **{d['category']} / {d['reason_code']}** (component {d['component']}) at line {d['line']}; "
                f"LLM: {d['llm_status']}", f"- root cause: `{d['root_cause']}`",
                "", "Recovery plan (dry run, never executed):", ""]
         md += [f"{i}. {step}" for i, step in enumerate(plan_steps(d['plan']), 1)]

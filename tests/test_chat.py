@@ -110,7 +110,7 @@ def test_the_first_answer_cites_the_root_cause_line_by_number_and_quotes_it(core
     for c in a.citations:  # every quoted line is the log's own line under its own number
         assert c.text == oom.line(c.number)
     # a CUDA OOM on the device is the owner's batch or model: script (logs.md §2.1b), and the answer says why
-    assert a.diagnosis.category == "script" and a.diagnosis.reason == "OutOfMemoryError"
+    assert a.diagnosis.category == "script" and a.diagnosis.reason_code == "OutOfMemoryError"
     assert a.answered_by == "tools" and a.thin_evidence is None and a.persisted
 
 
@@ -246,7 +246,7 @@ def test_questions_are_routed_to_the_tools_they_ask_for() -> None:
 
 def test_the_phrasing_check_catches_contradictions() -> None:
     ev = Evidence(log="x")
-    ev.diagnosis = DiagnosisFacts(status="failure_found", category="framework", reason="OutOfMemoryError",
+    ev.diagnosis = DiagnosisFacts(status="failure_found", category="framework", reason_code="OutOfMemoryError",
                                   component="software", line=7, root_cause="torch.OutOfMemoryError: CUDA out of memory")
     ev.citations[7] = Citation(number=7, text="RuntimeError: torch.OutOfMemoryError: CUDA out of memory", role="root-cause")
     assert check_phrasing("It ran out of GPU memory at line 7 (OutOfMemoryError).", ev) is None

@@ -216,7 +216,7 @@ def test_diagnose_json_gives_category_and_the_root_cause_line_number(tmp_path, m
     got = run_json(["diagnose", str(log), "--method", "rules", "--node", "gpu-node-07"])
     assert got["status"] == "failure_found"
     # a CUDA OOM on the device is the owner's batch or model (logs.md §2.1b), and the report says what decided it
-    assert got["category"] == "script" and got["reason"] == "OutOfMemoryError"
+    assert got["category"] == "script" and got["reason_code"] == "OutOfMemoryError"
     assert got["category_evidence"]["rule"] == "cuda-oom-on-device" and "CUDA out of memory" in got["category_evidence"]["line"]
     assert got["line"] == 34 and log.read_text().splitlines()[got["line"] - 1] == OOM
     assert got["job_id"] == "job-42" and got["dry_run"] is True

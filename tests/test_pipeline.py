@@ -59,7 +59,7 @@ def test_main_job_writes_a_report_with_every_step(tmp_path: Path) -> None:
     assert {r["arm"] for r in saved["lucid"]} >= {"lucid", "lucid+sm"}
     assert {r["arm"] for r in saved["standalone"]} >= {"fifo", "qssf", "tiresias", "schedmate-sjf", "schedmate-srpt+fh"}
     diag = saved["diagnosis"]
-    assert diag["reason"] == diag["truth"]["reason"] == "NetworkError"
+    assert diag["reason_code"] == diag["truth"]["reason"] == "NetworkError"
     assert abs(diag["line"] - diag["truth"]["first_error_line"]) <= 5
     md = (tmp_path / "report.md").read_text()
     assert "Case 1" in md and "![" in md and (tmp_path / "report.html").stat().st_size > 500

@@ -48,7 +48,7 @@ def thin_evidence(d: DiagnosisFacts | None) -> str | None:
         return "no diagnosis could be made"
     if d.status != "failure_found":
         return f"no failure line was found ({d.message or d.status})"
-    if d.category is None or d.reason is None:
+    if d.category is None or d.reason_code is None:
         return "the failure line was found but could not be classified"
     if d.root_cause and is_cascade(d.root_cause):
         return "only the launcher's report of the failure was found, not its cause"
@@ -74,13 +74,13 @@ def _diagnosis_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
                 "the evidence is too thin to name a cause."]
     out = [f"The job failed at line {d.line}: {quote(_root_quote(d, ev))}."]
     if d.category:
-        out.append(f"This is {_a(d.category)} {d.category} failure ({d.reason or 'reason unknown'}, faulty component "
+        out.append(f"This is {_a(d.category)} {d.category} failure ({d.reason_code or 'reason unknown'}, faulty component "
                    f"{d.component or 'unknown'}).")
     ce = d.category_evidence
-    if ce and ce.get("rule"):  # which evidence decided the category (logs.md §2.1b)
-        line = f" ({quote(ce['line'], 160)})" if ce.get("line") else ""
-        guess = "" if d.category else f" It points to {ce.get('category')}, but too weakly to answer."
-        out.append(f"What decided the category: {ce['rule']}: {ce.get('why', '')}{line}.{guess}")
+    if ce and ce.rule:  # which evidence decided the category (logs.md §2.1b)
+        line = f" ({quote(ce.line, 160)})" if ce.line else ""
+        guess = "" if d.category else f" It points to {ce.category}, but too weakly to answer."
+        out.append(f"What decided the category: {ce.rule}: {ce.why}{line}.{guess}")
     elif "category by evidence: " in (d.message or ""):  # a backend that only reports the handler's message
         decided = d.message.split("category by evidence: ", 1)[1].split("; calibrated confidence", 1)[0]
         out.append(f"What decided the category: {decided[:240]}.")
@@ -100,7 +100,8 @@ def _root_quote(d: DiagnosisFacts, ev: Evidence) -> str:
 
 def _from_log(d: DiagnosisFacts, ev: Evidence) -> str:
     """What the log says, with its line number: the part of an answer that is the log's."""
-    what = f" ({d.reason}, {_a(d.category)} {d.category} failure)" if d.category else f" ({d.reason})" if d.reason else ""
+    what = f" ({d.reason_code}, {_a(d.category)} {d.category} failure)" if d.category else \
+        f" ({d.reason_code})" if d.reason_code else ""
     return f"From the log: line {d.line} says {quote(_root_quote(d, ev))}{what}."
 
 
@@ -109,12 +110,16 @@ def _from_table(d: DiagnosisFacts, steps: int = 3) -> list[str]:
     rem = d.remediation
     if not rem:
         return []
-    lines = rem.get("lines") or []
-    where = f" (values from line {', '.join(str(n) for n in lines)})" if lines and rem.get("values") else ""
-    out = [f"From the remediation table ({rem['key']}, for the {str(rem.get('who', 'owner')).replace('+', ' and the ')})"
-           f"{where}: {rem['summary']}"]
-    out += [f"{i}. {step}" for i, step in enumerate((rem.get("steps") or [])[:steps], 1)]
+    where = f" (values from line {', '.join(str(n) for n in rem.lines)})" if rem.lines and rem.values else ""
+    out = [f"From the remediation table ({rem.key}, for the {rem.who.replace('+', ' and the ')})"
+           f"{where}: {rem.summary}"]
+    out += [f"{i}. {step}" for i, step in enumerate(rem.steps[:steps], 1)]
     return out
+
+
+def _key(d: DiagnosisFacts) -> str:
+    """The remediation's key (`unknown` without one)."""
+    return d.remediation.key if d.remediation is not None else "unknown"
 
 
 def table_text(d: DiagnosisFacts | None) -> str:
@@ -144,9 +149,8 @@ _INFRA_COMPONENTS = {"gpu", "nvlink", "network", "node", "storage", "memory"}
 def _node_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
     if d is None or d.status != "failure_found" or d.line is None:
         return _diagnosis_text(d, ev)
-    rem = d.remediation or {}
-    values = rem.get("values") or {}
-    if rem.get("key") in _NODE_KEYS or (d.category == "infrastructure" and d.component in {"gpu", "nvlink", "node"}):
+    values = d.remediation.values if d.remediation is not None else {}
+    if _key(d) in _NODE_KEYS or (d.category == "infrastructure" and d.component in {"gpu", "nvlink", "node"}):
         where = " ".join(x for x in (f"node {values['node']}" if values.get("node") else "",
                                      f"GPU {values['gpu']}" if values.get("gpu") else "") if x)
         verdict = f"Yes: the log points at the hardware{' (' + where + ')' if where else ''}, not the job's code."
@@ -175,7 +179,7 @@ _RETRY = {
 def _retry_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
     if d is None or d.status != "failure_found" or d.line is None:
         return _diagnosis_text(d, ev)
-    key = str((d.remediation or {}).get("key") or "unknown")
+    key = _key(d)
     verdict = _RETRY.get(key.split(":", 1)[0],
                          "No: the same failure will come back until the job changes; a retry only repeats it.")
     out = [verdict, _from_log(d, ev), *_from_table(d, steps=1)]
@@ -202,7 +206,7 @@ def _recurrence_text(d: DiagnosisFacts | None, ev: Evidence) -> list[str]:
         out.append(f"From the log's progress lines: {figures} up to the failure at line {d.line}.")
     else:
         out.append(f"The log has no progress lines to time it: the failure is at line {d.line}.")
-    key = str((d.remediation or {}).get("key") or "unknown").split(":", 1)[0]
+    key = _key(d).split(":", 1)[0]
     if key in _DETERMINISTIC:
         out.append("Rerun unchanged, it should fail at the same point (same step, same input) or sooner: this kind of "
                    "failure does not go away by itself.")
@@ -224,7 +228,7 @@ def _plan_text(d: DiagnosisFacts | None) -> list[str]:
     if not d.plan_steps:
         return [f"Recovery: no automatic action is proposed ({d.plan_notes[0] if d.plan_notes else 'none applies'})."]
     more = f", then {len(d.plan_steps) - 1} more step(s)" if len(d.plan_steps) > 1 else ""
-    return [f"Proposed recovery (dry-run, nothing was executed): {d.plan_steps[0]}{more}."]
+    return [f"Proposed recovery (dry-run, nothing was executed): {d.plan_steps[0].rstrip('.')}{more}."]
 
 
 def _similar_text(ev: Evidence) -> list[str]:
@@ -321,7 +325,7 @@ def _brief(intent: Intent, ev: Evidence) -> str:
     d = ev.diagnosis
     out = []
     if d is not None and d.status == "failure_found" and d.line is not None:
-        out.append(f"- the job failed at line {d.line} with {d.reason or 'an unclassified error'}")
+        out.append(f"- the job failed at line {d.line} with {d.reason_code or 'an unclassified error'}")
         if d.category:
             out.append(f"- it is {_a(d.category)} {d.category} failure; faulty component: {d.component or 'unknown'}")
         out.append(f"- recovery: {d.plan_steps[0] if d.plan_steps else (d.plan_notes[0] if d.plan_notes else 'none')}")
@@ -403,7 +407,7 @@ def check_phrasing(text: str, ev: Evidence) -> str | None:
             return f"the model says {m.group(0)!r}; the tools say {_said(d)}"
     quoted = " ".join(c.text for c in ev.citations.values())
     for m in _REASON.finditer(text):
-        if not found or d is None or (m.group(1) != d.reason and m.group(1) not in quoted):
+        if not found or d is None or (m.group(1) != d.reason_code and m.group(1) not in quoted):
             return f"the model names {m.group(1)}; the tools say {_said(d)}"
     cited = set(ev.citations)
     for m in _LINE_REF.finditer(text):
@@ -416,4 +420,4 @@ def check_phrasing(text: str, ev: Evidence) -> str | None:
 def _said(d: DiagnosisFacts | None) -> str:
     if d is None or d.status != "failure_found":
         return "no failure was found"
-    return f"{d.category} failure, {d.reason}, component {d.component}"
+    return f"{d.category} failure, {d.reason_code}, component {d.component}"

@@ -67,12 +67,12 @@ class SimilarCase(_Frozen):
     duration_s: float | None = None
     resolution: str | None = None  # how it was resolved (`schedmate history resolve`), when recorded
 
-
     @classmethod
     def of(cls, s: SimilarFailure) -> SimilarCase:
         """A similar failure of a `Diagnosis` as the chat's similar-failures tool lists it."""
         return cls(job_id=s.job_id, score=s.score, category=s.category, reason=s.reason, final_status=s.final_status,
                    duration_s=s.duration, resolution=s.resolution)
+
 
 # The Failure Handler's answer for one log is its wire model, unchanged (1-based lines, the dry-run
 # plan, similar failures, remediation): the chat reads what the CLI, the service and the daemon give.

@@ -32,10 +32,13 @@ from schedmate.agents.chat.facts import (
     clean_text,
 )
 
-__all__ = ["ChatBackend", "ChatTools", "Evidence", "MAX_WINDOW", "describe_plan", "quote_block", "read_window"]
+__all__ = ["ChatBackend", "ChatTools", "Evidence", "MAX_WINDOW", "quote_block", "read_window"]
 
 MAX_WINDOW = 40  # lines one window may quote (either side of the centre at most half of it)
 DEFAULT_RADIUS = 4
+# the diagnosis' fields a model reads (a small local model's context is 2k tokens: no plan, no history)
+_PROMPT_FACTS = {"status", "category", "reason_code", "component", "line", "message", "fallbacks", "category_evidence",
+                 "remediation"}
 
 
 class ChatBackend(Protocol):
@@ -151,13 +154,13 @@ class ChatTools:
         except ChatUnavailable as exc:
             ev.note(f"the failure handler is unavailable: {exc}")
             return None
-        for text in ev.diagnosis.degraded:
+        for text in [*ev.diagnosis.fallbacks, *ev.diagnosis.notes]:
             ev.note(text)
         if ev.diagnosis.line is not None:
             self.window(ev.diagnosis.line, DEFAULT_RADIUS, role="context")
-        rem = ev.diagnosis.remediation or {}
-        for number in rem.get("lines") or []:  # the lines the remediation's values were read from
-            if isinstance(number, int) and number >= 1 and number not in ev.citations:
+        rem = ev.diagnosis.remediation
+        for number in rem.lines if rem is not None else []:  # the lines the remediation's values were read from
+            if number >= 1 and number not in ev.citations:
                 try:
                     ev.cite(read_window(path, number, 0), "value")
                 except OSError:
@@ -198,7 +201,7 @@ class ChatTools:
             return None
         self._ran("similar_failures")
         if d.similar:
-            ev.similar = list(d.similar)
+            ev.similar = [SimilarCase.of(s) for s in d.similar]
             return ev.similar
         try:
             ev.similar = self.backend.similar(d.root_cause, 3)
@@ -287,7 +290,7 @@ class ChatTools:
         d = self.diagnose()
         if d is None:
             return json.dumps({"error": "; ".join(self.evidence.notes) or "no diagnosis"})
-        facts = d.model_dump(exclude={"root_cause", "plan_steps", "plan_notes", "similar"})
+        facts = d.model_dump(mode="json", include=_PROMPT_FACTS)
         return json.dumps(facts) + "\n" + quote_block(self.evidence.window)
 
     def _t_window(self, line: int | None = None, radius: int = DEFAULT_RADIUS) -> str:
@@ -311,24 +314,3 @@ class ChatTools:
             return json.dumps({"error": "; ".join(self.evidence.notes) or "no diagnosis"})
         return json.dumps({"proposed_steps": d.plan_steps, "notes": d.plan_notes, "executed": False})
 
-
-def describe_plan(plan: dict[str, Any] | None) -> tuple[list[str], list[str]]:
-    """Readable steps and notes of a recovery plan (the Failure Handler's JSON), re-checked against
-    its allow-list and described by its dry run: proposing a plan never executes it."""
-    from schedmate.agents.failure.recovery import (
-        CordonNode,
-        JobMeta,
-        RecoveryPlan,
-        ResubmitFromCheckpoint,
-        RunDiagnostic,
-        execute_plan,
-    )
-
-    if not plan:
-        return [], []
-    parsed = RecoveryPlan.model_validate(plan)
-    nodes = [a.node for a in parsed.actions if isinstance(a, (RunDiagnostic, CordonNode))]
-    checkpoints = [a.checkpoint for a in parsed.actions if isinstance(a, ResubmitFromCheckpoint)]
-    meta = JobMeta(job_id=parsed.job_id, nodes=tuple(dict.fromkeys(nodes)), checkpoint=checkpoints[0] if checkpoints else None)
-    steps = [o.detail for o in execute_plan(parsed, meta, None, execute=False)]
-    return steps, list(parsed.notes)

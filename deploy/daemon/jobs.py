@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schedmate.agents.failure.rules import RulesClassifier, clean_line, is_traceback_header
+from schedmate.agents.failure.wire import diagnosis_of
 from schedmate.agents.tracker.tracker import MetricTracker, NoSignal, TrackedLine, TrackerReport
 from schedmate.deploy.daemon.model import Batch, Diagnosed, JobStatus
 from schedmate.deploy.daemon.state import DaemonState, Sink
@@ -228,11 +229,8 @@ class JobBook:
             d = self._handler.diagnose_lines(lines, {"job_id": job.status.job_id}, log_path=",".join(job.status.files))
         except Exception as exc:  # noqa: BLE001 -- a diagnosis failure must not stop the daemon
             return Diagnosed(status="error", message=f"{type(exc).__name__}: {exc}"[:300], trigger=trigger, at=now)
-        actions = [f"{a.kind} {getattr(a, 'node', '') or ''}".strip() for a in (d.plan.actions if d.plan else [])]
-        return Diagnosed(
-            status=d.status, category=_value(d.category), reason=_value(d.reason), component=_value(d.component),
-            root_cause=d.root_cause, message=d.message[:300], actions=actions, trigger=trigger, at=now,
-        )  # fmt: skip
+        wire = diagnosis_of(d, first_line=_tail_start(job.status, len(lines)))
+        return Diagnosed(**dict(wire), trigger=trigger, at=now)
 
     # -- estimates --------------------------------------------------------------------------
 
@@ -303,6 +301,11 @@ def _undecodable(raw: bytes) -> bool:
     return False
 
 
-def _value(x: Any) -> str | None:
-    return None if x is None else str(getattr(x, "value", x))
+def _tail_start(st: JobStatus, kept: int) -> int | None:
+    """The 1-based line number, in the job's log, of the first of the `kept` tail lines: known only
+    while every line read was kept in order from one file (no binary line dropped, no rotation or
+    truncation); None otherwise, so a diagnosis gives no line number rather than a wrong one."""
+    if st.binary_lines or st.rotations or st.truncations or len(st.files) > 1:
+        return None
+    return st.lines - kept + 1
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from schedmate.agents.failure.wire import Diagnosis
 from schedmate.deploy.daemon.identity import Anchor
 from schedmate.deploy.daemon.lines import Line
 
@@ -66,18 +67,11 @@ class Batch:
         return self.file.job_id if self.file else None
 
 
-class Diagnosed(BaseModel):
-    """The Failure Handler's verdict on a job that ended badly (a summary of its `Diagnosis`)."""
+class Diagnosed(Diagnosis):
+    """The Failure Handler's `Diagnosis` of a job that ended badly (the wire model of
+    agents/failure/wire.py, unchanged), with why and when the daemon diagnosed it. The daemon reads
+    the job's tail: its line numbers are the log's only when that is known (`JobBook._diagnose`)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    status: str
-    category: str | None = None
-    reason: str | None = None
-    component: str | None = None
-    root_cause: str | None = None
-    message: str = ""
-    actions: list[str] = []
     trigger: str = ""  # why the daemon diagnosed: "idle+signature" or "end:<status>"
     at: float = 0.0
 
@@ -128,5 +122,5 @@ class JobStatus(BaseModel):
             parts.append(f"rot={self.rotations} trunc={self.truncations}")
         if self.diagnosis is not None:
             d = self.diagnosis
-            parts.append(f"diagnosis={d.category or d.status}/{d.reason or '-'}")
+            parts.append(f"diagnosis={d.category or d.status}/{d.reason_code or '-'}")
         return " ".join(parts)

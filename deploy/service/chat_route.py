@@ -95,8 +95,8 @@ class CoreBackend:
             raise ChatInputError(str(exc)) from None
 
     def diagnose(self, log: Path, job_id: str) -> DiagnosisFacts:
-        r = self._call(self.core.diagnose, DiagnoseRequest(log=str(log), job_id=job_id))
         """The service's diagnosis without its envelope: the same `Diagnosis` the API answers."""
+        r = self._call(self.core.diagnose, DiagnoseRequest(log=str(log), job_id=job_id))
         return DiagnosisFacts(**{name: getattr(r, name) for name in DiagnosisFacts.model_fields})
 
     def similar(self, line: str, k: int) -> list[SimilarCase]:

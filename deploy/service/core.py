@@ -347,9 +347,9 @@ class ServiceCore:
                                 view.status_message())
             with self._lock:
                 d = self._handler.diagnose(view.path, meta)
-        out.log, out.notes = str(path), [*view.notes, *out.notes]  # the log asked for, not a decompressed copy
         out = _diagnosis(d)
         out.degraded.extend(view.notes)
+        out.log, out.notes = str(path), [*view.notes, *out.notes]  # the log asked for, not a decompressed copy
         return out
 
     # ------------------------------------------------------------------------- jobs

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schedmate.agents.failure.wire import Diagnosis
+
 __all__ = [
     "AdviseRequest", "AdviseResponse", "DiagnoseRequest", "DiagnoseResponse", "ErrorBody", "EstimateOut",
     "FailureReportRequest", "JobAck", "JobEndRequest", "JobRegisterRequest", "MatchOut", "SimilarFailuresRequest",
@@ -126,26 +128,12 @@ class DiagnoseRequest(_In):
     num_gpus: int | None = Field(None, ge=1)
 
 
-class DiagnoseResponse(_Out):
-    status: str = "unknown"  # failure_found / no_failure_found / unreadable
-    category: str | None = None
-    reason_code: str | None = None  # the taxonomy's FailureReason
-    component: str | None = None
-    infrastructure: bool | None = None
-    line: int | None = None  # root-cause line number
-    root_cause: str | None = None
-    similar: list[dict[str, Any]] = Field(default_factory=list)
-    plan: dict[str, Any] | None = None
-    action: str | None = None  # first proposed recovery action (dry-run)
-    llm_status: str = "skipped"
-    message: str = ""
-    # what decided the category (logs.md §2.1b): {rule, why, line, strength, prior_category}; the
-    # calibrated probability that the category is right; abstained: too unsure, category None
-    category_evidence: dict[str, Any] | None = None
-    confidence: float | None = None
-    abstained: bool = False
-    # what the owner or operator should change, values read from the log (advice only, never run)
-    remediation: dict[str, Any] | None = None
+class DiagnoseResponse(_Out, Diagnosis):
+    """The Failure Handler's `Diagnosis` (agents/failure/wire.py: the same fields the CLI's `--json`
+    and the daemon give, 1-based lines) inside the service's envelope (`fallback`, `reason`,
+    `degraded`, `latency_s`). The failure's reason is `reason_code`: `reason` is the envelope's."""
+
+    model_config = ConfigDict(frozen=False)
 
 
 # -------------------------------------------------------------------------------------- jobs

@@ -1,0 +1,164 @@
+"""One wire schema per result: the Failure Handler's `Diagnosis` (agents/failure/wire.py) is what the
+CLI's `--json`, the service, the daemon and the chat give for a log, with 1-based line numbers.
+
+The CLI, the service and the daemon run the real handler (signature rules, MiniLM classifier) on
+the same log here; their answers must be the same model with the same values."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from schedmate.agents.failure.wire import LINE_NUMBERS, Diagnosis
+
+SCHEMA_SNAPSHOT = Path(__file__).parent / "data" / "wire_diagnosis_schema.json"
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
+       "of 79.15 GiB of which 1.02 GiB is free.")
+PROGRESS = 250  # more than the daemon's 200-line tail: its line numbers must still be the log's
+ROOT_LINE = PROGRESS + 4  # 1-based: the OOM line, after the traceback header and two frame lines
+# what only says how or where a surface ran (timings, the daemon's file list and tail length)
+RUN_FIELDS = {"seconds", "log", "llm_calls"}
+
+
+def failed_log(path: Path) -> Path:
+    lines = [f"INFO step {i}/5000 loss={4.0 - i * 1e-3:.3f} time: 0.250s" for i in range(PROGRESS)]
+    lines += ["Traceback (most recent call last):", '  File "/workspace/train.py", line 88, in <module>',
+              "    loss.backward()", OOM, "srun: error: gpu-node-07: task 3: Exited with exit code 1"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _normalised(schema: Any) -> Any:
+    """The schema with enum value lists left out: a new failure reason or component changes the
+    taxonomy, not the wire's shape (adding a reason must not touch this test)."""
+    if isinstance(schema, dict):
+        return {k: "<enum>" if k == "enum" else _normalised(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_normalised(v) for v in schema]
+    return schema
+
+
+# --------------------------------------------------------------------------------- the model
+
+
+def test_every_surface_uses_the_one_diagnosis_model() -> None:
+    from schedmate.agents.chat.facts import DiagnosisFacts
+    from schedmate.deploy.daemon.model import Diagnosed
+    from schedmate.deploy.service.models import DiagnoseResponse, JobAck
+
+    assert DiagnosisFacts is Diagnosis  # the chat reads the model itself
+    assert issubclass(DiagnoseResponse, Diagnosis) and issubclass(Diagnosed, Diagnosis)
+    # the service adds only its envelope, the daemon only why and when it diagnosed
+    assert set(DiagnoseResponse.model_fields) - set(Diagnosis.model_fields) == {"fallback", "reason", "degraded", "latency_s"}
+    assert set(Diagnosed.model_fields) - set(Diagnosis.model_fields) == {"trigger", "at"}
+    assert JobAck.model_fields["diagnosis"].annotation == DiagnoseResponse | None
+
+
+def test_line_numbers_on_the_wire_are_1_based() -> None:
+    props = Diagnosis.model_json_schema()["properties"]
+    for name in ("line", "block_line"):
+        assert LINE_NUMBERS in props[name]["description"]
+        assert {"type": "integer", "minimum": 1} in props[name]["anyOf"]
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        Diagnosis(status="failure_found", line=0)
+
+
+def test_the_json_schema_is_stable() -> None:
+    """A change of the wire's shape is deliberate: regenerate the snapshot with
+    `SCHEDMATE_UPDATE_SCHEMA=1 pytest tests/test_wire_schemas.py` and say so in the change."""
+    got = _normalised(Diagnosis.model_json_schema())
+    if os.environ.get("SCHEDMATE_UPDATE_SCHEMA"):
+        SCHEMA_SNAPSHOT.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(SCHEMA_SNAPSHOT.read_text())
+
+
+def test_a_diagnosis_survives_its_own_json() -> None:
+    from schedmate.agents.failure.recovery import RecoveryPlan, RunDiagnostic
+
+    plan = RecoveryPlan(job_id="j1", category=None, component=None,
+                        actions=(RunDiagnostic(diagnostic="dcgm-diag", node="n1"),))  # type: ignore[arg-type]
+    d = Diagnosis(status="failure_found", line=7, category="infrastructure", reason_code="ECCError", plan=plan)
+    assert Diagnosis.model_validate_json(d.model_dump_json()) == d
+    assert d.plan_steps == ["Run `dcgm-diag` on node `n1`: DCGM GPU diagnostic (`dcgmi diag -r 3`)."]
+
+
+# ------------------------------------------------------------------- the same log, three surfaces
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("wire") / "logs"
+    folder.mkdir()
+    return failed_log(folder / "job-42.log")
+
+
+@pytest.fixture(scope="module")
+def from_cli(log: Path, classifier: Any) -> dict[str, Any]:
+    from schedmate import cli_jobs
+    from schedmate.cli import app
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cli_jobs, "load_embedder", lambda: classifier.embedder)
+    try:
+        result = CliRunner().invoke(app, ["diagnose", str(log), "--method", "rules", "--job-id", "job-42", "--json"])
+    finally:
+        mp.undo()
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def from_service(log: Path, classifier: Any) -> dict[str, Any]:
+    from fastapi.testclient import TestClient
+
+    from schedmate.agents.stack import AgentStackConfig
+    from schedmate.deploy.service.app import create_app
+    from schedmate.deploy.service.config import ServiceConfig
+    from schedmate.deploy.service.core import ServiceCore
+
+    config = ServiceConfig(allowed_roots=(log.parent,), agents=AgentStackConfig(failure_method="rules"))
+    core = ServiceCore(config, classifier=classifier)
+    core.load()
+    with TestClient(create_app(config, core)) as client:
+        r = client.post("/v1/diagnose", json={"log": str(log), "job_id": "job-42"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_the_cli_and_the_service_answer_the_same_diagnosis(from_cli: dict[str, Any], from_service: dict[str, Any]) -> None:
+    cli, service = Diagnosis.model_validate(from_cli), Diagnosis.model_validate(from_service)
+    assert cli.status == "failure_found" and cli.reason_code == "OutOfMemoryError" and cli.category == "script"
+    assert cli.line == ROOT_LINE and cli.block_line == ROOT_LINE - 3 and cli.line_text == OOM
+    # the similar-failure search has no store in the CLI run (disabled) and one the service cannot
+    # reach (unavailable): said in each answer, the diagnosis itself is the same
+    same = RUN_FIELDS | {"similar_status", "fallbacks"}
+    assert cli.model_dump(exclude=same) == service.model_dump(exclude=same)
+    assert from_service["reason_code"] == "OutOfMemoryError" and from_service["line"] == ROOT_LINE  # README API fields
+
+
+def test_the_daemon_stores_the_same_diagnosis_with_the_logs_line_numbers(
+        log: Path, from_cli: dict[str, Any], redis_url: str, classifier: Any) -> None:
+    from schedmate.deploy.daemon import DaemonConfig, DaemonState, LogDaemon
+
+    state = DaemonState.connect(redis_url)
+    clock = [time.time()]
+    daemon = LogDaemon(log.parent, state, config=DaemonConfig(interval_s=0.02, failure_method="rules"),
+                       classifier=classifier, clock=lambda: clock[0])
+    daemon.run_once()
+    state.request_end("job-42", "failed")
+    daemon.run_once()
+    stored = state.job("job-42")
+    assert stored is not None and stored.diagnosis is not None, state.jobs()
+    daemon_d, cli = stored.diagnosis, Diagnosis.model_validate(from_cli)
+    # the daemon reads the job's 200-line tail, yet numbers lines as the log does
+    assert daemon_d.line == cli.line == ROOT_LINE and daemon_d.block_line == cli.block_line
+    answer = {"status", "line_text", "root_cause", "category", "reason_code", "component", "infrastructure",
+              "remediation", "plan", "action", "abstained", "confidence", "category_evidence"}
+    assert daemon_d.model_dump(include=answer) == cli.model_dump(include=answer)
+    assert daemon_d.total_lines < cli.total_lines  # it diagnosed the tail, not the whole file
