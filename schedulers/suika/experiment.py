@@ -34,8 +34,9 @@ import numpy as np
 from ..engine import SimConfig, SimResult, simulate
 from .arms import make_arm
 from .config import ARMS, ElasticConfig
+from .model import CATALOGUE
 from .timing import cluster_for
-from .workload import TraceConfig, generate_trace
+from .workload import MODEL_KEY, TraceConfig, generate_trace
 
 __all__ = ["ARM_ORDER", "evaluate_criteria", "run_suika_experiment", "main"]
 
@@ -43,7 +44,8 @@ SUIKA, DP, SIA_ILP, SIA_PROXY, RUBICK, NONEL = "suika", "suika-dp", "sia", "sia-
 ARM_ORDER = (SUIKA, DP, SIA_ILP, SIA_PROXY, RUBICK, NONEL)
 SIA_ARMS = (SIA_ILP, SIA_PROXY)  # the Sia criteria compare Suika with the stronger (lower mean JCT) of the two
 QUICK_TRACE = TraceConfig(hours=4.0, num_jobs=60)
-METRICS = ("mean_jct", "mean_wjct", "utilization", "mean_stall", "redeploys", "decision_p50_s", "decision_p90_s", "wall_s")
+METRICS = ("mean_jct", "mean_wjct", "utilization", "mean_stall", "redeploys", "preempts", "stretch_sm", "stretch_l",
+           "decision_p50_s", "decision_p90_s", "wall_s")
 
 
 def run_arm(config: ElasticConfig, jobs: Sequence, num_gpus: int, seed: int) -> tuple[dict[str, Any], dict[str, float], SimResult]:
@@ -55,6 +57,11 @@ def run_arm(config: ElasticConfig, jobs: Sequence, num_gpus: int, seed: int) -> 
     jct = {j.job_id: float(j.end_time - j.spec.submit_time) for j in result.jobs if j.end_time is not None}
     weights = {j.job_id: j.spec.num_gpus for j in result.jobs}
     stats = policy.run_stats()
+    stretch: dict[bool, list[float]] = {True: [], False: []}  # JCT / default-plan length; key: an L or XL model
+    for j in result.jobs:
+        model = CATALOGUE.get(str(j.spec.attributes.get(MODEL_KEY, "")))
+        if j.end_time is not None and j.spec.duration > 0 and model is not None:
+            stretch[model.size_class in ("L", "XL")].append(jct[j.job_id] / j.spec.duration)
     row = {
         "seed": seed,
         "arm": config.name,
@@ -65,6 +72,9 @@ def run_arm(config: ElasticConfig, jobs: Sequence, num_gpus: int, seed: int) -> 
         "makespan": result.end_time,
         "mean_stall": stats["mean_stall_seconds"],
         "redeploys": stats["redeploys"],
+        "preempts": stats.get("preempts", 0),
+        "stretch_sm": float(np.mean(stretch[False])) if stretch[False] else math.nan,
+        "stretch_l": float(np.mean(stretch[True])) if stretch[True] else math.nan,
         "decision_p50_s": stats["decision_p50_s"],
         "decision_p90_s": stats["decision_p90_s"],
         "wall_s": wall,
@@ -242,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc = run_suika_experiment(args.out_dir, tuple(int(s) for s in args.seeds.split(",")), args.quick)
     for row in doc["aggregate"]:
         print(f"{row['arm']:16s} mean JCT {row['mean_jct_mean']:8.0f} s  WJCT {row['mean_wjct_mean']:8.0f}  "
-              f"util {row['utilization_mean']:.2f}  stall {row['mean_stall_mean']:6.1f} s")
+              f"util {row['utilization_mean']:.2f}  stall {row['mean_stall_mean']:6.1f} s  "
+              f"JCT/length S+M {row['stretch_sm_mean']:.2f} L {row['stretch_l_mean']:.2f}  preempts {row['preempts_mean']:.0f}")
     for name, c in doc["criteria"].items():
         print(f"{name:18s} {'PASS' if c['pass'] else 'FAIL'}  {c['measured']}")
     print(doc["summary"])
