@@ -29,6 +29,7 @@ from pathlib import Path
 import redis
 
 from schedmate.config import data_dir
+from schedmate.errors import DependencyUnavailable
 
 HOST = "127.0.0.1"
 STATE_FILE = "server.json"
@@ -38,7 +39,7 @@ LOCK_FILE = ".start.lock"
 SAVE_POINTS = ((3600, 1), (300, 100), (60, 10000))  # Redis' defaults: (seconds, changes) RDB snapshots
 
 
-class RedisServerError(RuntimeError):
+class RedisServerError(DependencyUnavailable):
     """The server could not be started, stopped or reached."""
 
 

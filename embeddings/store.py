@@ -28,6 +28,7 @@ from redis.retry import Retry
 
 from schedmate.embeddings.store_search import ExactSearch, ServerSearch, StoreKeys, has_vector_search, vector_to_bytes
 from schedmate.embeddings.vector_index import Vector, normalise, normalise_many
+from schedmate.errors import DependencyUnavailable
 from schedmate.schedulers.job import FinalStatus
 from schedmate.tracing import get_tracer
 
@@ -35,7 +36,7 @@ SearchPath = Literal["auto", "exact", "server"]
 DEFAULT_PREFIX = "schedmate"
 
 
-class StoreError(RuntimeError):
+class StoreError(DependencyUnavailable):
     """The job store cannot do what was asked (configuration or server capability)."""
 
 

@@ -1,4 +1,6 @@
-"""The `schedmate` command. User errors print one clear line and exit 2, never a traceback."""
+"""The `schedmate` command. A `SchedMateError` (bad input, a dependency down, ...) prints one line
+`error: <message>` and exits 2, never a traceback; any other exception is a bug and keeps its
+traceback (exit 1). One handler does it for every command: `SchedMateGroup` (issue 25, item 2)."""
 
 from __future__ import annotations
 
@@ -17,43 +19,61 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
 from schedmate.schedulers.registry import BUILTIN as POLICY_NAMES  # names only: imports no policy
 
 from .cli_jobs import register_job_commands
 from .config import shared_data_dir
+from .errors import BadInput, DependencyUnavailable, NotFound, SchedMateError
 
-app = typer.Typer(
-    name="schedmate",
-    help="Semantic-aware add-on for GPU-cluster schedulers.",
-    no_args_is_help=True,
-    add_completion=False,
-)
 # Piped output (CI logs, files) gets a width that fits the comparison table instead of 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 T = TypeVar("T")
 
 DEFAULT_POLICIES = "fifo,sjf,srtf,qssf,tiresias"
+ERROR_EXIT = 2
+"""Exit status of a command that stopped on a `SchedMateError` (1 is a bug's, or a failed run's)."""
 
 
-def fail(message: str) -> typer.Exit:
-    """One line on stderr (user text is not markup; no wrapping), exit 2."""
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    return typer.Exit(code=2)
+def report_error(exc: SchedMateError) -> typer.Exit:
+    """The CLI's one error handler: `error: <message>` as one line on stderr (user text is not markup,
+    no wrapping), and the exit to raise (status 2)."""
+    err.print(f"[bold red]error:[/] {escape(exc.one_line())}", highlight=False, soft_wrap=True)
+    return typer.Exit(code=ERROR_EXIT)
+
+
+class SchedMateGroup(TyperGroup):
+    """The root command group: every subcommand runs inside its `invoke`, so a `SchedMateError`
+    from any of them (or from the code they call) is answered here, once."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SchedMateError as exc:
+            raise report_error(exc) from None
+
+
+app = typer.Typer(
+    name="schedmate",
+    help="Semantic-aware add-on for GPU-cluster schedulers.",
+    no_args_is_help=True,
+    add_completion=False,
+    cls=SchedMateGroup,
+)
 
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn known user errors (bad trace, bad cluster string, missing file) into one line."""
-    from schedmate.schedulers.traces import TraceFormatError
-
+    """A file the user named that is missing, a directory or unreadable is bad input (`NotFound`,
+    `BadInput`). Nothing else is translated: an internal `ValueError` is a bug and keeps its traceback."""
     try:
         yield
-    except TraceFormatError as exc:
-        raise fail(str(exc)) from None
-    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        raise fail(str(exc)) from None
+    except FileNotFoundError as exc:
+        raise NotFound(str(exc)) from None
+    except (IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        raise BadInput(str(exc)) from None
 
 
 @contextmanager
@@ -138,9 +158,9 @@ def simulate(
         check_choice(placer, "--placer", tuple(PLACERS))
         check_out_dir(out)
         if not (math.isfinite(load) and load > 0):
-            raise ValueError(f"--load must be a positive number, not {load}")
+            raise BadInput(f"--load must be a positive number, not {load}")
         if colocate_info is not None and not colocate_info.is_file():
-            raise FileNotFoundError(f"--colocate-info {colocate_info}: no such file")
+            raise NotFound(f"--colocate-info {colocate_info}: no such file")
         if trace.startswith("synthetic"):
             profile = trace.partition(":")[2] or "seren"
             loaded = generate_trace(jobs, seed=seed, profile=profile, cluster_gpus=spec.total_gpus, load=load)
@@ -222,7 +242,7 @@ def demo(
     """The main job on embedded defaults: the whole pipeline (history → agents → Lucid/standalone case
     studies → one failure diagnosed) and a report (report.md / report.html)."""
     from schedmate.sim.pipeline import MainJobConfig, run_main_job
-    from schedmate.telemetry import TelemetryConfig, TelemetryConfigError, telemetry_session
+    from schedmate.telemetry import TelemetryConfig, telemetry_session
 
     from .cli_checks import check_count, check_out_dir
 
@@ -231,10 +251,7 @@ def demo(
         check_count(jobs, "--jobs", maximum=1_000_000)
         check_count(history, "--history", minimum=0, maximum=1_000_000)
     t0 = time.perf_counter()
-    try:
-        TelemetryConfig.resolve(otel)
-    except TelemetryConfigError as exc:
-        raise fail(str(exc)) from None
+    TelemetryConfig.resolve(otel)  # an unknown exporter: TelemetryConfigError, a BadInput
     with telemetry_session(otel), err.status("SchedMate main job") as status:
         def say(msg: str) -> None:
             status.update(msg[:100])
@@ -272,12 +289,10 @@ def redis_start(data_dir: DataDirOpt = None, port: Annotated[int | None, typer.O
     """Start redis-server on 127.0.0.1 with persistence (AOF) in the data directory."""
     from schedmate.embeddings import redis_server
 
-    try:
+    try:  # a server that does not start: RedisServerError, a DependencyUnavailable
         info = redis_server.start(data_dir or redis_server.default_data_dir(), port)
-    except redis_server.RedisServerError as exc:
-        raise fail(str(exc)) from None
     except OSError as exc:  # an unwritable or non-directory data dir: one line naming the path
-        raise fail(_data_dir_problem(exc, data_dir)) from None
+        raise BadInput(_data_dir_problem(exc, data_dir)) from None
     console.print(f"redis running at {info.url} (pid {info.pid}, data {info.data_dir})")
 
 
@@ -288,10 +303,8 @@ def redis_stop(data_dir: DataDirOpt = None) -> None:
 
     try:
         stopped = redis_server.stop(data_dir or redis_server.default_data_dir())
-    except redis_server.RedisServerError as exc:
-        raise fail(str(exc)) from None
     except OSError as exc:
-        raise fail(_data_dir_problem(exc, data_dir)) from None
+        raise BadInput(_data_dir_problem(exc, data_dir)) from None
     console.print("stopped" if stopped else "not running")
 
 
@@ -303,7 +316,7 @@ def redis_status(data_dir: DataDirOpt = None) -> None:
     try:
         st = redis_server.status(data_dir or redis_server.default_data_dir())
     except OSError as exc:
-        raise fail(_data_dir_problem(exc, data_dir)) from None
+        raise BadInput(_data_dir_problem(exc, data_dir)) from None
     console.print(f"{'running' if st.running else 'not running'}: {st.detail}" + (f" ({st.url})" if st.url else ""))
     if not st.running:
         raise typer.Exit(code=1)
@@ -398,7 +411,7 @@ def _warn_vanished(summary: dict[str, Any]) -> None:
 def _check_corpus(data: Path, out: Path, limit: int | None) -> None:
     """Before any scoring: --limit and --out are sane, and every label line and log file of the corpus
     is there (one line naming the file and line otherwise, exit 2)."""
-    from schedmate.evals.harness.common import CorpusError, load_corpus
+    from schedmate.evals.harness.common import load_corpus
 
     from .cli_checks import check_limit, check_out_dir
 
@@ -406,11 +419,8 @@ def _check_corpus(data: Path, out: Path, limit: int | None) -> None:
         check_limit(limit)
         check_out_dir(out)
     if not (data / "labels.jsonl").is_file():
-        raise fail(f"{data} holds no labels.jsonl; make a corpus with `schedmate corpus generate`")
-    try:
-        load_corpus(data, limit)
-    except CorpusError as exc:
-        raise fail(str(exc)) from None
+        raise NotFound(f"{data} holds no labels.jsonl", hint="make a corpus with `schedmate corpus generate`")
+    load_corpus(data, limit)  # a bad label line or a missing log: CorpusError, a BadInput
 
 
 def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -> None:
@@ -467,7 +477,7 @@ def eval_failures(
     _check_corpus(data, out, limit)
     folder = None if no_devset else (devset or DEFAULT_DEVSET)
     if folder is not None and devset is not None and not devset.is_dir():
-        raise fail(f"--devset {devset} is not a folder")
+        raise BadInput(f"--devset {devset} is not a folder")
     progress, update = _count_progress("scoring failures")
     with ExitStack() as stack, progress:
         model = None
@@ -491,13 +501,13 @@ def eval_failures(
 
         outcomes = [(str(k), bool(ok)) for k, ok in dev.get("calibration_outcomes") or []]
         if not outcomes:
-            raise fail("--fit-calibration needs the real dev set's failed items (none were scored)")
+            raise BadInput("--fit-calibration needs the real dev set's failed items (none were scored)")
         table = Calibration.fit(outcomes, threshold=float(dev.get("abstain_threshold") or 0.4),
                                 fitted_on=f"{folder} ({len(outcomes)} failed items, locator+learned)")
         try:
             fit_calibration.write_text(json.dumps(table.to_json(), indent=1) + "\n", encoding="utf-8")
         except OSError as exc:
-            raise fail(f"--fit-calibration {fit_calibration}: cannot write ({exc.strerror or exc})") from None
+            raise BadInput(f"--fit-calibration {fit_calibration}: cannot write ({exc.strerror or exc})") from None
         console.print(f"wrote the calibration table fitted on {len(outcomes)} items to {fit_calibration}")
 
 
@@ -521,7 +531,7 @@ def eval_metrics(
 
     _check_corpus(data, out, limit)
     if devset is not None and not devset.is_dir():
-        raise fail(f"--devset {devset} is not a folder")
+        raise BadInput(f"--devset {devset} is not a folder")
     folder = None if no_devset else (devset or DEFAULT_FOLDER)
     progress, update = _count_progress("scoring metrics")
     with ExitStack() as stack, progress:
@@ -578,11 +588,12 @@ def _store_errors(what: str) -> Iterator[None]:
     try:
         yield
     except RedisServerError as exc:
-        raise fail(f"{what} could not start its temporary redis-server: {exc}") from None
+        raise DependencyUnavailable(f"{what} could not start its temporary redis-server: {exc}") from None
     except (StoreError, redis.ConnectionError, redis.TimeoutError) as exc:
         cause = str(exc).split("; is it running?")[0]
-        raise fail(f"{what} lost its temporary Redis mid-run ({cause}); the server was killed or ran out of memory "
-                   f"(see `dmesg`), nothing of this run was written; run the command again") from None
+        raise DependencyUnavailable(
+            f"{what} lost its temporary Redis mid-run ({cause}); the server was killed or ran out of memory "
+            f"(see `dmesg`), nothing of this run was written", hint="run the command again") from None
 
 
 @eval_app.command("advisor")
@@ -628,19 +639,19 @@ def eval_advisor(
     try:
         [int(t) for t in threads.split(",") if t]
     except ValueError:
-        raise fail(f"--threads must be comma-separated counts such as 1,2,4, not {threads!r}") from None
+        raise BadInput(f"--threads must be comma-separated counts such as 1,2,4, not {threads!r}") from None
     cfg = AdvisorEvalConfig(n_history=history, n_new=new, threshold=threshold, agent_jobs=agent_jobs, llm=llm_cfg,
                             agent=agent_cfg, threads=tuple(int(t) for t in threads.split(",") if t), progress=say,
                             users_mode=users_mode, rate_point=rate_point, **kwargs)
     if rate_point not in ("mean", "p50", "plan", "dev"):
-        raise fail(f"--rate-point must be mean, p50, plan or dev, not {rate_point!r}")
+        raise BadInput(f"--rate-point must be mean, p50, plan or dev, not {rate_point!r}")
     with user_errors():
         check_out_dir(out)
         check_count(history, "--history", maximum=1_000_000)
         check_count(new, "--new", maximum=1_000_000)
         check_count(agent_jobs, "--agent-jobs", minimum=0, maximum=new)
         if not cfg.threads or min(cfg.threads) < 1:
-            raise ValueError(f"--threads must be positive counts such as 1,2,4, not {threads!r}")
+            raise BadInput(f"--threads must be positive counts such as 1,2,4, not {threads!r}")
     with progress, _store_errors("the advisor eval"):
         report = run_advisor_eval(data, out, cfg)
     console.print(summary_line(report))
@@ -650,8 +661,8 @@ def eval_advisor(
 
         try:
             real = score_devset_repos(devset)
-        except ValueError as exc:  # a malformed label line: the report above is already written
-            raise fail(f"dev set not scored: {exc}") from None
+        except BadInput as exc:  # a malformed label line: the report above is already written
+            raise BadInput(f"dev set not scored: {exc.one_line()}") from None
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "devset_advisor.json").write_text(json.dumps(real, indent=2, default=str))
         console.print(f"real dev set ({real['items']} launch commands over {real['repos']} hand-written repositories): "
@@ -842,7 +853,7 @@ def experiment_slurm(
     names = [t.strip() for t in trace.split(",") if t.strip()]
     for name, known, what in [*((a, ARMS, "arm") for a in chosen), *((t, TRACES, "trace") for t in names)]:
         if name not in known:
-            raise fail(f"unknown {what} {name!r}; choose from {', '.join(known)}")
+            raise BadInput(f"unknown {what} {name!r}; choose from {', '.join(known)}")
     with _sources(out, False, cache_dir, precomputed, history) as make:
         result = run_slurm_experiment(out, make_source=make, source_label=make.label, traces=names, seeds=seeds,
                                       n_jobs=n, limit=300 if quick else limit, gpus=gpus, arms=chosen,
@@ -865,7 +876,7 @@ def experiment_value_curve(
     from schedmate.sim.experiments.value_curve import CASES, run_value_curve
 
     if case not in CASES:
-        raise fail(f"--case must be one of {', '.join(CASES)}, got {case!r}")
+        raise BadInput(f"--case must be one of {', '.join(CASES)}, got {case!r}")
     out = out or Path(f"results/value-curve-{case}")
     _check_experiment(out, seeds)
     doc = run_value_curve(case, out, seeds=seeds, quick=quick, real=real, progress=_say())
@@ -896,14 +907,11 @@ def ray_points(address: str | None) -> Iterator[Any]:
         return
     from contextlib import ExitStack
 
-    from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+    from schedmate.deploy.ray.cluster import RayConfig, ray_cluster
     from schedmate.deploy.ray.sweep import RayMap
 
     with ExitStack() as stack:
-        try:
-            stack.enter_context(ray_cluster(RayConfig(address, gpus=0)))
-        except RayUnavailable as exc:
-            raise fail(str(exc)) from None
+        stack.enter_context(ray_cluster(RayConfig(address, gpus=0)))  # RayUnavailable: a DependencyUnavailable
         yield RayMap()
 
 

@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from schedmate.errors import BadInput, NotFound
+
 __all__ = ["register"]
 
 console = Console(width=None if sys.stdout.isatty() else 140, highlight=False)
@@ -36,11 +38,6 @@ def load_core(config: Any) -> Any:
     core = ServiceCore(config)
     core.load()
     return core
-
-
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(2)
 
 
 def render(answer: Any) -> None:
@@ -149,25 +146,19 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         from schedmate.agents.chat import ChatInputError
 
         if log is not None and job is not None:
-            raise _fail("give --log or --job, not both")
+            raise BadInput("give --log or --job, not both")
         if log is None and job is None and session is None:
-            raise _fail("give --log FILE or --job ID (or --session ID to continue a conversation)")
+            raise BadInput("give --log FILE or --job ID (or --session ID to continue a conversation)")
         if log is not None and not log.is_file():
-            raise _fail(f"log not found or not a regular file: {log}")
+            raise NotFound(f"log not found or not a regular file: {log}")
         if redis_url and no_redis:
-            raise _fail("give --redis-url or --no-redis, not both")
+            raise BadInput("give --redis-url or --no-redis, not both")
         session_id = session or f"cli-{uuid.uuid4().hex[:12]}"
-        with ExitStack() as stack:
-            try:
-                agent = _build_agent(stack, redis_url, no_redis, no_llm, llm_url, llm_model, quiet=as_json)
-            except ChatInputError as exc:
-                raise _fail(str(exc)) from None
+        with ExitStack() as stack:  # a ChatInputError (a BadInput) ends the command: one line, exit 2
+            agent = _build_agent(stack, redis_url, no_redis, no_llm, llm_url, llm_model, quiet=as_json)
             log_arg = str(log.resolve()) if log is not None else None
             if ask is not None:
-                try:
-                    _turn(agent, session_id, ask, log_arg, job, as_json)
-                except ChatInputError as exc:
-                    raise _fail(str(exc)) from None
+                _turn(agent, session_id, ask, log_arg, job, as_json)
                 return
             first = True
             while (question := _prompt(first)) is not None:

@@ -1,8 +1,8 @@
 """Argument checks every CLI command runs BEFORE it does any work (issue 16, item 4).
 
 A bad `--policies`, `--out`, `--limit` or `--cluster` used to surface after minutes of simulation
-(or as a MemoryError); each check here raises `CliInputError` (a `ValueError`, so `user_errors()`
-prints it as one line, exit 2) naming the option, what was expected and what was given.
+(or as a MemoryError); each check here raises `CliInputError` (a `BadInput`, which the CLI prints as
+one line, exit 2) naming the option, what was expected and what was given.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+
+from schedmate.errors import BadInput
 
 __all__ = [
     "MAX_CLUSTER_GPUS",
@@ -31,8 +33,8 @@ MAX_CLUSTER_NODES = 50_000
 """Node objects are per node: 80 M GPUs as 10 M nodes is a MemoryError, not a cluster."""
 
 
-class CliInputError(ValueError):
-    """A command-line value the user can fix (printed as one line, exit 2)."""
+CliInputError = BadInput
+"""A command-line value the user can fix (kept as a name; printed as one line, exit 2)."""
 
 
 def check_policies(text: str) -> list[str]:

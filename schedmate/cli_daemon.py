@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from schedmate.errors import BadInput, DependencyUnavailable, NotFound
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
@@ -35,17 +36,21 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of text lines.")] = False,
     ) -> None:
         """Follow a directory of job logs: Metric Tracker per job, Failure Handler when one ends badly."""
+        import redis
+
         from schedmate.deploy.daemon import DaemonConfig, DaemonState, JobConfig, LogDaemon
 
         if failure_method not in ("learned", "rules", "llm"):
-            _fail(f"--failure-method must be learned, rules or llm, not {failure_method!r}")
+            raise BadInput(f"--failure-method must be learned, rules or llm, not {failure_method!r}")
         if not logs.is_dir():
-            _fail(f"--logs {logs}: not a directory")
+            raise NotFound(f"--logs {logs}: not a directory")
         url = redis_url or _embedded_redis()
         try:
             state = DaemonState.connect(url)
-        except Exception as exc:  # noqa: BLE001 -- redis' own errors are one line already
-            _fail(f"cannot reach Redis at {url}: {type(exc).__name__}: {exc}")
+        except ValueError as exc:  # redis-py refusing the URL itself (no scheme, bad port)
+            raise BadInput(f"--redis {url}: {exc}") from None
+        except (redis.RedisError, OSError) as exc:  # redis' own errors are one line already
+            raise DependencyUnavailable(f"cannot reach Redis at {url}: {type(exc).__name__}: {exc}") from None
         config = DaemonConfig(interval_s=interval, jobs=JobConfig(idle_s=idle), failure_method=failure_method)
         d = LogDaemon(logs, state, config=config)
 
@@ -71,15 +76,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
 
 
 def _embedded_redis() -> str:
+    """The embedded server's URL, started when none runs (RedisServerError, a DependencyUnavailable)."""
     from schedmate.embeddings import redis_server
 
-    try:
-        return redis_server.start(redis_server.default_data_dir()).url
-    except redis_server.RedisServerError as exc:
-        _fail(str(exc))
-        raise  # unreachable
-
-
-def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise typer.Exit(code=2)
+    return redis_server.start(redis_server.default_data_dir()).url

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from schedmate.errors import BadInput
 
 DEFAULT_SEED = 1  # scoring seed; the detector was tuned on synthetic.failslow.DEV_SEED, never this one
 
@@ -25,13 +26,13 @@ def eval_failslow(
 ) -> None:
     """Fail-slow detector vs the fixed-threshold baseline: detection rate, false positives per 1,000
     job-hours, detection delay (iterations, seconds), rank-localisation accuracy."""
+    from schedmate.cli import user_errors
     from schedmate.evals.harness.failslow import DEFAULT_DEVSET, run_failslow_eval
     from schedmate.synthetic.failslow import DEV_SEED, GenConfig, generate_set
 
     console, err = Console(), Console(stderr=True)
     if data.exists() and not (data / "labels.jsonl").is_file():
-        err.print(f"error: {data} exists but holds no labels.jsonl; give an episode set or a new folder", markup=False)
-        raise typer.Exit(2)
+        raise BadInput(f"{data} exists but holds no labels.jsonl", hint="give an episode set or a new folder")
     if not data.exists():
         if seed == DEV_SEED:
             err.print(f"note: seed {seed} is the dev seed the detector was tuned on; its scores are optimistic",
@@ -39,13 +40,9 @@ def eval_failslow(
         generate_set(data, seed, GenConfig(n_slow=slow, n_healthy=healthy))
         console.print(f"generated {slow + healthy} episodes (seed {seed}) in {data}", markup=False)
     if devset is not None and not devset.is_dir():
-        err.print(f"error: --devset {devset} is not a folder", markup=False)
-        raise typer.Exit(2)
-    try:
+        raise BadInput(f"--devset {devset} is not a folder")
+    with user_errors():  # a bad label line is a BadInput naming it; an unreadable log one line too
         report = run_failslow_eval(data, out, devset=None if no_devset else (devset or DEFAULT_DEVSET))
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
-        err.print(f"error: cannot score {data}: {exc}", markup=False)
-        raise typer.Exit(2) from None
     console.print(report["summary_line"], markup=False, highlight=False)
     console.print(f"wrote {out / 'report.json'}", markup=False)
 

@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedmate.agents.stack import DEFAULT_POOL_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, AgentStack, AgentStackConfig
+from schedmate.errors import BadInput, DependencyUnavailable, NotFound
 from schedmate.logfile import readable_log
 
 __all__ = ["advise_config", "agent_stack", "history_app", "register_job_commands"]
@@ -47,30 +48,24 @@ RedisUrlOpt = Annotated[str | None, typer.Option("--redis-url", help="Use this R
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (scripts).")]
 
 
-class UserError(Exception):
-    """Bad input the user can fix: printed as one line, exit 2."""
-
-
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
-    return typer.Exit(code=2)
+UserError = BadInput
+"""Bad input the user can fix (kept as a name): any `SchedMateError` is one line and exit 2 (`schedmate.cli`)."""
 
 
 @contextmanager
 def _user_errors() -> Iterator[None]:
+    """Redis-py's own errors and the OS's refusals of a file the user named, as `SchedMateError`s (the
+    CLI's one handler prints them); everything else passes through (a bug keeps its traceback)."""
     import redis
-
-    from schedmate.embeddings.redis_server import RedisServerError
-    from schedmate.embeddings.store import StoreError
 
     try:
         yield
-    except (UserError, RedisServerError, StoreError) as exc:
-        raise _fail(str(exc)) from None
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise _fail(f"cannot reach Redis ({exc}); is it running? (`schedmate redis start`)") from None
-    except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise _fail(str(exc)) from None
+        raise DependencyUnavailable(f"cannot reach Redis ({exc})", hint="is it running? `schedmate redis start`") from None
+    except FileNotFoundError as exc:
+        raise NotFound(str(exc)) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise BadInput(str(exc)) from None
 
 
 def _readable_file(path: Path, what: str) -> Path:
@@ -807,7 +802,7 @@ def history_resolve(
     as_json: JsonOpt = False,
 ) -> None:
     """Record how a past failure was resolved: `diagnose` and `chat` show the note beside similar failures."""
-    from schedmate.agents.failure.similar import FAILURE_PREFIX, UnknownFailure, record_resolution
+    from schedmate.agents.failure.similar import FAILURE_PREFIX, record_resolution
     from schedmate.embeddings.store import JobStore, StoreError
 
     with _user_errors():
@@ -823,12 +818,8 @@ def history_resolve(
                     if store.get(job) is None and store.get(f"slurm-{job}") is not None:
                         job = f"slurm-{job}"  # a Slurm job id, as the epilog recorded it
                     rec = record_resolution(store, job, note)
-            except UnknownFailure as exc:
-                raise UserError(str(exc)) from None
-            except ValueError as exc:
-                raise UserError(str(exc)) from None
-            except StoreError as exc:
-                raise UserError(f"failure history unavailable: {exc}") from None
+            except StoreError as exc:  # UnknownFailure (NotFound) and a refused note (InvalidValue) pass as they are
+                raise DependencyUnavailable(f"failure history unavailable: {exc}") from None
     out = {"job_id": job, "resolution": rec.workload["resolution"], "resolved_at": rec.workload["resolved_at"],
            "reason": rec.outcome.failure_reason, "location": loc.describe()}
     if as_json:

@@ -34,17 +34,14 @@ def nightly(
     limit: Annotated[int | None, typer.Option(help="Only the first N logs per suite.")] = None,
 ) -> None:
     """Nightly regression run: all suites, report with plots, history and trends, thresholds; exit 1 on a regression."""
-    from schedmate.cli import console, err, fail
+    from schedmate.cli import console, err, user_errors
     from schedmate.evals.nightly import NightlyConfig, run_nightly
 
     cfg = NightlyConfig(data=data, out=out, config=config, history=history, quick=quick, degrade=degrade,
                         devset=devset, use_devset=not no_devset, suites=tuple(s.strip() for s in suites.split(",") if s.strip()),
                         limit=limit, pushgateway=pushgateway, otlp=otlp, otlp_endpoint=otlp_endpoint)
-    try:
-        with console.status("nightly evaluation") as status:
-            run = run_nightly(cfg, say=lambda m: (status.update(m), err.log(m)))
-    except (ValueError, FileNotFoundError, PermissionError) as exc:
-        raise fail(str(exc)) from None
+    with user_errors(), console.status("nightly evaluation") as status:  # a bad option or file: one line, exit 2
+        run = run_nightly(cfg, say=lambda m: (status.update(m), err.log(m)))
     rec = run.record
     figs = ", ".join(f"{k} {v:.3g}" for k, v in rec["metrics"].items() if v is not None)
     console.print(f"nightly {rec['run_id']}: {'PASS' if run.passed else 'REGRESSION'} "

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from schedmate.errors import BadInput
+
 RayAddress = Annotated[str | None, typer.Option("--ray", help="Ray address ('auto', host:port, ray://host:port) or "
                                                 "'local' to start a cluster here.")]
 GpuResource = Annotated[str, typer.Option(help="Ray resource that stands for a GPU ('GPU' on real ones).")]
@@ -39,8 +41,8 @@ def load_jobs(path: Path | None) -> list[Any]:
             raise TypeError("top level is not a list")
         return [TrainJob(**j) for j in raw]
     except (OSError, ValueError, TypeError) as exc:
-        raise ValueError(f"cannot read jobs from {path}: {exc} (want a JSON list of "
-                         "{job_id, gpus, steps, step_time?, submit_at?, lr?, seed?})") from None
+        raise BadInput(f"cannot read jobs from {path}: {exc} (want a JSON list of "
+                       "{job_id, gpus, steps, step_time?, submit_at?, lr?, seed?})") from None
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from schedmate.errors import BadInput, DependencyUnavailable, NotFound
+
 if TYPE_CHECKING:
     from schedmate.deploy.slurm.config import HookConfig
 
@@ -23,11 +25,6 @@ slurm_app = typer.Typer(help="Slurm: time limits from SchedMate's estimates, job
 
 UrlOpt = Annotated[str, typer.Option(help="The SchedMate service (`schedmate serve`).")]
 TokenFileOpt = Annotated[Path | None, typer.Option(help="File holding the service's bearer token.")]
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
 
 
 @slurm_app.command("config")
@@ -66,7 +63,7 @@ def config(
     epilog = slurm_conf.parent / "schedmate-epilog.sh"
     if write:
         if not slurm_conf.parent.is_dir():
-            raise _fail(f"no such folder: {slurm_conf.parent}")
+            raise NotFound(f"no such folder: {slurm_conf.parent}")
         paths = write_files(cfg, slurm_conf.parent, epilog)
         typer.echo(f"wrote {paths['job_submit.lua']} and {paths['epilog']}; add to {slurm_conf}:")
         typer.echo("\n".join(slurm_conf_lines(epilog)))
@@ -132,7 +129,7 @@ def estimate(
     from schedmate.deploy.slurm.hook import Service, ask_time_limit
 
     if not script.is_file():
-        raise _fail(f"script not found: {script}")
+        raise NotFound(f"script not found: {script}")
     text = script.read_text(encoding="utf-8", errors="replace")
     tres = ""
     if gpus is not None:
@@ -159,15 +156,12 @@ def epilog(
 ) -> None:
     """Report a finished job's end to the service, as EpilogSlurmctld does (prints what was kept)."""
     from schedmate.deploy.slurm.hook import Service, report_end
-    from schedmate.deploy.slurm.slurmjob import ScontrolError, batch_script, show_job
+    from schedmate.deploy.slurm.slurmjob import batch_script, show_job
 
-    try:
-        job_info = show_job(job)
-        script = batch_script(job)
-    except ScontrolError as exc:
-        raise _fail(str(exc)) from None
+    job_info = show_job(job)  # scontrol missing or failing: ScontrolError, a DependencyUnavailable
+    script = batch_script(job)
     if not job_info.settled:
-        raise _fail(f"job {job} is {job_info.state}: report it once it has ended")
+        raise BadInput(f"job {job} is {job_info.state}: report it once it has ended")
     print(json.dumps(report_end(Service(url, _token(token_file), timeout, retries=3), job_info, script), default=str))
 
 
@@ -185,19 +179,15 @@ def extend(
     import time
 
     from schedmate.deploy.slurm.extend import ExtendConfig, Extender
-    from schedmate.deploy.slurm.slurmjob import ScontrolError
 
     ext = Extender(ExtendConfig(enabled=enable, max_extension_s=cap_hours * 3600, check_before_s=check_before_min * 60),
                    log_file=log_file)
-    while True:
-        try:
-            for d in ext.run_pass():
-                if d.action == "extend" or not d.reason.endswith("not due"):
-                    verb = ("extended to" if d.applied else "would extend to") if d.action == "extend" else "kept"
-                    new = f" {d.new_limit_s / 60:.0f} min" if d.new_limit_s else ""
-                    typer.echo(f"job {d.job_id}: {verb}{new} ({d.reason})")
-        except ScontrolError as exc:
-            raise _fail(str(exc)) from None
+    while True:  # scontrol missing or failing: ScontrolError, a DependencyUnavailable (one line, exit 2)
+        for d in ext.run_pass():
+            if d.action == "extend" or not d.reason.endswith("not due"):
+                verb = ("extended to" if d.applied else "would extend to") if d.action == "extend" else "kept"
+                new = f" {d.new_limit_s / 60:.0f} min" if d.new_limit_s else ""
+                typer.echo(f"job {d.job_id}: {verb}{new} ({d.reason})")
         if every <= 0:
             typer.echo(f"{dict(ext.counts)}{'' if enable else ' (dry-run: --enable to change limits)'}")
             return
@@ -216,7 +206,7 @@ def _token(path: Path | None) -> str | None:
     try:
         return path.read_text().strip()
     except OSError as exc:
-        raise _fail(f"cannot read the token file: {exc}") from None
+        raise BadInput(f"cannot read the token file: {exc}") from None
 
 
 def register(app: typer.Typer, eval_app: typer.Typer) -> None:
@@ -263,7 +253,7 @@ def localcluster_up(
         cluster.start()
     except (SlurmStartError, OSError) as exc:
         cluster.stop()
-        raise _fail(str(exc).splitlines()[0]) from None
+        raise DependencyUnavailable(str(exc).splitlines()[0]) from None
     typer.echo(f"Slurm up in {folder} ({gpus} fake GPUs){'; SchedMate hooks for ' + url if url else ''}.")
     typer.echo(f"export SLURM_CONF={cluster.conf}    # then: sbatch, squeue, schedmate diagnose --job ID")
 
@@ -275,6 +265,6 @@ def localcluster_down(root: RootOpt = None) -> None:
 
     folder = _cluster_root(root)
     if not (folder / "etc" / "slurm.conf").exists():
-        raise _fail(f"no cluster in {folder}")
+        raise NotFound(f"no cluster in {folder}")
     LocalSlurm(folder).stop()
     typer.echo(f"Slurm in {folder} stopped")

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from schedmate.errors import BadInput
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
 
 __all__ = ["DevSetError", "ProgressItem", "RealFailureItem", "load_failure_items", "load_progress_items"]
@@ -25,7 +26,7 @@ __all__ = ["DevSetError", "ProgressItem", "RealFailureItem", "load_failure_items
 Confidence = Literal["high", "medium", "low"]
 
 
-class DevSetError(ValueError):
+class DevSetError(BadInput):
     """A label file that cannot be read: names the file and line."""
 
 

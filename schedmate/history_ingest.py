@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from schedmate.errors import BadInput
+
 __all__ = ["BATCH_ROWS", "JOB_STATES", "IngestSummary", "MAX_LINE_BYTES", "PastJob", "RowError", "ingest_files",
            "read_rows"]
 
@@ -46,7 +48,7 @@ PROGRESS_EVERY_S = 2.0
 _EXTRACT_CACHE = 256
 
 
-class RowError(ValueError):
+class RowError(BadInput):
     """One row that cannot be stored; `str()` is `file:line: why`."""
 
 

@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from schedmate.errors import BadInput
+
 __all__ = ["DEFAULT_MAX_DECODED_BYTES", "LogView", "NotRegularFile", "describe_mode", "detect_encoding", "open_regular",
            "pread_exact", "readable_log"]
 
 
-class NotRegularFile(ValueError):
+class NotRegularFile(BadInput):
     """The path exists but is not a regular file (FIFO, socket, device, directory)."""
 
 

@@ -36,6 +36,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
 
+from schedmate.errors import BadInput
 from schedmate.telemetry_genai import GenAIMetrics, GenAISpanProcessor
 from schedmate.tracing import TRACER_NAME
 
@@ -47,7 +48,7 @@ DEFAULT_SERVICE_NAME = "schedmate"
 LOGGER_NAME = "schedmate"  # the logs bridge forwards this logger (and its children) only
 
 
-class TelemetryConfigError(ValueError):
+class TelemetryConfigError(BadInput):
     """An `--otel` value or `OTEL_*_EXPORTER` variable names no exporter we have."""
 
 

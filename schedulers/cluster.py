@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schedmate.errors import BadInput
+
 from .job import Placement
 from .topology import DEFAULT_TOPOLOGY, Level, Topology  # noqa: F401 (re-exported)
 
@@ -97,21 +99,21 @@ class ClusterSpec:
         for part in (p.strip() for p in text.split(",")):
             m = re.fullmatch(r"(\d+)(?:x(\d+))?(?::([\w.-]+))?", part)
             if not m:
-                raise ValueError(
+                raise BadInput(
                     f"cannot parse cluster {text!r}: expected e.g. '64', '8x8', '6x4:T4,2x8:A100'"
                 )
             count, per, gtype = int(m.group(1)), m.group(2), m.group(3) or "V100"
             if per is None:  # a bare GPU count
                 if count < 1:
-                    raise ValueError(f"cluster part {part!r} has no GPUs")
+                    raise BadInput(f"cluster part {part!r} has no GPUs")
                 per_node = 8 if count >= 8 else count
                 if count % per_node:
-                    raise ValueError(f"{count} GPUs do not split into nodes of {per_node}")
+                    raise BadInput(f"{count} GPUs do not split into nodes of {per_node}")
                 count, per_i = count // per_node, per_node
             else:
                 per_i = int(per)
             if count < 1 or per_i < 1:
-                raise ValueError(f"cluster part {part!r} has no GPUs")
+                raise BadInput(f"cluster part {part!r} has no GPUs")
             for _ in range(count):
                 i = len(nodes)
                 nodes.append(

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from schedmate.errors import BadInput
+
 if TYPE_CHECKING:
     from .policy import Policy
 
@@ -44,7 +46,7 @@ BUILTIN: dict[str, str] = {
 """Bundled policies: name → "module:Class" (nothing here is imported until it is asked for)."""
 
 
-class UnknownPolicy(ValueError):
+class UnknownPolicy(BadInput):
     """No policy of that name, or a variant it does not have (a `ValueError`: bad user input)."""
 
 

@@ -184,11 +184,10 @@ def test_eval_out_at_a_file_is_refused(tmp_path, corpus):
 
 def test_redis_killed_mid_run_is_one_line_with_a_rerun_hint(tmp_path, capsys):
     """A real redis-server killed under a live store: the eval wrapper says so in one line, exit 2."""
-    import typer
-
-    from schedmate.cli import _store_errors
+    from schedmate.cli import _store_errors, report_error
     from schedmate.embeddings.redis_server import running_server
     from schedmate.embeddings.store import JobStore
+    from schedmate.errors import DependencyUnavailable
 
     with running_server(tmp_path / "redis") as info:
         store = JobStore.connect(info.url, 8, prefix="t")
@@ -197,11 +196,11 @@ def test_redis_killed_mid_run_is_one_line_with_a_rerun_hint(tmp_path, capsys):
 
             os.kill(info.pid, signal.SIGKILL)
             time.sleep(0.3)
-            with pytest.raises(typer.Exit) as exited, _store_errors("the advisor eval"):
+            with pytest.raises(DependencyUnavailable) as raised, _store_errors("the advisor eval"):
                 store.get_many(["a", "b"])
         finally:
             store.close()
-    assert exited.value.exit_code == 2
+    assert report_error(raised.value).exit_code == 2  # what the CLI's one handler does with it
     text = capsys.readouterr().err.strip()
     assert text.count("\n") == 0, text
     assert "lost its temporary Redis mid-run" in text and "run the command again" in text

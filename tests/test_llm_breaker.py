@@ -158,7 +158,7 @@ def test_a_diagnosis_time_budget_bounds_the_llm_call(stalled: str, classifier: o
     assert d.llm_status == "unavailable" and d.llm_calls.timed_out == 1
     spent = FailureHandler(classifier, chat_model=chat_for(stalled, timeout_s=60),  # type: ignore[arg-type]
                            config=FailureHandlerConfig(method="llm", time_budget_s=0.0)).diagnose_lines(KEYERROR_LOG, META)
-    assert spent.llm_status == "out_of_time" and spent.llm_calls.made == 0 and spent.status == "failure_found"
+    assert spent.llm_status == "timeout" and spent.llm_calls.made == 0 and spent.status == "failure_found"
 
 
 def test_an_answering_endpoint_is_counted_as_answered(classifier: object) -> None:
@@ -210,5 +210,5 @@ def test_once_the_caller_stops_waiting_no_llm_call_is_made_and_the_rules_still_a
             extract(chat, Answer, "hi", retries=0)
         d = handler.diagnose_lines(KEYERROR_LOG, META)
         assert time.monotonic() - t0 < 5
-    assert d.llm_status == "out_of_time" and d.llm_calls.made == 0 and d.status == "failure_found"
+    assert d.llm_status == "timeout" and d.llm_calls.made == 0 and d.status == "failure_found"
     assert chat.breaker.counts(stalled).made == 0  # type: ignore[attr-defined]

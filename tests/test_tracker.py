@@ -654,7 +654,7 @@ def test_llm_garbage_falls_back_to_regex_and_says_so(classifier: LineClassifier,
     tracker = MetricTracker(classifier, _chat(fresh_stub.url), max_lines=10)  # stub answers prose
     report = tracker.observe(lines)
     assert isinstance(report, TrackerReport) and report.method == "regex"
-    assert report.llm_status == "output_error" and report.llm_fallback and "LLMOutputError" in (report.llm_error or "")
+    assert report.llm_status == "invalid_output" and report.llm_fallback and "LLMOutputError" in (report.llm_error or "")
     assert report.step_time_s == pytest.approx(0.5, rel=0.02)
     only_custom = tracker.observe(_custom_log())
     assert isinstance(only_custom, NoSignal) and only_custom.llm_fallback

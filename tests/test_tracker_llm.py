@@ -78,7 +78,7 @@ def test_real_llm_on_unknown_format_is_correct_or_refused(classifier: LineClassi
             assert min(values) - 1e-9 <= result.step_time.value <= max(values) + 1e-9
     else:
         assert isinstance(result, NoSignal)
-        assert "refused" in result.reason or result.llm_status in ("output_error", "rejected")
+        assert "refused" in result.reason or result.llm_status in ("invalid_output", "rejected")
 
 
 # -- a line the embedded model can handle: the fallback must give a usable, validated answer -----

@@ -49,7 +49,7 @@ from schedmate.agents.advisor import budget
 from schedmate.agents.advisor.static_extractor import FIELDS, MANDATORY, StaticExtraction, extract_static
 from schedmate.agents.advisor.tools import RepoSandbox, make_repo_tools
 from schedmate.agents.advisor.validation import grounded, normalise_field, values_equal
-from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMUnavailable
+from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMStatus, LLMUnavailable
 from schedmate.llm_tracing import GenAIToolTracingHandler
 from schedmate.structured import map_llm_exception
 from schedmate.tracing import GEN_AI_AGENT_NAME, get_tracer
@@ -81,7 +81,6 @@ AgentAnswer: type[BaseModel] = create_model(
     valid_dataset=(str | None, Field(description="validation set, if named")),
 )
 
-LLMStatus = Literal["ok", "disabled", "unavailable", "timeout", "step_limit", "invalid_output", "request_error", "error"]
 ANSWER_TOOL = AgentAnswer.__name__
 # Static evidence the LLM may overrule (when its own value is grounded): prose, framework defaults,
 # inferred task, names merely mentioned. Values derived from the resolved configuration (iteration

@@ -30,6 +30,8 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
+from schedmate.errors import BadInput
+
 __all__ = [
     "BINARY_SUFFIXES",
     "NOISE_DIRS",
@@ -59,7 +61,7 @@ BINARY_SUFFIXES = frozenset({
 SNIFF_BYTES = 8192
 
 
-class SandboxError(ValueError):
+class SandboxError(BadInput):
     """The path is outside the repository, not a readable text file, or otherwise refused."""
 
 

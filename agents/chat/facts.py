@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schedmate.agents.failure.similar import SimilarFailure
 from schedmate.agents.failure.wire import Diagnosis
+from schedmate.errors import BadInput, DependencyUnavailable
 
 __all__ = [
     "ChatInputError", "ChatUnavailable", "Citation", "DiagnosisFacts", "EstimateFacts", "JobFacts", "LogLine",
@@ -23,11 +24,11 @@ MAX_QUOTE_CHARS = 400  # a quoted log line is cut here (tqdm and JSON lines can 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x1b]")
 
 
-class ChatInputError(ValueError):
+class ChatInputError(BadInput):
     """The user named something that cannot be used (missing log, bad session id, unknown job)."""
 
 
-class ChatUnavailable(RuntimeError):
+class ChatUnavailable(DependencyUnavailable):
     """A dependency a tool needs (Redis, the models) is down; the answer says so and goes on."""
 
 

@@ -17,7 +17,7 @@ raising:
   `notes` saying what changed;
 - an LLM endpoint that failed or stalled repeatedly → its circuit is open and the LLM is skipped
   at once (`llm_status="circuit_open"`); the whole diagnosis has a time budget
-  (`time_budget_s`) that bounds the LLM call (`"out_of_time"` when none is left). `llm_calls`
+  (`time_budget_s`) that bounds the LLM call (`"timeout"` when none is left). `llm_calls`
   counts the calls made, answered, failed, timed out and skipped.
 Only a malformed `job_meta` raises (it is the caller's trusted input, so a bad one is a bug), and
 `schedmate.cancel.Cancelled` when the request's caller gave up (504): the diagnosis then stops at
@@ -67,14 +67,11 @@ from schedmate.cancel import check_cancelled
 from schedmate.embeddings.classifier import LineClassifier
 from schedmate.embeddings.store import StoreUnavailable
 from schedmate.llm_breaker import CallCounts, llm_deadline, time_left
-from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMSkipped, LLMUnavailable
+from schedmate.llm_errors import LLMError, LLMOutputError, LLMRequestError, LLMSkipped, LLMStatus, LLMUnavailable
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
 from schedmate.tracing import get_tracer
 
 Status = Literal["failure_found", "no_failure_found", "unreadable"]
-LLMStatus = Literal[
-    "ok", "disabled", "unavailable", "invalid_output", "rejected", "skipped", "circuit_open", "out_of_time"
-]
 SimilarStatus = Literal["ok", "disabled", "unavailable", "error", "skipped"]
 
 
@@ -371,13 +368,13 @@ class FailureHandler:
         left = time_left()
         if left is not None and left <= 0:
             fallbacks.append("LLM skipped: the diagnosis' time budget is spent: rules only")
-            return None, "out_of_time"
+            return None, "timeout"
         try:
             return self.llm.classify(window, focus), "ok"
         except LLMSkipped as exc:
             if exc.reason == "budget":
                 fallbacks.append("LLM skipped: the diagnosis' time budget is spent: rules only")
-                return None, "out_of_time"
+                return None, "timeout"
             fallbacks.append(f"LLM skipped ({_short(exc)}): rules only")
             return None, "circuit_open"
         except LLMUnavailable as exc:
@@ -440,7 +437,7 @@ def _counts_of(status: LLMStatus) -> CallCounts:
         return CallCounts(made=1, answered=1)
     if status == "unavailable":
         return CallCounts(made=1, failed=1)
-    if status in ("circuit_open", "out_of_time"):
+    if status in ("circuit_open", "timeout"):
         return CallCounts(skipped=1)
     return CallCounts()
 

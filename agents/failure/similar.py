@@ -20,6 +20,7 @@ from schedmate.embeddings.embedder import Embedder
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.embeddings.store import JobOutcome, JobRecord, JobStore
 from schedmate.embeddings.templates import mask_variables
+from schedmate.errors import InvalidValue, NotFound
 from schedmate.schedulers.job import FinalStatus
 from schedmate.tracing import get_tracer
 
@@ -29,7 +30,7 @@ MAX_NOTE_CHARS = 2000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class UnknownFailure(LookupError):
+class UnknownFailure(NotFound):
     """No failure of that job is in the history (nothing to resolve)."""
 
 
@@ -37,9 +38,9 @@ def clean_note(note: str) -> str:
     """A resolution note as stored: control characters dropped, trimmed; empty or too long refused."""
     text = _CONTROL.sub(" ", note or "").strip()
     if not text:
-        raise ValueError("the resolution note is empty: say what fixed it")
+        raise InvalidValue("the resolution note is empty: say what fixed it")
     if len(text) > MAX_NOTE_CHARS:
-        raise ValueError(f"the resolution note is longer than {MAX_NOTE_CHARS} characters")
+        raise InvalidValue(f"the resolution note is longer than {MAX_NOTE_CHARS} characters")
     return text
 
 

@@ -88,13 +88,12 @@ from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, rob
 _PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
-from schedmate.llm_errors import LLMError, LLMRequestError, LLMUnavailable
+from schedmate.llm_errors import LLMError, LLMRequestError, LLMStatus, LLMUnavailable
 from schedmate.logfile import NotRegularFile, open_regular
 from schedmate.structured import Method as LLMMethod
 from schedmate.tracing import get_tracer
 
 Method = Literal["regex", "llm", "mixed"]
-LLMStatus = Literal["disabled", "unused", "ok", "rejected", "unavailable", "output_error", "request_error"]
 TimestampSource = Literal["line", "observed"]
 
 ATTR_LINES_READ = "schedmate.tracker.lines_read"
@@ -250,7 +249,7 @@ class TrackerReport:
     @property
     def llm_fallback(self) -> bool:
         """True when an LLM failure left this pass regex-only (or skipped lines)."""
-        return self.llm_status in ("unavailable", "output_error", "request_error")
+        return self.llm_status in ("unavailable", "invalid_output", "request_error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +269,7 @@ class NoSignal:
 
     @property
     def llm_fallback(self) -> bool:
-        return self.llm_status in ("unavailable", "output_error", "request_error")
+        return self.llm_status in ("unavailable", "invalid_output", "request_error")
 
 
 TrackerResult = TrackerReport | NoSignal
@@ -652,7 +651,7 @@ class MetricTracker:
             return None
         except LLMError as exc:  # LLMOutputError: nothing valid after the retries
             state.stats.llm_errors += 1
-            state.llm_status, state.llm_error = "output_error", f"{type(exc).__name__}: {exc}"
+            state.llm_status, state.llm_error = "invalid_output", f"{type(exc).__name__}: {exc}"
             state.notes.append(f"LLM gave no valid answer for line {cand.source.lineno}: skipped (regex only)")
             return self._apply_map(cand, fmap, state) if fmap is not None else self._done(cand, None)
         return self._accept(cand, entry, validation, state)
@@ -1095,7 +1094,7 @@ def _no_signal_reason(state: _PassState) -> str:
         why.append(f"{st.injection_rejected} ignored as instruction-like text")
     if state.llm_status == "disabled":
         why.append("no regex matched and no LLM is configured")
-    elif state.llm_status in ("unavailable", "request_error", "output_error"):
+    elif state.llm_status in ("unavailable", "request_error", "invalid_output"):
         why.append(f"LLM fallback failed ({state.llm_status}): regex only")
     elif st.llm_rejected:
         why.append(f"{st.llm_rejected} LLM answer(s) refused by validation against the line")

@@ -23,7 +23,8 @@ from typing import Any
 import ray
 
 from schedmate.deploy.service.config import ServiceConfig
-from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
+from schedmate.deploy.service.core import DependencyDown, ServiceCore
+from schedmate.errors import BadInput
 
 __all__ = ["OPERATIONS", "RayServiceCore"]
 
@@ -33,16 +34,14 @@ OPERATIONS = ("advise", "track", "diagnose", "register", "end", "report_failure"
 
 @dataclass(frozen=True)
 class _Failure:
-    """An exception raised in an actor, carried back as data: `InputError` and `DependencyDown`
-    take two constructor arguments, so they do not survive pickling as themselves."""
+    """An exception raised in an actor, carried back as data: `DependencyDown` takes two constructor
+    arguments, so it does not survive pickling as itself (every other `SchedMateError` does)."""
 
     kind: str
     args: tuple[Any, ...]
 
     @staticmethod
     def of(exc: BaseException) -> _Failure:
-        if isinstance(exc, InputError):
-            return _Failure("input", (exc.status, str(exc)))
         if isinstance(exc, DependencyDown):
             return _Failure("dependency", (exc.dependency, exc.reason))
         try:
@@ -52,8 +51,6 @@ class _Failure:
             return _Failure("other", (f"{type(exc).__name__}: {exc}",))
 
     def rebuild(self) -> BaseException:
-        if self.kind == "input":
-            return InputError(*self.args)
         if self.kind == "dependency":
             return DependencyDown(*self.args)
         if self.kind == "raise":
@@ -95,7 +92,7 @@ class RayServiceCore:
     def __init__(self, config: ServiceConfig, *, actors: int = 2, cpus_per_actor: float = 0.5,
                  timeout_s: float | None = None) -> None:
         if actors < 1:
-            raise ValueError("a pool needs at least one actor")
+            raise BadInput("a pool needs at least one actor")
         if not ray.is_initialized():
             raise RuntimeError("Ray is not initialised: use deploy.ray.cluster.ray_cluster first")
         self.config = config

@@ -16,13 +16,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from schedmate.errors import DependencyUnavailable
+
 __all__ = ["DEFAULT_GPU_RESOURCE", "LOCAL", "RayConfig", "RayUnavailable", "ray_cluster"]
 
 LOCAL = "local"
 DEFAULT_GPU_RESOURCE = "fake_gpu"
 
 
-class RayUnavailable(ValueError):
+class RayUnavailable(DependencyUnavailable, ValueError):
     """The Ray cluster named by the user cannot be joined or started (bad address, none running)."""
 
 

@@ -41,6 +41,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from schedmate.deploy.ray.cluster import RayConfig
+from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec, NodeSpec
 from schedmate.schedulers.decisions import Decision, Preempt, Refresh, Start
 from schedmate.schedulers.job import JobSpec, JobState, Phase, Placement
@@ -77,9 +78,9 @@ class TrainJob:
 
     def __post_init__(self) -> None:
         if not _JOB_ID.fullmatch(self.job_id):
-            raise ValueError(f"job id {self.job_id!r}: letters, digits and ._- only (it names the job's files)")
+            raise BadInput(f"job id {self.job_id!r}: letters, digits and ._- only (it names the job's files)")
         if self.gpus < 1 or self.steps < 1 or self.step_time < 0 or self.submit_at < 0:
-            raise ValueError(f"job {self.job_id!r}: gpus >= 1, steps >= 1, step_time >= 0 and submit_at >= 0 are required")
+            raise BadInput(f"job {self.job_id!r}: gpus >= 1, steps >= 1, step_time >= 0 and submit_at >= 0 are required")
 
     def spec(self) -> JobSpec:
         """What the policy sees: the nominal duration (steps x step time), as a trace would say."""
@@ -102,7 +103,7 @@ class ExecutorConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_slice <= 64 or self.cpus_per_job < 0 or self.poll_s <= 0:
-            raise ValueError("gpu_slice in (0, 64], cpus_per_job >= 0 and poll_s > 0 are required")
+            raise BadInput("gpu_slice in (0, 64], cpus_per_job >= 0 and poll_s > 0 are required")
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ class RayExecutor:
         order = sorted(jobs, key=lambda j: (j.submit_at, j.job_id))
         for j in order:
             if j.job_id in self._specs:
-                raise ValueError(f"duplicate job id {j.job_id!r}")
+                raise BadInput(f"duplicate job id {j.job_id!r}")
             self._specs[j.job_id] = j
             st.jobs[j.job_id] = JobState(j.spec())
             for stale in (self.log_of(j.job_id), self.checkpoint_of(j.job_id), self.pid_of(j.job_id)):

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from schedmate.errors import BadInput
 from schedmate.sim.experiments.common import ExperimentResult, RunRow, SeedMap, serial_map, write_experiment
 
 __all__ = ["RayMap", "SweepConfig", "run_point", "run_sweep"]
@@ -53,7 +54,7 @@ class SweepConfig:
         from schedmate.schedulers.registry import policy_class
 
         if not self.policies or not self.seeds or self.jobs < 1 or self.load <= 0:
-            raise ValueError("a sweep needs a policy, a seed, jobs >= 1 and load > 0")
+            raise BadInput("a sweep needs a policy, a seed, jobs >= 1 and load > 0")
         for name in self.policies:
             policy_class(name.partition("+")[0])  # unknown names fail here, before any run starts
 

@@ -4,7 +4,9 @@ Status codes: 200 answered (possibly with `fallback="scheduler-default"` and a `
 token, 403 path outside the allowed roots, 404/400 unreadable input, 413 body too large, 422
 invalid request, 429 work queue full, 503 a required dependency down (Redis for the job history,
 models still loading), 504 per-call timeout, 500 an internal error. Every non-200 body is an
-`ErrorBody` (the scheduler-default signal plus the reason), never a traceback.
+`ErrorBody` (the scheduler-default signal plus the reason), never a traceback. A `SchedMateError`
+gets its status from the one table `schedmate.errors.HTTP_ANSWERS` (`http_errors.response_for`),
+on every route.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from schedmate.deploy.service.auth import token_check
-from schedmate.deploy.service.config import PathRefused, ServiceConfig
-from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
-from schedmate.deploy.service.limits import BodyLimit, CallTimeout, FastReject, QueueFull, WorkQueue
+from schedmate.deploy.service.config import ServiceConfig
+from schedmate.deploy.service.core import ServiceCore
+from schedmate.deploy.service.http_errors import error_response, internal_error, response_for
+from schedmate.deploy.service.limits import BodyLimit, FastReject, WorkQueue
 from schedmate.deploy.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
 from schedmate.deploy.service.models import (
     AdviseRequest,
@@ -45,21 +48,13 @@ from schedmate.deploy.service.models import (
     TrackRequest,
     TrackResponse,
 )
+from schedmate.errors import SchedMateError, http_answer
 
 __all__ = ["API_VERSION", "create_app"]
 
 API_VERSION = "v1"
 log = logging.getLogger("schedmate.service")
 _ERRORS = {429: "queue full", 503: "dependency down", 504: "timed out"}
-
-
-def _error(status: int, reason: str, retry_after_s: float | None = None, headers: dict[str, str] | None = None
-           ) -> JSONResponse:
-    hdrs = dict(headers or {})
-    if retry_after_s is not None:
-        hdrs["Retry-After"] = str(max(1, round(retry_after_s)))
-    return JSONResponse(ErrorBody(reason=reason, retry_after_s=retry_after_s).model_dump(), status_code=status,
-                        headers=hdrs)
 
 
 def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_models: bool = True,
@@ -98,7 +93,7 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+        return error_response(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.get("/health", tags=["ops"])
     async def health() -> dict[str, str]:
@@ -125,25 +120,16 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
         op = getattr(fn, "__name__", "other")
         try:
             out = await queue.run(contextvars.copy_context().run, fn, req)  # agent spans nest under the request
-        except QueueFull as exc:
-            metrics.error(op, "queue_full")
-            return _error(429, str(exc), retry_after_s=1.0)
-        except CallTimeout as exc:
-            metrics.error(op, "timeout")
-            return _error(504, str(exc))
-        except DependencyDown as exc:
-            metrics.error(op, "dependency_down")
-            return _error(503, f"{exc.dependency} unavailable: {exc.reason}", retry_after_s=5.0)
-        except PathRefused as exc:
-            metrics.error(op, "path_refused")
-            return _error(403, str(exc))
-        except InputError as exc:
-            metrics.error(op, "bad_input")
-            return _error(exc.status, str(exc))
-        except Exception as exc:  # noqa: BLE001 -- logged here; the client gets the default signal
+        except SchedMateError as exc:  # bad input, a dependency down, the queue's limits: the one table
+            answer = http_answer(exc)
+            metrics.error(op, answer.kind)
+            if answer.status >= 500:
+                log.warning("%s: %s: %s", op, type(exc).__name__, exc.one_line())
+            return response_for(exc)
+        except Exception as exc:  # noqa: BLE001 -- a bug: logged here; the client gets the default signal
             metrics.error(op, "internal")
             log.exception("internal error in %s", op)
-            return _error(500, f"internal error ({type(exc).__name__}); see the service log")
+            return internal_error(exc)
         out.latency_s = round(time.perf_counter() - t0, 6)
         metrics.observe(op, req, out)
         return out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from schedmate.agents.chat import (
@@ -43,8 +43,8 @@ from schedmate.agents.chat.facts import SESSION_ID
 from schedmate.agents.chat.intent_model import IntentClassifier
 from schedmate.deploy.service.auth import token_check
 from schedmate.deploy.service.config import PathRefused, ServiceConfig
-from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
-from schedmate.deploy.service.limits import CallTimeout, QueueFull
+from schedmate.deploy.service.core import DependencyDown, ServiceCore
+from schedmate.deploy.service.http_errors import error_response, internal_error, response_for
 from schedmate.deploy.service.models import (
     AdviseRequest,
     DiagnoseRequest,
@@ -52,6 +52,7 @@ from schedmate.deploy.service.models import (
     SimilarFailuresRequest,
     TrackRequest,
 )
+from schedmate.errors import BadInput, SchedMateError
 
 __all__ = ["ChatRequest", "CoreBackend", "make_agent", "router"]
 
@@ -91,7 +92,7 @@ class CoreBackend:
             return fn(req)
         except DependencyDown as exc:
             raise ChatUnavailable(f"{exc.dependency}: {exc.reason}") from None
-        except (InputError, PathRefused) as exc:
+        except BadInput as exc:  # a path refused, a file not found, ...
             raise ChatInputError(str(exc)) from None
 
     def diagnose(self, log: Path, job_id: str) -> DiagnosisFacts:
@@ -170,12 +171,6 @@ def make_agent(core: ServiceCore, config: ServiceConfig, *, chat_model: Any = No
                      config=ChatConfig(mode=chosen), intents=IntentClassifier(backend.embed))  # type: ignore[arg-type]
 
 
-def _error(status: int, reason: str, retry_after_s: float | None = None) -> JSONResponse:
-    headers = {"Retry-After": str(max(1, round(retry_after_s)))} if retry_after_s else None
-    return JSONResponse(ErrorBody(reason=reason, retry_after_s=retry_after_s).model_dump(), status_code=status,
-                        headers=headers)
-
-
 def router(core: ServiceCore, config: ServiceConfig) -> APIRouter:
     """The chat routes over `core` (they share its models, Redis and limits)."""
     api = APIRouter()
@@ -199,7 +194,7 @@ def router(core: ServiceCore, config: ServiceConfig) -> APIRouter:
     async def asset(asset: str) -> Any:
         files = {"chat.js": "text/javascript", "chat.css": "text/css"}
         if asset not in files:
-            return _error(404, f"no such asset: {asset}")
+            return error_response(404, f"no such asset: {asset}")
         return FileResponse(STATIC / asset, media_type=files[asset])
 
     @api.post("/v1/chat", response_model=ChatAnswer, tags=["chat"],
@@ -213,16 +208,10 @@ def router(core: ServiceCore, config: ServiceConfig) -> APIRouter:
             if queue is None:
                 return answer(req)
             return await queue.run(contextvars.copy_context().run, answer, req)  # spans nest under the request
-        except QueueFull as exc:
-            return _error(429, str(exc), retry_after_s=1.0)
-        except CallTimeout as exc:
-            return _error(504, str(exc))
-        except ChatInputError as exc:
-            return _error(400, str(exc))
-        except DependencyDown as exc:
-            return _error(503, f"{exc.dependency} unavailable: {exc.reason}", retry_after_s=5.0)
-        except Exception as exc:  # noqa: BLE001 -- logged here; the client gets a one-line reason
+        except SchedMateError as exc:  # bad input, a dependency down, the queue's limits: the one table
+            return response_for(exc)
+        except Exception as exc:  # noqa: BLE001 -- a bug: logged here; the client gets a one-line reason
             log.exception("internal error in chat")
-            return _error(500, f"internal error ({type(exc).__name__}); see the service log")
+            return internal_error(exc)
 
     return api

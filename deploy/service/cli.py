@@ -16,6 +16,7 @@ from schedmate.deploy.service.config import (
     DEFAULT_PORT,
     TOKEN_ENV,
 )
+from schedmate.errors import DependencyUnavailable
 
 __all__ = ["serve"]
 
@@ -50,9 +51,9 @@ def serve(
     import uvicorn
 
     from schedmate.deploy.service.app import create_app
-    from schedmate.deploy.service.config import ServiceConfig, ServiceConfigError
+    from schedmate.deploy.service.config import ServiceConfig
     from schedmate.deploy.service.metrics import ServiceMetrics
-    from schedmate.telemetry import TelemetryConfig, TelemetryConfigError, telemetry_session
+    from schedmate.telemetry import TelemetryConfig, telemetry_session
     from schedmate.telemetry_genai import GenAISpanProcessor
 
     llm = None
@@ -61,14 +62,11 @@ def serve(
 
         llm = LLMConfig(backend="openai", base_url=llm_url, model=llm_model or "default", timeout_s=llm_timeout,
                         max_retries=0)
-    try:  # validated before anything is started
-        config = ServiceConfig(host=host, port=port, token=token, allowed_roots=tuple(allow or [Path.cwd()]),
-                               max_body_bytes=max_body, max_inflight=max_inflight, call_timeout_s=timeout,
-                               redis_url=None if no_redis else redis_url, llm=llm)
-        TelemetryConfig.resolve(otel)
-    except (ServiceConfigError, TelemetryConfigError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    # validated before anything is started: ServiceConfigError and TelemetryConfigError are BadInputs
+    config = ServiceConfig(host=host, port=port, token=token, allowed_roots=tuple(allow or [Path.cwd()]),
+                           max_body_bytes=max_body, max_inflight=max_inflight, call_timeout_s=timeout,
+                           redis_url=None if no_redis else redis_url, llm=llm)
+    TelemetryConfig.resolve(otel)
     if config.redis_url is None and not no_redis:
         from schedmate.embeddings import redis_server
 
@@ -78,9 +76,8 @@ def serve(
             where = f"data directory {exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
             why = ("a file is in the way (not a directory)" if isinstance(exc, FileExistsError | NotADirectoryError)
                    else exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
-            typer.echo(f"error: {where}{why} (set SCHEDMATE_HOME to a writable folder, or pass --redis-url "
-                       "or --no-redis)", err=True)
-            raise typer.Exit(2) from None
+            raise DependencyUnavailable(f"{where}{why}", hint="set SCHEDMATE_HOME to a writable folder, or pass "
+                                                              "--redis-url or --no-redis") from None
     if threads:
         import torch
 
@@ -95,14 +92,10 @@ def serve(
         core = None
         if ray_address:  # the paper's deployment: one head fans the agents' work out over workers
             from schedmate.deploy.ray.actors import RayServiceCore
-            from schedmate.deploy.ray.cluster import RayConfig, RayUnavailable, ray_cluster
+            from schedmate.deploy.ray.cluster import RayConfig, ray_cluster
 
-            try:
-                stack.enter_context(ray_cluster(RayConfig(address=ray_address)))
-                core = RayServiceCore(config, actors=ray_actors)
-            except (RayUnavailable, ValueError) as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(2) from None
+            stack.enter_context(ray_cluster(RayConfig(address=ray_address)))  # RayUnavailable: one line, exit 2
+            core = RayServiceCore(config, actors=ray_actors)  # no actors: BadInput
             typer.echo(f"answering with {ray_actors} Ray actor(s) at {ray_address}", err=True)
         telemetry = stack.enter_context(
             telemetry_session(otel, span_processors=[GenAISpanProcessor(metrics.observe_llm)]))

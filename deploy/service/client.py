@@ -30,13 +30,14 @@ from schedmate.deploy.service.models import (
     TrackRequest,
     TrackResponse,
 )
+from schedmate.errors import DependencyUnavailable
 
 __all__ = ["SchedMateClient", "ServiceError"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class ServiceError(RuntimeError):
+class ServiceError(DependencyUnavailable):
     """The service did not answer 200: `status` (None: no HTTP answer), its `reason`, `retry_after_s`."""
 
     def __init__(self, status: int | None, reason: str, retry_after_s: float | None = None) -> None:

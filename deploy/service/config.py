@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedmate.agents.stack import AgentStackConfig
+from schedmate.errors import BadInput, Refused
 from schedmate.llm_local import is_loopback
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ DEFAULT_MAX_INFLIGHT = 8  # calls admitted at once (running + waiting for the mo
 DEFAULT_CALL_TIMEOUT_S = 30.0
 
 
-class ServiceConfigError(ValueError):
+class ServiceConfigError(BadInput):
     """The settings cannot be served safely (e.g. a non-loopback bind without a token)."""
 
 
@@ -80,5 +81,5 @@ class ServiceConfig:
         return resolved
 
 
-class PathRefused(ValueError):
+class PathRefused(Refused):
     """A path given to the API lies outside the configured roots (or is not absolute)."""

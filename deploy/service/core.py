@@ -46,26 +46,24 @@ from schedmate.deploy.service.models import (
     TrackRequest,
     TrackResponse,
 )
+from schedmate.errors import BadInput, DependencyUnavailable, InvalidValue, NotFound
 from schedmate.logfile import readable_log
 
 __all__ = ["DependencyDown", "InputError", "ServiceCore"]
 
 
-class DependencyDown(RuntimeError):
+class DependencyDown(DependencyUnavailable):
     """A dependency the operation cannot do without (Redis, the models) is down or not ready."""
 
     def __init__(self, dependency: str, reason: str) -> None:
-        super().__init__(f"{dependency}: {reason}")
+        super().__init__(f"{dependency} unavailable: {reason}")
         self.dependency = dependency
         self.reason = reason
 
 
-class InputError(ValueError):
-    """The request names something that cannot be read (missing file, directory as a log, ...)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+InputError = BadInput
+"""The request names something that cannot be read: kept as a name; raise `BadInput`, `NotFound`,
+`InvalidValue` (`schedmate.errors`), whose class alone gives the HTTP status."""
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:
@@ -215,27 +213,27 @@ class ServiceCore:
         """`raw` resolved under the allowed roots, and whether it exists. A path no file system
         can hold (a NUL byte, a name too long, a symlink loop) is a 400, never a 500."""
         if "\x00" in raw:
-            raise InputError(400, f"{kind} path holds a NUL byte")
+            raise BadInput(f"{kind} path holds a NUL byte")
         try:
             path = self.config.resolve_path(raw, kind=kind)
             return path, path.exists()
         except PathRefused:
             raise
         except (OSError, ValueError, RuntimeError) as exc:
-            raise InputError(400, f"invalid {kind} path: {getattr(exc, 'strerror', None) or exc}") from None
+            raise BadInput(f"invalid {kind} path: {getattr(exc, 'strerror', None) or exc}") from None
 
     def _file(self, raw: str, kind: str) -> Path:
         path, exists = self._path(raw, kind)
         if not exists:
-            raise InputError(404, f"{kind} not found: {raw}")
+            raise NotFound(f"{kind} not found: {raw}")
         if not path.is_file():
-            raise InputError(400, f"{kind} is not a regular file: {raw}")
+            raise BadInput(f"{kind} is not a regular file: {raw}")
         return path
 
     def _repo(self, raw: str) -> Path:
         path, exists = self._path(raw, "repo")
         if not path.is_dir():
-            raise InputError(404 if not exists else 400, f"repo is not a directory: {raw}")
+            raise (BadInput if exists else NotFound)(f"repo is not a directory: {raw}")
         return path
 
     # ------------------------------------------------------------------------- advise
@@ -341,7 +339,7 @@ class ServiceCore:
             try:  # gzip/bz2/xz and UTF-16/32 read as they come (schedmate/logfile.py)
                 view = stack.enter_context(readable_log(path))
             except (OSError, ValueError) as exc:  # vanished, or swapped for a FIFO since the check
-                raise InputError(400, f"cannot read log: {getattr(exc, 'strerror', None) or exc}") from None
+                raise BadInput(f"cannot read log: {getattr(exc, 'strerror', None) or exc}") from None
             if view.unreadable:  # said plainly, never "no failure found"
                 return _default(DiagnoseResponse(status="unreadable", message=view.status_message()),
                                 view.status_message())
@@ -391,7 +389,7 @@ class ServiceCore:
             except StoreError as exc:
                 raise DependencyDown("redis", _short(exc)) from exc
             if record is None:
-                raise InputError(404, f"job {req.job_id!r} was never registered")
+                raise NotFound(f"job {req.job_id!r} was never registered")
             outcome = record.outcome.model_copy(update={
                 k: v for k, v in {"duration": req.duration_s, "sm_util": req.sm_util, "gpu_util": req.gpu_util,
                                   "gpu_memory": req.gpu_memory_gb, "final_status": status}.items() if v is not None})
@@ -438,17 +436,12 @@ class ServiceCore:
 
     def resolve_failure(self, req: ResolveFailureRequest) -> ResolveFailureResponse:
         """Record how the failure of `req.job_id` was resolved (404 when no failure of it is recorded)."""
-        from schedmate.agents.failure.similar import UnknownFailure
         from schedmate.embeddings.store import StoreError
 
         self._need_models()
         with self._lock:
             try:
                 found = self._failure_finder().resolve(req.job_id, req.note)
-            except UnknownFailure as exc:
-                raise InputError(404, str(exc)) from None
-            except ValueError as exc:
-                raise InputError(422, str(exc)) from None
             except StoreError as exc:
                 raise DependencyDown("redis", _short(exc)) from exc
         return ResolveFailureResponse(job_id=req.job_id, resolution=found.resolution or "", resolved_at=found.resolved_at,
@@ -460,7 +453,7 @@ class ServiceCore:
         from schedmate.embeddings.store import StoreError
 
         if (req.line is None) == (req.log is None):
-            raise InputError(422, "give exactly one of `line` or `log`")
+            raise InvalidValue("give exactly one of `line` or `log`")
         path = self._file(req.log, "log") if req.log else None
         self._need_models()
         with self._lock:

@@ -23,17 +23,18 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from schedmate.cancel import CancelToken, using_cancel_token
+from schedmate.errors import Overloaded, TimedOut
 
 __all__ = ["BodyLimit", "CallTimeout", "FastReject", "QueueFull", "WorkQueue"]
 
 T = TypeVar("T")
 
 
-class QueueFull(RuntimeError):
+class QueueFull(Overloaded):
     """Every slot is taken."""
 
 
-class CallTimeout(RuntimeError):
+class CallTimeout(TimedOut):
     """The call did not finish within the per-call timeout."""
 
 

@@ -34,6 +34,7 @@ from schedmate.deploy.slurm.slurmjob import (
     show_job,
 )
 from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, Decision
+from schedmate.errors import DependencyUnavailable
 
 __all__ = ["DEFAULT_TIMEOUT_S", "DEFAULT_URL", "Service", "ServiceCallError", "ask_time_limit", "job_key",
            "report_end", "main"]
@@ -44,7 +45,7 @@ TIME_LIMIT_PATH = "/v1/slurm/time-limit"
 JOB_PREFIX = "slurm-"  # job ids in SchedMate's history, as `schedmate history ingest` names sacct rows
 
 
-class ServiceCallError(RuntimeError):
+class ServiceCallError(DependencyUnavailable):
     """The service did not answer 200 (status None: no HTTP answer at all)."""
 
     def __init__(self, status: int | None, reason: str) -> None:

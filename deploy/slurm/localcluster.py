@@ -19,12 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from schedmate.errors import DependencyUnavailable
+
 __all__ = ["BINARIES", "LocalSlurm", "SlurmStartError", "missing_binaries", "running_cluster"]
 
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
 
 
-class SlurmStartError(RuntimeError):
+class SlurmStartError(DependencyUnavailable):
     """A daemon did not start or the node did not become idle (the message quotes its log)."""
 
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from schedmate.deploy.slurm.hook import job_key
 from schedmate.deploy.slurm.slurmjob import ScontrolError, final_status, show_job
+from schedmate.errors import NotFound
 
 __all__ = ["JobLog", "JobLogNotFound", "find_job_log"]
 
 
-class JobLogNotFound(LookupError):
+class JobLogNotFound(NotFound):
     """Neither the history nor Slurm knows where the job's log is (the message says what was tried)."""
 
 

@@ -19,12 +19,12 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schedmate.deploy.service.auth import token_check
-from schedmate.deploy.service.config import PathRefused, ServiceConfig
-from schedmate.deploy.service.core import DependencyDown, InputError, ServiceCore
-from schedmate.deploy.service.limits import CallTimeout, QueueFull
+from schedmate.deploy.service.config import ServiceConfig
+from schedmate.deploy.service.core import ServiceCore
 from schedmate.deploy.service.models import AdviseRequest
 from schedmate.deploy.slurm.slurmjob import gpus_requested, launch_command
 from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, NO_VAL_MIN, Decision, time_limit
+from schedmate.errors import BadInput, SchedMateError
 
 __all__ = ["PATH", "TimeLimitRequest", "decide", "router"]
 
@@ -72,14 +72,14 @@ def router(core: ServiceCore, config: ServiceConfig) -> APIRouter:
         try:
             req = TimeLimitRequest.model_validate(body)
             if not req.script.strip():
-                raise InputError(400, "no batch script (interactive job)")
+                raise BadInput("no batch script (interactive job)")
             answer = await request.app.state.queue.run(core.advise, req.advise_request())
             decision = decide(answer, req)
         except ValidationError as exc:
             e = exc.errors()[0]
             decision = Decision(None, f"bad request: {'.'.join(map(str, e['loc']))}: {e['msg']}")
-        except (QueueFull, CallTimeout, DependencyDown, PathRefused, InputError) as exc:
-            decision = Decision(None, f"SchedMate {type(exc).__name__}: {exc}")
+        except SchedMateError as exc:  # every kind is a SKIP here: the plugin's one path is "leave it to Slurm"
+            decision = Decision(None, f"SchedMate {type(exc).__name__}: {exc.one_line()}")
         except Exception as exc:  # noqa: BLE001 -- the job must still be submitted; logged here
             log.exception("slurm time-limit")
             decision = Decision(None, f"SchedMate internal error ({type(exc).__name__})")

@@ -11,6 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Literal
 
+from schedmate.errors import DependencyUnavailable
+
 __all__ = ["MAX_COMMAND", "SlurmJob", "ScontrolError", "final_status", "gpus_requested", "launch_command",
            "parse_duration", "parse_show_job", "show_job", "batch_script"]
 
@@ -26,7 +28,7 @@ _FAIL_REASONS = {"TimeLimit", "OutOfMemory", "NonZeroExitCode", "NodeDown", "Job
 NO_VAL_MIN = 0xFFFFFFF0  # Slurm's NO_VAL / INFINITE and their neighbours: "not given"
 
 
-class ScontrolError(RuntimeError):
+class ScontrolError(DependencyUnavailable):
     """`scontrol` is missing, failed, or did not answer in time."""
 
 

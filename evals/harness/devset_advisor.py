@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schedmate.errors import BadInput, NotFound
 from schedmate.workload import normalize_dataset, normalize_model_name, normalize_task_type
 
 __all__ = ["DEFAULT_REPOS", "FIELDS", "RepoJob", "load_repo_jobs", "names_match", "score_devset_repos"]
@@ -74,7 +75,7 @@ def load_repo_jobs(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ...] |
     if splits is not None:
         paths = [p for p in paths if p.stem in splits]
     if not paths:
-        raise ValueError(f"{folder}: no jobs*.jsonl")
+        raise NotFound(f"{folder}: no jobs*.jsonl")
     for path in paths:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
@@ -84,7 +85,7 @@ def load_repo_jobs(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ...] |
                 jobs.append(RepoJob(d["id"], folder / d["repo"], d["command"], d.get("gpus"), dict(d["truth"]),
                                     path.stem))
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{n}: {exc}") from None
+                raise BadInput(f"{path}:{n}: {exc}") from None
     return jobs
 
 

@@ -33,6 +33,7 @@ from schedmate.agents.tracker.failslow import (
     ThresholdBaseline,
     read_observation,
 )
+from schedmate.errors import BadInput, NotFound
 
 __all__ = ["SYSTEMS", "run_failslow_eval", "score_episode", "summary_line"]
 
@@ -164,12 +165,46 @@ def _devset(folder: Path, make: Callable[[], Detector]) -> dict[str, Any]:
             "false_positives_per_1000h": round(1000 * fp / hours, 1) if hours else None, "fired": fired}
 
 
+_LABEL_KEYS = ("id", "kind", "hours", "file")
+_SLOW_KEYS = ("onset_line", "factor", "scope", "onset_time_s", "after", "onset_step", "ranks")
+
+
+def load_labels(data: Path) -> list[dict[str, Any]]:
+    """The episode labels of `data`, each checked before any scoring: a bad set is one `BadInput`
+    naming the file and line, never a KeyError half-way through the run."""
+    path = data / "labels.jsonl"
+    if not path.is_file():
+        raise NotFound(f"{path}: no such file")
+    labels = []
+    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            label = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
+        if not isinstance(label, dict):
+            raise BadInput(f"{path}:{n}: a label is a JSON object")
+        needed = _LABEL_KEYS + (_SLOW_KEYS + (("rank",) if label.get("scope") == "rank" else ())
+                                if label.get("kind") == "slow" else ())
+        missing = [k for k in needed if k not in label]
+        if missing:
+            raise BadInput(f"{path}:{n}: missing {', '.join(missing)}")
+        if not (data / str(label["file"])).is_file():
+            raise NotFound(f"{path}:{n}: log {label['file']} not found under {data}")
+        labels.append(label)
+    return labels
+
+
 def run_failslow_eval(data: Path, out: Path, *, devset: Path | None = DEFAULT_DEVSET,
                       systems: dict[str, Callable[[], Detector]] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Score every system on `data` (labels.jsonl + logs/) and the dev set; write out/report.json."""
-    labels = [json.loads(x) for x in (data / "labels.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
-    manifest = json.loads((data / "manifest.json").read_text()) if (data / "manifest.json").is_file() else {}
+    labels = load_labels(data)
+    try:
+        manifest = json.loads((data / "manifest.json").read_text()) if (data / "manifest.json").is_file() else {}
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{data / 'manifest.json'}: not JSON ({exc})") from None
     systems = systems or SYSTEMS
     per: dict[str, list[EpisodeScore]] = {name: [] for name in systems}
     t0 = time.perf_counter()

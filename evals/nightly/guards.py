@@ -14,6 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from schedmate.errors import BadInput, NotFound
+
 DEFAULT_CONFIG = Path(__file__).with_name("thresholds.yaml")
 
 
@@ -37,15 +39,15 @@ def load_thresholds(path: Path | None) -> Thresholds:
     """The config at `path` (default: the shipped one); a bad file is one clear ValueError."""
     p = path or DEFAULT_CONFIG
     if not p.is_file():
-        raise ValueError(f"thresholds config {p} not found")
+        raise NotFound(f"thresholds config {p} not found")
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         return Thresholds.model_validate(raw)
     except yaml.YAMLError as exc:
-        raise ValueError(f"thresholds config {p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise BadInput(f"thresholds config {p}: not valid YAML ({str(exc).splitlines()[0]})") from None
     except ValidationError as exc:
         e = exc.errors()[0]
-        raise ValueError(f"thresholds config {p}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        raise BadInput(f"thresholds config {p}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
 
 
 @dataclass(frozen=True)

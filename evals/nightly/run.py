@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from schedmate.errors import BadInput
 from schedmate.evals.nightly.guards import Check, Verdict, compare, load_thresholds
 from schedmate.evals.nightly.history import append_run, comparable, read_history
 from schedmate.evals.nightly.suites import (
@@ -72,11 +73,11 @@ def _git_commit() -> str | None:
 def ensure_log_corpus(data: Path, n: int, max_lines: int, say: Callable[[str], None], failed_fraction: float = 0.6) -> bool:
     """Generate a labelled log corpus into `data` when it holds none; True when one was written."""
     if data.exists() and not data.is_dir():
-        raise ValueError(f"--data {data} is a file, not a corpus folder")
+        raise BadInput(f"--data {data} is a file, not a corpus folder")
     if (data / "labels.jsonl").is_file():
         return False
     if (data / "logs").exists():
-        raise ValueError(f"{data} has logs/ but no labels.jsonl; labelled logs need a labels file "
+        raise BadInput(f"{data} has logs/ but no labels.jsonl; labelled logs need a labels file "
                          "(see evals/devset/README.md for the format of your own logs)")
     from schedmate.synthetic.logs.generator import generate_corpus
 
@@ -99,10 +100,10 @@ def run_nightly(cfg: NightlyConfig, say: Callable[[str], None] = lambda _m: None
 
     thresholds = load_thresholds(cfg.config)  # a bad config fails before minutes of work
     if not cfg.suites:
-        raise ValueError(f"no suite selected; choose from {', '.join(SUITES)}")
+        raise BadInput(f"no suite selected; choose from {', '.join(SUITES)}")
     unknown = set(cfg.suites) - set(SUITES)
     if unknown:
-        raise ValueError(f"unknown suite(s) {sorted(unknown)}; choose from {', '.join(SUITES)}")
+        raise BadInput(f"unknown suite(s) {sorted(unknown)}; choose from {', '.join(SUITES)}")
     cfg.out.mkdir(parents=True, exist_ok=True)
     history_path = cfg.history or cfg.out / "history.jsonl"
     started = datetime.now(UTC)
@@ -110,7 +111,7 @@ def run_nightly(cfg: NightlyConfig, say: Callable[[str], None] = lambda _m: None
     generated = ensure_log_corpus(cfg.data, cfg.corpus_logs or (20 if cfg.quick else 80), 1500 if cfg.quick else 20_000, say)
     devset = (cfg.devset or (None if cfg.quick else DEFAULT_DEVSET)) if cfg.use_devset else None
     if devset is not None and not devset.is_dir():
-        raise ValueError(f"--devset {devset} is not a folder")
+        raise BadInput(f"--devset {devset} is not a folder")
     shared = shared_data_dir()
     loghub = cfg.loghub or (shared / "loghub" if shared else None)
 

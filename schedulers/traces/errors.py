@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from schedmate.errors import BadInput
 
-class TraceFormatError(Exception):
+
+class TraceFormatError(BadInput):
     """A trace file whose header or values do not match its format.
 
     `line` is 1-based (the header is line 1); `column` is the column name, or None when the

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from schedmate.errors import BadInput
+
 from . import acme, derived, helios, openb, philly, sia_workload
 from .csvtable import Table, open_table
 from .errors import TraceFormatError
@@ -66,10 +68,10 @@ def load_trace(
     never run) are skipped and counted in `skipped` / `skipped_reasons` instead.
     """
     if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
+        raise BadInput(f"limit must be >= 0, got {limit}")
     by_name = {f.name: f for f in FORMATS}
     if fmt is not None and fmt not in by_name:
-        raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(by_name)}")
+        raise BadInput(f"unknown trace format {fmt!r}; known: {', '.join(by_name)}")
     table = open_table(path)
     chosen = by_name[fmt] if fmt is not None else _detect(table)
     options = {}

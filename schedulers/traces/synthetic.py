@@ -26,6 +26,8 @@ import math
 
 import numpy as np
 
+from schedmate.errors import BadInput
+
 from ..job import FinalStatus
 from .arrivals import ArrivalModel, arrival_times
 from .calibration import CALIBRATIONS, Calibration, calibration_from_summary
@@ -199,7 +201,7 @@ def _calibration(profile: str | Calibration) -> Calibration:
     try:
         return CALIBRATIONS[profile.lower()]
     except KeyError:
-        raise ValueError(
+        raise BadInput(
             f"unknown profile {profile!r}; known: {', '.join(CALIBRATIONS)} or a Calibration"
         ) from None
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.ares import AresSchedMate, AresUserLengths
+from schedmate.errors import BadInput
 from schedmate.schedulers.ares.metrics import ftf_metrics
 from schedmate.schedulers.ares.policy import EST_KEY, Ares
 from schedmate.schedulers.ares.workload import generate_workload
@@ -94,7 +95,7 @@ def _policy(arm: str, source: Callable[[], Any]) -> Policy:
         policy = Ares()
         policy.name = ORACLE
         return policy
-    raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    raise BadInput(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
 def _extra(result: SimResult, policy: Policy, gpus: int) -> dict[str, Any]:

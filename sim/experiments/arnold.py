@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
+from schedmate.errors import BadInput
 from schedmate.schedulers.arnold.config import GPUS_PER_NODE
 from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig, SimResult
@@ -158,7 +159,7 @@ def _policy(arm: str, cfg: ArnoldAdapterConfig, seed: int, source: Callable[[], 
         return ArnoldRestart(seed=seed, max_stuck=cfg.max_stuck)
     if arm == SM:
         return ArnoldSchedMate(source(), seed=seed, max_stuck=cfg.max_stuck)
-    raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    raise BadInput(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
 def _extra(result: SimResult, policy: Policy, world: FailureWorld) -> dict[str, Any]:

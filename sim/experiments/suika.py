@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.suika import SuikaSchedMate
+from schedmate.errors import BadInput
 from schedmate.schedulers.engine import SimConfig, SimResult, simulate
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.suika.config import SUIKA
@@ -176,7 +177,7 @@ def _policy(arm: str, misfit: Misfit, source: Callable[[], Any]) -> MisfitWorld:
         policy = SuikaExactWorld(SUIKA, misfit=misfit)
         policy.name = EXACT
         return policy
-    raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    raise BadInput(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
 def _extra(policy: MisfitWorld) -> dict[str, Any]:
