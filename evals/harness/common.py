@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from schedmate.errors import BadInput
 from schedmate.loglabels import LABELS_FILE, LogLabels
 
 Progress = Callable[[int, int], None]
 
 
-class CorpusError(ValueError):
+class CorpusError(BadInput):
     """A corpus the harness cannot score: the message names the file, the line and what was expected."""
 
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from schedmate.adapters.arena import ArenaSchedMate
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.errors import BadInput
 from schedmate.schedulers.arena.config import ArenaConfig, View
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
 from schedmate.schedulers.arena.policy import Arena, JobInfo
@@ -133,7 +134,7 @@ def _policy(arm: str, seed: int, source: Callable[[], Any]) -> Arena:
         return policy
     if arm == EXACT:
         return Arena(ArenaConfig(name=EXACT, view=View.AP_EXACT, profile_s=0.0, seed=seed))
-    raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    raise BadInput(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
 def _extra(result: SimResult, policy: Arena) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import numpy as np
 
 from schedmate.adapters.insights import InsightSource
 from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate
+from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.interference import ConstantInterference, MeasuredInterference
@@ -235,7 +236,7 @@ def _arm_policy(arm: str, setup: LucidSetup, table: WorkloadTable, seed: int, so
     elif arm.startswith("lucid+sm/d="):
         rate = float(arm.split("=", 1)[1])
     elif arm != "lucid+sm":
-        raise ValueError(f"unknown arm {arm!r}")
+        raise BadInput(f"unknown arm {arm!r}")
     policy = LucidSchedMate(source(rate), flags=flags, cancellation=Cancellation(theta=theta), **opts)
     policy.name = arm
     return policy
@@ -275,7 +276,7 @@ def _load_trace(name: str, n_jobs: int, seed: int, window_days: float, *, earlie
     if name == "philly":
         path = shared_file("sia", "traces", "philly.csv")
         return load_window(path, days=window_days, offset_days=27.0 + back) if path else None
-    raise ValueError(f"unknown trace {name!r}; choose from {', '.join(TRACES)}")
+    raise BadInput(f"unknown trace {name!r}; choose from {', '.join(TRACES)}")
 
 
 def world_window(trace: str, n_jobs: int, seed: int, window_days: float,
@@ -319,7 +320,7 @@ def run_lucid_experiment(
     measured data, while the advisor reads code of another workload: kept for comparison only).
     """
     if workloads not in WORKLOADS:
-        raise ValueError(f"unknown workloads {workloads!r}; choose from {', '.join(WORKLOADS)}")
+        raise BadInput(f"unknown workloads {workloads!r}; choose from {', '.join(WORKLOADS)}")
     if workloads == "lucid-table":
         table = table if table is not None else load_default_table()
         if table is None:

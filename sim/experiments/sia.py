@@ -41,6 +41,7 @@ import numpy as np
 
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
 from schedmate.adapters.sia import SiaSchedMate
+from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobSpec, JobState
@@ -174,7 +175,7 @@ def make_policy(arm: str, cfg: SiaExperimentConfig, source: InsightSource | None
         if source is None:
             raise ValueError("the sia+sm arm needs an insight source")
         return SiaSchedMate(source, advisor_latency_s=cfg.advisor_latency_s, profile_seconds=t_prof, **common)  # type: ignore[arg-type]
-    raise ValueError(f"unknown arm {arm!r}: sia-fifo[+bf], sia-noprof, sia, sia+sm (optionally @t<seconds>)")
+    raise BadInput(f"unknown arm {arm!r}: sia-fifo[+bf], sia-noprof, sia, sia+sm (optionally @t<seconds>)")
 
 
 def policy_extra(policy: Policy) -> dict[str, Any]:

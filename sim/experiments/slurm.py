@@ -57,6 +57,7 @@ import numpy as np
 from schedmate.deploy.slurm.extend import ExtendConfig, Progress, decide
 from schedmate.deploy.slurm.timelimit import DEFAULT_MARGIN, time_limit
 from schedmate.deploy.slurm.user_requests import UserRequestModel
+from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
 from schedmate.schedulers.job import JobSpec, JobState
@@ -165,7 +166,7 @@ def _progress(done: float, startup: float, full: float) -> Progress | None:
 
 def arm_rule(arm: str, plan: LimitPlan, setup: SlurmSetup) -> _Rule:
     if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+        raise BadInput(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
     return _Rule(arm, plan, setup)
 
 
@@ -327,7 +328,7 @@ def run_slurm_experiment(
                                "world_stops": {}, "requests": {}, "setup": _jsonable(dataclasses.asdict(setup))}
     for trace in traces:
         if trace not in TRACES:
-            raise ValueError(f"unknown trace {trace!r}; choose from {', '.join(TRACES)}")
+            raise BadInput(f"unknown trace {trace!r}; choose from {', '.join(TRACES)}")
         n = n_jobs if trace != "synthetic" else min(n_jobs, 400)
         cluster_gpus = gpus
         quality: list[dict[str, Any]] = []

@@ -77,6 +77,7 @@ from schedmate.schedulers.metrics import Summary, summarize
 from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
 from schedmate.schedulers.policy import ClusterView, Policy
 from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
+from schedmate.errors import BadInput
 from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
@@ -367,7 +368,7 @@ def load_jobs(trace: str, *, days: float = 7.0, limit: int | None = None, n_jobs
         offset = (WEEK_START - PHILLY_FIRST_SUBMIT).total_seconds() / 86_400.0 - (days if earlier else 0.0)
         jobs = load_window(path, days=days, offset_days=offset)
     else:
-        raise ValueError(f"unknown trace {trace!r}; choose from {', '.join(TRACES)}")
+        raise BadInput(f"unknown trace {trace!r}; choose from {', '.join(TRACES)}")
     return jobs[:limit] if limit is not None else jobs
 
 
@@ -509,7 +510,7 @@ def _policy(arm: str, setup: StandaloneSetup, source: Callable[[], InsightSource
                                   round_s=setup.round_s)
         cls = SchedMateSRPT if arm.startswith("schedmate-srpt") else StandaloneSchedMate
         return cls(source(), config)
-    raise ValueError(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
+    raise BadInput(f"unknown arm {arm!r}; choose from {', '.join(ARMS)}")
 
 
 def _simulate(jobs: Sequence[JobSpec], gpus: int, policy: Policy, world: FailureWorld, setup: StandaloneSetup,
