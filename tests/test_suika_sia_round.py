@@ -9,9 +9,10 @@ from schedmate.schedulers.engine import SimConfig, Simulator, simulate
 from schedmate.schedulers.job import JobSpec, ParallelPlan
 from schedmate.schedulers.suika.arms import make_arm
 from schedmate.schedulers.suika.config import ARMS, SIA
+from schedmate.schedulers.suika.model import Hardware
 from schedmate.schedulers.suika.policy import ElasticPolicy
 from schedmate.schedulers.suika.redeploy import checkpoint_stall
-from schedmate.schedulers.suika.sia_round import SiaParams, SiaRound, sia_sizes
+from schedmate.schedulers.suika.sia_round import SiaParams, SiaRound, _pack, sia_sizes
 from schedmate.schedulers.suika.timing import cluster_for
 from schedmate.schedulers.suika.workload import MODEL_KEY, TraceConfig, generate_trace
 from schedmate.schedulers.testing import check_policy
@@ -74,3 +75,14 @@ def test_replays_the_quick_trace_deterministically():
         res = simulate(jobs, cluster_for(64), SiaRound(), NO_RESTART)
         ends.append([j.end_time for j in res.jobs])
     assert ends[0] == ends[1] and all(e is not None for e in ends[0])
+
+
+def test_packing_keeps_previous_gpus_and_whole_nodes():
+    hw = Hardware()
+    free = set(range(24))  # three 8-GPU nodes
+    placed = _pack([("big", 16, frozenset(range(8, 16))), ("small", 2, frozenset({21, 22}))], free, hw)
+    assert placed is not None
+    assert len({g // 8 for g in placed["big"]}) == 2  # whole nodes
+    assert set(range(8, 16)) <= set(placed["big"])  # its previous node is kept
+    assert placed["small"] == (21, 22)  # its previous GPUs
+    assert _pack([("a", 16, frozenset()), ("b", 16, frozenset())], free, hw) is None  # only 3 nodes

@@ -187,8 +187,11 @@ class SiaRound(ElasticPolicy):
     ) -> list[Decision]:
         """Placement, speed timelines and the engine decisions for the ILP's answer."""
         now = view.now
-        old = {j.job_id: frozenset(self.jobs[j.job_id].plan.gpus) for j in active  # type: ignore[union-attr]
-               if self.jobs[j.job_id].plan is not None}
+        old: dict[str, frozenset[int]] = {}
+        for j in active:
+            current = self.jobs[j.job_id].plan
+            if current is not None:
+                old[j.job_id] = frozenset(current.gpus)
         kept = {jid: gpus for jid, gpus in old.items() if target[jid] == len(gpus)}
         free = all_gpus - {g for gpus in kept.values() for g in gpus}
         movers = [(j.job_id, target[j.job_id], old.get(j.job_id, frozenset())) for j in active
@@ -197,7 +200,10 @@ class SiaRound(ElasticPolicy):
         if placed is None:  # fragmented: repack every job, previous GPUs preferred
             self._stats["repacks"] += 1
             reqs = [(j.job_id, target[j.job_id], old.get(j.job_id, frozenset())) for j in active if target[j.job_id] > 0]
-            placed = _pack(reqs, set(all_gpus), hw) or {}
+            repacked = _pack(reqs, set(all_gpus), hw)
+            if repacked is None:  # not even that (uneven nodes): keep every allocation this round
+                return []
+            placed = repacked
             kept = {jid: gpus for jid, gpus in kept.items() if placed.get(jid) == tuple(sorted(gpus))}
         new: dict[str, tuple[int, ...]] = {jid: tuple(sorted(g)) for jid, g in kept.items()}
         new.update({jid: g for jid, g in placed.items() if jid not in kept})
