@@ -79,8 +79,10 @@ class ArenaConfig:
     profile_s: float = T_PROF_S  # scaled by (#types)/4 at run time
     profile_per_config_s: float = 0.0  # baselines: prepended DP profiling, per (type, count) or type
     profile_per_type_only: bool = False  # Sia: 1-GPU bootstrap per type
-    fcfs: bool = False  # rigid request, arrival order, stop at the first job that does not fit
-    best_type_at_launch: bool = False  # Gavel: launch on the type of highest believed throughput (count fixed)
+    fcfs: bool = False  # rigid request, arrival order, no scale-up
+    block_per_type: bool = False  # a job that cannot start blocks later jobs of its requested GPU type only [A]
+    block_new_jobs: bool = True  # ... new jobs included (FCFS); False: a new job gets one try first (Gavel) [A]
+    gavel_ilp: bool = False  # Gavel: each launch re-solves the max-sum-throughput type ILP (`gavel.py`)
     seed: int = 0  # κ, ε draws
 
     @property
@@ -108,13 +110,15 @@ def _baseline(name: str, view: View, **options: object) -> ArenaConfig:
 
 
 BASELINES: dict[str, ArenaConfig] = {
-    # rigid request, arrival order, stop at the first job that does not fit, no profiling
+    # rigid request in arrival order (§5.1), no profiling; a job that does not fit blocks the later
+    # jobs of its own GPU type, not the other types' (the artifact's baselines/fcfs_sched.py)
     "fcfs": _baseline("fcfs", View.DP, fcfs=True, allow_type_change=False, allow_count_change=False,
-                      shrink_others=False, backfill=False),
-    # heterogeneity-aware max-sum-throughput: type changes, fixed count, DP profiling
-    # (the type is Gavel's decision, made at launch: restarts to change it cost T_search_full + T_ckpt)
+                      shrink_others=False, backfill=False, block_per_type=True),
+    # heterogeneity-aware max-sum-throughput (§5.1): each launch solves the type ILP over the running
+    # jobs and the new one, counts fixed, <= 3 running jobs retyped (each pays T_search_full + T_ckpt);
+    # no other scale-up (the artifact's gavel_sched.py); DP profiling
     "gavel": _baseline("gavel", View.DP, allow_count_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S,
-                       best_type_at_launch=True),
+                       gavel_ilp=True, scale_up_steps=0),
     # ElasticFlow with loosened deadlines: elastic count on one type, DP profiling
     "ef-ls": _baseline("ef-ls", View.DP, allow_type_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S),
     # Sia: count and type from a linear DP bootstrap (1 GPU per type)

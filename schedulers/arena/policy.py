@@ -26,9 +26,10 @@ from ..decisions import Decision, Preempt, Resize, Start
 from ..job import JobSpec, JobState, ParallelPlan, Phase, Placement
 from ..policy import ClusterView, Policy
 from .config import ABLATIONS, BASELINES, SENSITIVITY, ArenaConfig, Profiling
+from .gavel import GavelJob, assign_types
 from .hardware import GpuType, gpu_types_of
 from .model import COUNTS, PerfTable, make_model, perf_table
-from .search import Alloc, LaunchPlan, Layout, SearchSpec, Snapshot, halvings_of, launch_search, scale_up
+from .search import Alloc, LaunchPlan, Layout, SearchSpec, Snapshot, halvings_of, launch_search, place, scale_up
 from .views import decision_view, job_rng
 
 ATTR = "arena"
@@ -67,6 +68,7 @@ class JobInfo:
     first_launch: float | None = None
     opportunistic: bool = False
     blocker: bool = False  # failed to launch while heading its queue: may revoke backfilled jobs
+    tried: bool = False  # a launch attempt failed (block_per_type: it now blocks its requested type)
     reschedules: int = 0
     suspensions: int = 0
 
@@ -109,6 +111,7 @@ class Arena(Policy):
         self._gpus: dict[str, GpuType] | None = None
         self._tables: dict[tuple[str, float, int], PerfTable] = {}
         self._profiling_until: dict[str, float] = {}
+        self._ilp_infeasible: set[tuple[int, frozenset[str]]] = set()
         self.round_times: list[float] = []  # seconds per Δ round (decision-time benchmark)
         self.round_cpu_times: list[float] = []  # CPU seconds per Δ round (wall on a shared machine measures neighbours)
 
@@ -266,10 +269,6 @@ class Arena(Policy):
         """The request if this arm believes it runs; else the nearest count it does (more GPUs
         first), best believed throughput among those."""
         n = info.request[1]
-        if self.config.best_type_at_launch:  # Gavel: max-throughput type at the requested count
-            same = [c for c in info.allowed if c[1] == n]
-            if same:
-                return max(same, key=lambda c: (info.allowed[c], c[0] == info.request[0], c[0]))
         if info.request in info.allowed:
             return info.request
         return min(info.allowed, key=lambda c: (c[1] < n, abs(c[1] - n), c[0] != info.request[0], -info.allowed[c]))
@@ -284,12 +283,8 @@ class Arena(Policy):
                 info.promoted_at = now
 
     def _queue_key(self, job: JobState) -> tuple[Any, ...]:
-        """Priority, then arrival; Gavel (max-sum-throughput) orders by believed throughput per GPU
-        instead of arrival (the jobs that add most to the sum first)."""
+        """Priority, then arrival (every arm: the artifact sorts each policy's jobs by submission)."""
         info = self.info[job.job_id]
-        if self.config.best_type_at_launch:
-            per_gpu = max((v / c[1] for c, v in info.allowed.items()), default=0.0) / info.norm
-            return info.priority, -per_gpu, info.enqueued, job.job_id
         return info.priority, info.enqueued, job.job_id
 
     def _round(self, view: ClusterView) -> list[Decision]:
@@ -318,20 +313,28 @@ class Arena(Policy):
         blk = c.queues + 1
         blocker_seen = False
         failed: set[tuple[Any, ...]] = set()  # searches that found nothing since the last launch
+        self._ilp_infeasible.clear()  # Gavel: (count, types) the type ILP could not fit since the last launch
+        blocked_types: set[str] = set()  # block_per_type: GPU types whose oldest waiting job did not start
         for job in queue:
             info = self.info[job.job_id]
+            if c.block_per_type and (c.block_new_jobs or info.tried) and info.request[0] in blocked_types:
+                continue
             if blocker_seen and (not c.backfill or (c.strict_lower_queues and info.priority > blk)):
                 break
             # Whether any plan exists depends only on the snapshot and on which configurations the
             # job may use (not on its believed values), so an identical job's failure is reused.
             key = (info.lm.family, info.lm.billions, info.lm.batch, self._start_config(info), frozenset(info.allowed))
-            plan = None if key in failed else self._launch(snap, job.job_id, info, layout, spec, frozenset(movable))
+            plan = None if key in failed else self._launch(snap, job.job_id, info, layout, spec, frozenset(movable), view)
             if plan is None:
                 failed.add(key)
             if plan is None and c.preempt_opportunistic and info.blocker:
                 plan, snap, gone = self._launch_revoking(snap, job.job_id, info, layout, spec, movable)
                 revoked += gone
                 movable -= set(gone)
+            if plan is None and c.block_per_type:
+                blocked_types.add(info.request[0])
+                info.tried = True
+                continue
             if plan is None:
                 if info.priority <= blk:
                     blk = info.priority
@@ -343,6 +346,7 @@ class Arena(Policy):
             snap.allocs[job.job_id] = plan.alloc
             info.blocker = False
             failed.clear()
+            self._ilp_infeasible.clear()
             started[job.job_id] = plan.alloc
             info.opportunistic = blocker_seen
         self._clear_opportunistic(view, queue, started)
@@ -354,12 +358,51 @@ class Arena(Policy):
         return self._emit(view, base, snap, started, revoked)
 
     def _launch(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
-                movable: frozenset[str]) -> LaunchPlan | None:
+                movable: frozenset[str], view: ClusterView | None = None) -> LaunchPlan | None:
         self.stats.searches += 1
+        if self.config.gavel_ilp and view is not None:
+            return self._gavel_launch(snap, job_id, info, layout, spec, movable, view)
         start = self._start_config(info)
         if self.config.fcfs:
             spec = SearchSpec(0, False, False, False, spec.relaxed, spec.penalty)
         return launch_search(snap, job_id, start, self._thr, layout, spec, movable if self.config.shrink_others else frozenset())
+
+    def _gavel_launch(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
+                      movable: frozenset[str], view: ClusterView) -> LaunchPlan | None:
+        """Gavel's admission (`gavel.assign_types`): the ILP picks the type of every running job and of
+        this one (counts fixed); the jobs it moves and this job are then placed on their types (best
+        locality, else relaxed). None if the ILP or a placement fails (the job waits)."""
+        cap = {g: int(sum(view.cluster.nodes[int(i)].gpus for i in nodes)) for g, nodes in layout.nodes.items()}
+        n = info.request[1]
+        jobs = [GavelJob(job_id, n, None, {g: v for (g, c), v in info.allowed.items() if c == n and v > 0})]
+        for jid in sorted(snap.allocs):
+            a = snap.allocs[jid]
+            thr = {g: self._thr(jid, g, a.gpus) for g in layout.types} if jid in movable else {}
+            jobs.append(GavelJob(jid, a.gpus, a.gpu_type, {g: v for g, v in thr.items() if v > 0} or {a.gpu_type: 1.0}))
+        memo = (n, frozenset(jobs[0].thr))  # feasibility depends on counts and types, not on throughputs
+        if memo in self._ilp_infeasible:
+            return None
+        types = assign_types(jobs, cap)
+        if types is None:
+            self._ilp_infeasible.add(memo)
+            return None
+        trial = snap.copy()
+        moved = [jid for jid in sorted(snap.allocs) if types[jid] != snap.allocs[jid].gpu_type]
+        for jid in moved:
+            trial.release(trial.allocs[jid])
+        placed: dict[str, Alloc] = {}
+        for jid, cnt in [(j, snap.allocs[j].gpus) for j in moved] + [(job_id, n)]:
+            g = types[jid]
+            hit = place(trial.free, layout.nodes[g], layout.per_node[g], cnt, spec.relaxed)
+            if hit is None:
+                return None
+            placed[jid] = Alloc(g, cnt, hit[0], hit[1])
+            trial.take(placed[jid])
+        for jid in moved:
+            trial.allocs[jid] = placed[jid]
+            trial.changed.append(jid)
+        new = placed[job_id]
+        return LaunchPlan(trial, new, self._thr(job_id, new.gpu_type, new.gpus))
 
     def _launch_revoking(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
                          movable: set[str]) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
