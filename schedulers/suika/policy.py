@@ -30,6 +30,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from schedmate.errors import InvalidValue
+
 from ..cluster import ClusterSpec
 from ..decisions import Decision, Refresh, Resize, Start
 from ..job import JobSpec, JobState, ParallelPlan, Placement
@@ -184,7 +186,7 @@ class ElasticPolicy(Policy):
     def __init__(self, config: ElasticConfig = SUIKA, **overrides: Any) -> None:
         self.config = replace(config, **overrides) if overrides else config
         if self.config.grant is GrantRule.SIA_ILP and type(self) is ElasticPolicy:
-            raise ValueError("the Sia ILP arm is `sia_round.SiaRound` (or `arms.make_arm`)")
+            raise InvalidValue("the Sia ILP arm is `sia_round.SiaRound` (or `arms.make_arm`)")
         self.name = self.config.name
         self.round_interval = self.config.round_interval
         self.jobs: dict[str, SuikaJob] = {}
