@@ -70,13 +70,15 @@ SUIKA_DP = replace(SUIKA, name="suika-dp", space=PlanSpace.DP)
 NON_ELASTIC = replace(SUIKA, name="nonelastic-fifo", space=PlanSpace.NONE, t_stable=0.0)
 # What the stand-ins lack against their papers (issue 26; §5.2 trace, quick, 3 seeds, Suika's
 # mean JCT 995 s; bands 1.15-1.4):
-# - Sia (`SIA`, `sia_round.SiaRound`) now re-solves every job's allocation each 60 s round with
+# - Sia (`SIA`, `sia_round.SiaRound`; `schedmate experiment suika --quick`, columns stretch_sm,
+#   stretch_l, preempts) now re-solves every job's allocation each 60 s round with
 #   Sia's ILP (p = -0.5, lambda_n = 1.1), the reallocation factor and preserve-ckpt pinning, over
 #   DP-only configurations of 1/2/4 GPUs or whole nodes in whole model replicas. It is *weaker*
 #   in mean JCT than the proxy: 2,382 s (2.39x) vs 1,480 s (1.49x). Its p = -0.5 objective
-#   favours jobs that scale from a small minimum: S/M jobs finish in 0.2-0.7x their default-plan
-#   length, the 16-GPU L jobs take 5-7x (44-147 preemptions per seed, a checkpoint-restart each;
-#   `SiaParams(at_least_basic=True)`, no configuration below the basic demand, is as slow). The
+#   favours jobs that scale from a small minimum: S/M jobs finish in 0.45-0.54x their default-plan
+#   length, the 16-GPU L jobs take 5.1-7.1x (44-147 preemptions per seed, a checkpoint-restart each;
+#   `SiaParams(at_least_basic=True)` keeps jobs at or above their basic demand: not an arm, one
+#   ad-hoc quick run was about as slow, 2,336 s). The
 #   criteria compare Suika with the stronger of the two (`experiment.SIA_ARMS`). Not modelled:
 #   heterogeneity and batch-size adaptation (one GPU type, fixed global batch), profile-as-you-go
 #   (baselines get the model from time 0, §2.5).
