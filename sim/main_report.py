@@ -29,6 +29,7 @@ from schedmate.htmlreport import (
     Verdict,
     image_data_uri,
     write_html,
+    write_markdown,
 )
 from schedmate.htmlreport.plans import plan_steps
 
@@ -141,7 +142,7 @@ def _log_window(path: Path, line: int, before: int = 4, after: int = 3) -> list[
 
 
 def _plots(folder: Path) -> list[Figure]:
-    return [Figure(image_data_uri(p)) for p in sorted(folder.glob("*.png"))] \
+    return [Figure(image_data_uri(p), path=f"{folder.name}/{p.name}") for p in sorted(folder.glob("*.png"))] \
         if folder.is_dir() else []
 
 
@@ -252,6 +253,9 @@ def main_report(out: Path, data: dict[str, Any]) -> Report:
 
 
 def write_main_html(out: Path) -> Path:
-    """(Re)build `out/report.html` from `out/report.json` and the files beside it."""
+    """(Re)build `out/report.html` and `out/report.md` (one `Report`, two renderers) from
+    `out/report.json` and the files beside it; returns the HTML's path."""
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    return write_html(main_report(out, data), out / "report.html")
+    report = main_report(out, data)
+    write_markdown(report, out / "report.md")
+    return write_html(report, out / "report.html")

@@ -145,57 +145,17 @@ def diagnose_example(folder: Path, *, seed: int, llm: bool, say: Say) -> dict[st
 # ===================================================================================== report
 
 
-def _table(rows: list[dict[str, Any]], cols: list[str]) -> list[list[str]]:
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v / 3600:.2f} h" if v > 1000 else f"{v:.3g}"
-        return "" if v is None else str(v)
-
-    return [[fmt(r.get(c)) for c in cols] for r in rows]
-
-
 def _rows(result: Any) -> list[dict[str, Any]]:
     return list(getattr(result, "aggregate", None) or [])
 
 
-COLS = ["arm", "mean_jct_mean", "mean_wait_mean", "p99_jct_mean", "makespan_mean"]
-
-
 def write_report(report: MainJobReport) -> None:
-    from schedmate.htmlreport.plans import plan_steps
+    """`report.json` (the figures, the diagnosis as the wire `Diagnosis`), then `report.html` and
+    `report.md`: one `Report` model (sim/main_report.py) rendered twice, never Markdown by hand."""
     from schedmate.sim.main_report import write_main_html
 
     out = report.out
-    plots = sorted(p for p in out.rglob("*.png") if "cache" not in p.parts)
-    md: list[str] = ["# SchedMate main job", ""]
-    md += ["| step | status | seconds | result |", "|---|---|---|---|"]
-    md += [f"| {n} | {s['status']} | {s.get('seconds', '')} | {s.get('summary') or s.get('error', '')} |"
-           for n, s in report.steps.items()]
-    for title, result in (("Case 1: Lucid vs Lucid+SchedMate", report.lucid),
-                          ("Case 3: standalone SchedMate, failures on", report.standalone)):
-        rows = _rows(result)
-        if not rows:
-            continue
-        cols = [c for c in COLS if c in rows[0]]
-        md += ["", f"## {title}", "", "| " + " | ".join(c.removesuffix("_mean") for c in cols) + " |",
-               "|" + "---|" * len(cols)]
-        md += ["| " + " | ".join(r) + " |" for r in _table(rows, cols)]
-    if report.diagnosis:
-        d = report.diagnosis  # the wire `Diagnosis` (1-based lines) and the label (`diagnose_example`)
-        md += ["", "## A failed job, diagnosed", "",
-               f"- log: `{d['log']}` ({d['total_lines']} lines); truth: {d['truth']['reason']} at line "
-               f"{d['truth']['first_error_line']}",
-               f"- found: **{d['category']} / {d['reason_code']}** (component {d['component']}) at line {d['line']}; "
-               f"LLM: {d['llm_status']}", f"- root cause: `{d['root_cause']}`",
-               "", "Recovery plan (dry run, never executed):", ""]
-        md += [f"{i}. {step}" for i, step in enumerate(plan_steps(d['plan']), 1)]
-    if report.agents:
-        keys = ("jobs", "distinct_artefacts", "agent_runs", "cache_hits", "advise_matched", "advise_unmatched",
-                "track_runs", "diagnose_runs")
-        md += ["", "## Agent work", "", ", ".join(f"{k}: {report.agents[k]}" for k in keys if k in report.agents)]
-    md += ["", "## Plots", ""] + [f"![{p.stem}]({p.relative_to(out)})" for p in plots]
-    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     (out / "report.json").write_text(json.dumps({
         "steps": report.steps, "lucid": _rows(report.lucid), "standalone": _rows(report.standalone),
         "diagnosis": report.diagnosis, "agents": report.agents}, indent=2, default=str) + "\n", encoding="utf-8")
-    write_main_html(out)  # the report for people: verdict first (sim/main_report.py)
+    write_main_html(out)  # report.html and report.md for people: verdict first (sim/main_report.py)

@@ -58,6 +58,7 @@ class Figure:
     title: str = ""
     caption: str = ""
     wide: bool = False
+    path: str = ""  # the image file relative to the report, when there is one (Markdown links it)
 
 
 @dataclass(frozen=True)
