@@ -84,10 +84,10 @@ def bootstrap_view(grid: dict[Config, float], matches: list[Measured], *, extrap
         if (g, n) in measured:
             out[(g, n)] = measured[(g, n)]
             continue
-        same = [m for (gg, m) in measured if gg == g]
+        same = [c for (gg, c) in measured if gg == g]
         if same and extrapolate:
-            m = min(same, key=lambda c: (abs(c - n), -c))
-            out[(g, n)] = measured[(g, m)] * n / m
+            near = min(same, key=lambda c: (abs(c - n), -c))
+            out[(g, n)] = measured[(g, near)] * n / near
     return out or None
 
 

@@ -91,11 +91,9 @@ def run_one(cluster_name: str, arm: str, seed: int, *, load: float = 1.3, worklo
     wall = time.perf_counter() - t0
     end = {j.job_id: (j.end_time if j.end_time is not None else result.end_time) for j in result.jobs}
     jct = np.array([end[j.job_id] - j.spec.submit_time for j in result.jobs])
-    queue = np.array([
-        ((policy.info[j.job_id].first_launch if policy.info[j.job_id].first_launch is not None else end[j.job_id])
-         - j.spec.submit_time)
-        for j in result.jobs
-    ])
+    first = {j.job_id: policy.info[j.job_id].first_launch for j in result.jobs}
+    queue = np.array([(fl if (fl := first[j.job_id]) is not None else end[j.job_id]) - j.spec.submit_time
+                      for j in result.jobs])
     done = [j for j in result.jobs if j.phase is Phase.COMPLETED]
     tables = [policy.info[j.job_id] for j in result.jobs]
     row: dict[str, Any] = {

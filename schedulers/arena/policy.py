@@ -3,9 +3,10 @@ bounded-depth shrink/retype search and greedy scale-up every Δ = 5 min (arena.m
 
 `Arena(variant=...)` also builds the §5.1 baselines ("fcfs", "gavel", "ef-ls", "sia") and the §6
 ablations; they share this round driver and differ only in their `ArenaConfig` (what they
-believe a job's throughput is, which mechanisms they may use, their overheads). Departures from
-the paper: the baselines are re-implemented as heuristics on this driver, not their ILPs; launches
-and resizes happen only at Δ ticks, profiling starts on any event.
+believe a job's throughput is, which mechanisms they may use, their overheads). Gavel solves its
+type ILP at each launch (`gavel.py`); EF-LS and Sia are heuristics on this driver, not ElasticFlow's
+per-admission re-allocation or Sia's ILP (README). Launches and resizes happen only at Δ ticks,
+profiling starts on any event.
 
 Per-job state is the policy's (`JobInfo`); the job's model and request travel in
 `JobSpec.attributes["arena"]` (`LMJob`). Speeds reach the engine through `throughput` (true AP
@@ -214,16 +215,14 @@ class Arena(Policy):
     def schedule(self, view: ClusterView) -> Sequence[Decision]:
         """Between ticks only profiling moves: finished profiles release their GPU, new jobs take
         one idle GPU (best fit) for T_prof (§3.3)."""
-        out: list[Decision] = []
-        for jid, until in list(self._profiling_until.items()):
-            if until <= view.now + 1e-9:
-                out.append(Preempt(jid))
+        profiled = [jid for jid, until in self._profiling_until.items() if until <= view.now + 1e-9]
+        out: list[Decision] = [Preempt(jid) for jid in profiled]
         if self.config.profiling is not Profiling.HOLD_GPU:
             return out
         free = view.free.copy()
         free[view.cordoned] = 0
-        for d in out:  # the finished profiles' GPUs are free once the preempts apply
-            for node, k in view.job(d.job_id).placement:
+        for jid in profiled:  # the finished profiles' GPUs are free once the preempts apply
+            for node, k in view.job(jid).placement:
                 free[node] += k
         for job in view.waiting():
             info = self.info[job.job_id]

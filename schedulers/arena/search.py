@@ -255,13 +255,13 @@ def _downgrade_ops(
                 if best_tc is None or gain > best_tc[0]:
                     best_tc = (gain, jid, new, cfg)
         if best_tc is not None:
-            gain, jid, new, cfg2 = best_tc
-            if jid is None:
+            tc_gain, tc_job, tc_alloc, cfg2 = best_tc
+            if tc_job is None or tc_alloc is None:
                 out.append((snap, cfg2, 0.0))
             else:
                 s2 = snap.copy()
-                s2.move(jid, new)  # type: ignore[arg-type]
-                out.append((s2, cfg, gain))
+                s2.move(tc_job, tc_alloc)
+                out.append((s2, cfg, tc_gain))
     return out
 
 

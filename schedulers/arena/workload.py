@@ -51,7 +51,7 @@ def declared(lm: LMJob, plan: ParallelPlan) -> dict[str, object]:
             "seq_len": None if lm.family == "wrn" else SEQ_LEN}
 
 
-def _weights(w: tuple[float, ...] | list[float]) -> np.ndarray:
+def _weights(w: tuple[float, ...] | list[float] | np.ndarray) -> np.ndarray:
     a = np.asarray(w, dtype=float)
     return a / a.sum()
 
