@@ -1,8 +1,9 @@
 """One wire schema per result: the Failure Handler's `Diagnosis` (agents/failure/wire.py) is what the
-CLI's `--json`, the service, the daemon and the chat give for a log, with 1-based line numbers.
+CLI's `--json`, the service, the daemon and the chat give for a log, and the Metric Tracker's
+`TrackResult` (agents/tracker/wire.py) what the service and the chat give; line numbers 1-based.
 
-The CLI, the service and the daemon run the real handler (signature rules, MiniLM classifier) on
-the same log here; their answers must be the same model with the same values."""
+The CLI, the service, the daemon and the chat run the real agents (signature rules, MiniLM
+classifier) on the same log here; their answers must be the same model with the same values."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from schedmate.agents.failure.wire import LINE_NUMBERS, Diagnosis
+from schedmate.agents.failure.wire import Diagnosis
+from schedmate.agents.tracker.wire import Metric, TrackResult
+from schedmate.wire import LINE_NUMBERS
 
-SCHEMA_SNAPSHOT = Path(__file__).parent / "data" / "wire_diagnosis_schema.json"
+SNAPSHOTS = Path(__file__).parent / "data"
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
        "of 79.15 GiB of which 1.02 GiB is free.")
 PROGRESS = 250  # more than the daemon's 200-line tail: its line numbers must still be the log's
@@ -47,12 +50,14 @@ def _normalised(schema: Any) -> Any:
 # --------------------------------------------------------------------------------- the model
 
 
-def test_every_surface_uses_the_one_diagnosis_model() -> None:
-    from schedmate.agents.chat.facts import DiagnosisFacts
+def test_every_surface_uses_the_one_model_of_each_result() -> None:
+    from schedmate.agents.chat.facts import DiagnosisFacts, MetricFacts, MetricsFacts
     from schedmate.deploy.daemon.model import Diagnosed
-    from schedmate.deploy.service.models import DiagnoseResponse, JobAck
+    from schedmate.deploy.service.models import DiagnoseResponse, JobAck, MetricOut, TrackResponse
 
-    assert DiagnosisFacts is Diagnosis  # the chat reads the model itself
+    assert DiagnosisFacts is Diagnosis and MetricsFacts is TrackResult and MetricFacts is Metric is MetricOut
+    assert issubclass(TrackResponse, TrackResult)
+    assert set(TrackResponse.model_fields) - set(TrackResult.model_fields) == {"fallback", "reason", "degraded", "latency_s"}
     assert issubclass(DiagnoseResponse, Diagnosis) and issubclass(Diagnosed, Diagnosis)
     # the service adds only its envelope, the daemon only why and when it diagnosed
     assert set(DiagnoseResponse.model_fields) - set(Diagnosis.model_fields) == {"fallback", "reason", "degraded", "latency_s"}
@@ -69,13 +74,15 @@ def test_line_numbers_on_the_wire_are_1_based() -> None:
         Diagnosis(status="failure_found", line=0)
 
 
-def test_the_json_schema_is_stable() -> None:
-    """A change of the wire's shape is deliberate: regenerate the snapshot with
+@pytest.mark.parametrize(("model", "snapshot"), [(Diagnosis, "wire_diagnosis_schema.json"),
+                                                 (TrackResult, "wire_track_schema.json")])
+def test_the_json_schema_is_stable(model: type[Any], snapshot: str) -> None:
+    """A change of the wire's shape is deliberate: regenerate the snapshots with
     `SCHEDMATE_UPDATE_SCHEMA=1 pytest tests/test_wire_schemas.py` and say so in the change."""
-    got = _normalised(Diagnosis.model_json_schema())
+    got, path = _normalised(model.model_json_schema()), SNAPSHOTS / snapshot
     if os.environ.get("SCHEDMATE_UPDATE_SCHEMA"):
-        SCHEMA_SNAPSHOT.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
-    assert got == json.loads(SCHEMA_SNAPSHOT.read_text())
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(path.read_text())
 
 
 def test_a_diagnosis_survives_its_own_json() -> None:
@@ -114,21 +121,31 @@ def from_cli(log: Path, classifier: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def from_service(log: Path, classifier: Any) -> dict[str, Any]:
-    from fastapi.testclient import TestClient
-
+def core(log: Path, classifier: Any) -> Any:
     from schedmate.agents.stack import AgentStackConfig
-    from schedmate.deploy.service.app import create_app
     from schedmate.deploy.service.config import ServiceConfig
     from schedmate.deploy.service.core import ServiceCore
 
     config = ServiceConfig(allowed_roots=(log.parent,), agents=AgentStackConfig(failure_method="rules"))
-    core = ServiceCore(config, classifier=classifier)
-    core.load()
-    with TestClient(create_app(config, core)) as client:
-        r = client.post("/v1/diagnose", json={"log": str(log), "job_id": "job-42"})
+    made = ServiceCore(config, classifier=classifier)
+    made.load()
+    return made
+
+
+def _post(core: Any, route: str, body: dict[str, Any]) -> dict[str, Any]:
+    from fastapi.testclient import TestClient
+
+    from schedmate.deploy.service.app import create_app
+
+    with TestClient(create_app(core.config, core)) as client:
+        r = client.post(route, json=body)
     assert r.status_code == 200, r.text
     return r.json()
+
+
+@pytest.fixture(scope="module")
+def from_service(core: Any, log: Path) -> dict[str, Any]:
+    return _post(core, "/v1/diagnose", {"log": str(log), "job_id": "job-42"})
 
 
 def test_the_cli_and_the_service_answer_the_same_diagnosis(from_cli: dict[str, Any], from_service: dict[str, Any]) -> None:
@@ -162,3 +179,26 @@ def test_the_daemon_stores_the_same_diagnosis_with_the_logs_line_numbers(
               "remediation", "plan", "action", "abstained", "confidence", "category_evidence"}
     assert daemon_d.model_dump(include=answer) == cli.model_dump(include=answer)
     assert daemon_d.total_lines < cli.total_lines  # it diagnosed the tail, not the whole file
+
+
+def test_the_chat_reads_the_services_diagnosis_without_its_envelope(core: Any, log: Path,
+                                                                     from_service: dict[str, Any]) -> None:
+    from schedmate.deploy.service.chat_route import CoreBackend
+
+    chat = CoreBackend(core).diagnose(log, "job-42")
+    assert type(chat) is Diagnosis and chat.line == ROOT_LINE
+    assert chat.model_dump(exclude=RUN_FIELDS) == Diagnosis.model_validate(from_service).model_dump(exclude=RUN_FIELDS)
+    assert chat.plan_steps == [] and chat.plan_notes  # a script failure: no action, a note saying who must act
+
+
+def test_the_service_and_the_chat_read_the_same_track_result_with_the_logs_line_numbers(core: Any, log: Path) -> None:
+    from schedmate.deploy.service.chat_route import CoreBackend
+
+    service = TrackResult.model_validate(_post(core, "/v1/track", {"log": str(log)}))
+    chat = CoreBackend(core).metrics(log)
+    assert service.signal and service.step_time is not None and service.loss is not None
+    assert chat == service
+    text = log.read_text().splitlines()
+    for metric, word in ((service.step_time, "time: 0.250s"), (service.loss, "loss=")):
+        assert metric.lines and all(word in text[n - 1] for n in metric.lines)  # line n is the file's n-th line
+    assert max(service.step_time.lines) == PROGRESS  # the newest progress line, counted from 1

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schedmate.agents.failure.similar import SimilarFailure
 from schedmate.agents.failure.wire import Diagnosis
+from schedmate.agents.tracker.wire import Metric, TrackResult
 from schedmate.errors import BadInput, DependencyUnavailable
 
 __all__ = [
@@ -80,20 +81,9 @@ class SimilarCase(_Frozen):
 DiagnosisFacts = Diagnosis
 
 
-class MetricFacts(_Frozen):
-    value: float
-    unit: str
-    lines: list[int] = []
-
-
-class MetricsFacts(_Frozen):
-    """The Metric Tracker's reading of a log."""
-
-    signal: bool
-    step_time: MetricFacts | None = None
-    loss: MetricFacts | None = None
-    throughput: MetricFacts | None = None
-    note: str = ""
+# The Metric Tracker's reading is its wire model, unchanged (agents/tracker/wire.py; 1-based lines).
+MetricFacts = Metric
+MetricsFacts = TrackResult
 
 
 class EstimateFacts(_Frozen):

@@ -39,6 +39,7 @@ DEFAULT_RADIUS = 4
 # the diagnosis' fields a model reads (a small local model's context is 2k tokens: no plan, no history)
 _PROMPT_FACTS = {"status", "category", "reason_code", "component", "line", "message", "fallbacks", "category_evidence",
                  "remediation"}
+_PROMPT_METRICS = {"signal", "step_time", "loss", "throughput", "note"}
 
 
 class ChatBackend(Protocol):
@@ -302,7 +303,7 @@ class ChatTools:
 
     def _t_metrics(self) -> str:
         m = self.metrics()
-        return m.model_dump_json() if m is not None else json.dumps({"error": "; ".join(self.evidence.notes)})
+        return m.model_dump_json(include=_PROMPT_METRICS) if m is not None else json.dumps({"error": "; ".join(self.evidence.notes)})
 
     def _t_job(self, job_id: str | None = None) -> str:
         j = self.job_info(job_id)

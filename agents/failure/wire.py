@@ -6,8 +6,8 @@ and the reports all carry this model unchanged; `diagnosis_of` is the one place 
 internal `handler.Diagnosis` becomes it. The recovery plan is the handler's own allow-listed
 `RecoveryPlan`; `plan_steps` (`schedmate.htmlreport.plans`) is its one description for people.
 
-Line numbers on the wire are 1-based: the number an editor shows for the line (`LINE_NUMBERS`).
-The locator works with 0-based indices (`Located.line_no`); only `diagnosis_of` converts them.
+Line numbers on the wire are 1-based (`schedmate.wire.LINE_NUMBERS`). The locator works with
+0-based indices (`Located.line_no`); only `diagnosis_of` converts them.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from schedmate.agents.failure.remediation import Remediation
 from schedmate.agents.failure.similar import SimilarFailure
 from schedmate.htmlreport.plans import plan_steps
 from schedmate.llm_breaker import CallCounts
+from schedmate.wire import LINE_NUMBERS
 
 if TYPE_CHECKING:
     from schedmate.agents.failure import handler
 
 __all__ = ["LINE_NUMBERS", "CategoryEvidence", "Diagnosis", "WireStatus", "diagnosis_of"]
 
-LINE_NUMBERS = "1-based: the number an editor shows for the line"
 # failure_found / no_failure_found / unreadable come from the handler; skipped (no handler
 # configured) and error (the handler raised) only from a surface that could not run it (daemon)
 WireStatus = Literal["failure_found", "no_failure_found", "unreadable", "skipped", "error"]

@@ -34,7 +34,6 @@ from schedmate.agents.chat import (
     EstimateFacts,
     JobFacts,
     MemorySessionStore,
-    MetricFacts,
     MetricsFacts,
     RedisSessionStore,
     SimilarCase,
@@ -118,13 +117,10 @@ class CoreBackend:
         return embedder.embed(texts)
 
     def metrics(self, log: Path) -> MetricsFacts:
+        """The service's `TrackResult` without its envelope (whose `reason` says why there is no signal)."""
         r = self._call(self.core.track, TrackRequest(log=str(log)))
-
-        def m(x: Any) -> MetricFacts | None:
-            return MetricFacts(value=x.value, unit=x.unit, lines=list(x.lines)) if x is not None else None
-
-        return MetricsFacts(signal=r.signal, step_time=m(r.step_time), loss=m(r.loss), throughput=m(r.throughput),
-                            note=r.reason or r.note or "")
+        fields = {name: getattr(r, name) for name in MetricsFacts.model_fields}
+        return MetricsFacts(**{**fields, "note": r.reason or r.note})
 
     def job(self, job_id: str) -> JobFacts | None:
         try:

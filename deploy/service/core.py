@@ -489,10 +489,9 @@ def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metric(est: Any) -> MetricOut | None:
-    if est is None:
-        return None
-    return MetricOut(value=float(est.value), unit=est.unit, last=est.last,
-                     lines=[ln.lineno for ln in est.lines if ln.lineno is not None][:20])
+    from schedmate.agents.tracker.wire import metric_of  # the one conversion (1-based lines)
+
+    return metric_of(est)
 
 
 def _diagnosis(d: Any) -> DiagnoseResponse:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from schedmate.agents.failure.wire import Diagnosis
+from schedmate.agents.tracker.wire import Metric, TrackResult
 
 __all__ = [
     "AdviseRequest", "AdviseResponse", "DiagnoseRequest", "DiagnoseResponse", "ErrorBody", "EstimateOut",
@@ -96,26 +97,14 @@ class TrackRequest(_In):
     min_after_lines: int = Field(3, ge=1, le=1000)
 
 
-class MetricOut(BaseModel):
-    value: float
-    unit: str
-    last: float | None = None
-    lines: list[int] = Field(default_factory=list, description="1-based line numbers the value came from")
+MetricOut = Metric  # the tracker's wire `Metric` (agents/tracker/wire.py): value, unit, last, 1-based lines
 
 
-class TrackResponse(_Out):
-    signal: bool = False
-    step_time: MetricOut | None = None
-    loss: MetricOut | None = None
-    throughput: MetricOut | None = None
-    confidence: float | None = None
-    method: str | None = None
-    before: float | None = None  # throughput before `split_at`
-    after: float | None = None
-    ratio: float | None = None
-    unit: str | None = None
-    note: str | None = None
-    llm_status: str = "disabled"
+class TrackResponse(_Out, TrackResult):
+    """The Metric Tracker's `TrackResult` (agents/tracker/wire.py, as the chat reads it) inside the
+    service's envelope (`fallback`, `reason`, `degraded`, `latency_s`)."""
+
+    model_config = ConfigDict(frozen=False)
 
 
 # ---------------------------------------------------------------------------------- diagnose
