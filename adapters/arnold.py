@@ -19,7 +19,7 @@ Two policies, both the unmodified Arnold interval loop apart from failure handli
   from it. No diagnosis, or another category: `ArnoldRestart`'s behaviour, decision for decision.
 
 The adapter decides on the diagnosis only; the world's cause of a failure is read, when the source
-offers it (`failure_truth`), for the true/false-positive counters and nothing else.
+is a `SimulatedWorld` (`failure_truth`), for the true/false-positive counters and nothing else.
 
 Not charged: the handler's latency (seconds; restarts happen at Arnold's next 60 s round).
 """
@@ -32,13 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.adapters.insights import InsightSource
-from schedmate.adapters.standalone import FailureTruth
+from schedmate.adapters.insights import InsightSource, SimulatedWorld
 from schedmate.schedulers.arnold.policy import ArnoldPolicy, LpjState
 from schedmate.schedulers.decisions import Cordon, Decision
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policy import ClusterView
-from schedmate.sim.failures import is_infrastructure
 
 __all__ = ["ArnoldRestart", "ArnoldSMCounters", "ArnoldSchedMate", "RestartCounters"]
 
@@ -182,4 +180,4 @@ class ArnoldSchedMate(ArnoldRestart):
 
 def _truth(source: InsightSource, job: JobState, attempt: int) -> bool | None:
     """The world's cause of the attempt as a flag, for counters only (None when not offered)."""
-    return is_infrastructure(source.failure_truth(job, attempt)) if isinstance(source, FailureTruth) else None
+    return source.failure_truth(job, attempt) if isinstance(source, SimulatedWorld) else None

@@ -1,23 +1,25 @@
 """What the SchedMate agents tell a scheduler adapter about one job, and where it comes from.
 
-Adapters (`lucid_adapter`, `sia_adapter`, `standalone`) never call the agents themselves: they
-ask an `InsightSource`. In simulation the source is `semantic_sim.SimulationInsights` (real
-advisor / tracker / failure handler over generated code and logs, cached by content hash,
-thinned by a detection rate, or replayed from a precomputed JSON file); in a live deployment
-it would wrap the running services. Every method may return None: "SchedMate does not know",
-and the adapter then keeps the reference scheduler's own behaviour.
+Adapters (`adapters.lucid`, `adapters.sia`, `adapters.standalone`, ...) never call the agents
+themselves: they ask an `InsightSource`. In simulation the source is `sim.semantic.SimulationInsights`
+(real advisor / tracker / failure handler over generated code and logs, cached by content hash,
+thinned by a detection rate, or replayed from a precomputed JSON file); live, it is
+`deploy.service.live_source.LiveInsights` over the running service. `InsightSource` is a base
+class whose every answer defaults to "SchedMate does not know"; the adapter then keeps the
+reference scheduler's own behaviour. Hooks that only a simulated world can answer (the true
+cause of a failure, how the world writes a failed log) live on `SimulatedWorld`, apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from schedmate.schedulers.job import JobState
 
-__all__ = ["NO_FAILSLOW", "AdvisorInsight", "FailSlowSignal", "FailSlowSource", "FailureInsight", "InsightSource",
-           "TrackerReading", "failslow_of"]
+__all__ = ["NO_FAILSLOW", "AdvisorInsight", "FailSlowSignal", "FailedLogStyle", "FailureInsight", "InsightSource",
+           "SimulatedWorld", "TrackerReading"]
 
 
 @dataclass(frozen=True)
@@ -89,41 +91,89 @@ class FailSlowSignal:
 NO_FAILSLOW = FailSlowSignal(detected=False, reason="no signal")
 
 
-@runtime_checkable
-class FailSlowSource(Protocol):
-    """An `InsightSource` that also reads fail-slow signals (an optional capability: sources
-    without it answer "no signal" through `failslow_of`)."""
+class InsightSource:
+    """Where an adapter gets SchedMate's answers about one job.
 
-    def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
-        """Whether `job` runs slower than it did, from its log as written by `now`; with `since`,
-        only a slowdown that began after that time (e.g. when the scheduler packed a job onto it)."""
+    Every answer has a default that means "SchedMate does not know" (None, `NO_FAILSLOW`, no
+    counters), so a source overrides only what it reads; the adapter then keeps the reference
+    scheduler's own behaviour for the rest. Callers ask every source the same way: no answer is
+    looked up by name."""
 
-
-def failslow_of(source: object, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
-    """`source.failslow(...)`, or `NO_FAILSLOW` for a source that does not read fail-slow signals."""
-    if isinstance(source, FailSlowSource):
-        return source.failslow(job, now=now, since=since)
-    return NO_FAILSLOW
-
-
-@runtime_checkable
-class InsightSource(Protocol):
     def advise(self, job: JobState) -> AdvisorInsight | None:
         """At submission; None when the job has no artefact or was not detected."""
+        return None
 
     def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
         """Throughput of running `job` before and after `event_at` (an event the scheduler itself
         caused, e.g. packing a newcomer onto its GPUs), read from the job's log as written by
         `now`; None: no reading (too few lines yet, no progress lines, no log). The call carries
         no speed or slowdown: whatever changed must show in the log."""
+        return None
+
+    def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
+        """Whether `job` runs slower than it did, from its log as written by `now`; with `since`,
+        only a slowdown that began after that time (e.g. when the scheduler packed a job onto it)."""
+        return NO_FAILSLOW
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         """Diagnosis of the job's failed attempt; None when its log was not diagnosed."""
+        return None
 
     def record(self, job: JobState, *, finished: bool) -> None:
         """Tell the source about a job of this run: at arrival (`finished=False`, its fingerprint
         becomes history that later jobs can match) and at its end (`finished=True`, with the
-        outcome the simulator measured). Sources with a fixed history may ignore it."""
+        outcome the simulator measured). Sources with a fixed history ignore it (the default)."""
+        return None
 
     def stats(self) -> dict[str, Any]:
-        """Counters for reports: calls, cache hits, LLM calls, detections."""
+        """Counters for reports: calls, cache hits, LLM calls, detections (default: none)."""
+        return {}
+
+    def advice_log(self) -> dict[str, float | None] | None:
+        """The duration each advised job was given (None inside: no estimate), for estimate
+        quality; None (the default): this source keeps no log, so no quality is reported."""
+        return None
+
+    def close(self) -> None:
+        """Release what the source holds (stores, work folders); the default holds nothing."""
+        return None
+
+
+@dataclass(frozen=True)
+class FailedLogStyle:
+    """How the simulated world writes a failed attempt's log so that a source can read it:
+    the job's artefact (None: the source knows no artefact for this job, so no log is written
+    and no diagnosis made) and the source's log settings."""
+
+    artefact: Any
+    seed: int
+    variants: int
+    n_lines: int
+
+
+class SimulatedWorld(InsightSource):
+    """An insight source that runs inside the simulator, with hooks only a simulated world can
+    answer. The world (`sim.failures.CauseDiagnosis`) and counters use them; no scheduling
+    decision reads them, and no live source has them. Defaults: not known / not offered."""
+
+    def failure_truth(self, job: JobState, attempt: int) -> bool | None:
+        """Whether the attempt's true cause was an infrastructure failure (counters only: true
+        and false positives); None when the source does not know the world's cause."""
+        return None
+
+    def diagnose_cause(self, job: JobState, *, attempt: int, cause: Any) -> FailureInsight | None:
+        """The diagnosis of a failed attempt whose true cause (`sim.failures.Cause`) the world
+        knows. Default: `diagnose`, which reads the log the world wrote (`failed_log_style`);
+        sensitivity sources draw their answer from `cause` and read no log."""
+        return self.diagnose(job, attempt=attempt)
+
+    def failed_log_style(self, job_id: str) -> FailedLogStyle | None:
+        """How the world writes this job's failed logs for the source to read; None (the
+        default): the source reads no written logs."""
+        return None
+
+    def locate_failure(self, path: str) -> tuple[int | None, int | None] | None:
+        """(root-cause line, block line), 0-based, that the source's Failure Handler locates in
+        the log at `path` ((None, None): none located); None (the default): no handler."""
+        return None
+

@@ -18,7 +18,7 @@ so with a source that knows nothing the run is plain Lucid, decision for decisio
    after the event), so a check without a complete reading is retried `retries` times at
    doubling delays; then the pair is kept and counted untracked (no reading, or no "before") or
    `no_reading_after` (a "before" but no "after"). First, when the source reads fail-slow
-   signals (`insights.FailSlowSource`), a sustained slowdown of A that began after packing, with
+   signals (`InsightSource.failslow`), a sustained slowdown of A that began after packing, with
    a ratio beyond 1/θ, evicts B without waiting for the before/after reading.
 
 The adapter never reads a speed from the engine: the check asks the source for A's throughput
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.adapters.insights import AdvisorInsight, InsightSource, failslow_of
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.decisions import Decision, Evict, Preempt
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.lucid import Lucid, Metrics
@@ -304,7 +304,7 @@ class LucidSchedMate(Lucid):
             self.sm.ended_before_check += 1
             return None
         if self.cancellation.use_failslow:
-            signal = failslow_of(self.source, host, now=view.now, since=check.packed_at)
+            signal = self.source.failslow(host, now=view.now, since=check.packed_at)
             if signal.detected and signal.ratio is not None and signal.ratio * self.cancellation.theta > 1.0:
                 self.sm.checks += 1
                 self.sm.ratios.append(1.0 / signal.ratio)

@@ -45,11 +45,11 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import numpy as np
 
-from schedmate.adapters.insights import InsightSource, failslow_of
+from schedmate.adapters.insights import InsightSource, SimulatedWorld
 from schedmate.schedulers.decisions import Cordon, Decision, Uncordon
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobState, Phase
@@ -57,11 +57,9 @@ from schedmate.schedulers.policies.realloc import reallocate
 from schedmate.schedulers.policy import ClusterView, Plan, Policy
 from schedmate.schedulers.predictor import OnlineDurationModel
 from schedmate.sim.experiments.common import detected
-from schedmate.sim.failures import is_infrastructure
 
 __all__ = [
     "FailureCounters",
-    "FailureTruth",
     "GittinsFallback",
     "SchedMateJob",
     "SchedMateSRPT",
@@ -86,13 +84,6 @@ class SchedMateJob:
     seq: int | None = None  # SJF: the live heap entry; older entries are stale
     ready_at: float | None = None  # resumed after a handled failure: held until then
     gittins: tuple[float, float, int, float] | None = None  # SRPT: frozen fallback (index, until, fit size, class)
-
-
-@runtime_checkable
-class FailureTruth(Protocol):
-    """Ground truth of a failed attempt, for counters only (never for a decision)."""
-
-    def failure_truth(self, job: JobState, attempt: int) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -210,9 +201,8 @@ class _SchedMate(Policy):
         c, cfg = self.counters, self.config
         c.failures += 1
         attempt = job.failures - 1  # 0 = the first failed run
-        truth = None
-        if isinstance(self.source, FailureTruth):
-            truth = is_infrastructure(self.source.failure_truth(job, attempt))
+        # the world's cause, for counters only (a live source knows none)
+        truth = self.source.failure_truth(job, attempt) if isinstance(self.source, SimulatedWorld) else None
         if not cfg.failure_handler:
             return False
         if job.job_id in self._resumed_at and job.progress <= self._resumed_at[job.job_id] + _EPS:
@@ -252,7 +242,7 @@ class _SchedMate(Policy):
 
     def _failslow(self, plan: Plan, view: ClusterView) -> None:
         """Every `failslow_check_s`, ask the source whether each running job is fail-slow (from its
-        log; `insights.failslow_of`). A single-node job slowed by at least `failslow_min_ratio` makes
+        log; `InsightSource.failslow`). A single-node job slowed by at least `failslow_min_ratio` makes
         its node a suspect: the node is cordoned for `failslow_cordon_s` and the job migrated to
         other GPUs (keeping its progress, paying the restart cost), or put back in the queue with
         its priority when nothing else fits. A multi-node job's log does not say which node, so
@@ -274,7 +264,7 @@ class _SchedMate(Policy):
             if len(nodes) != 1 or job.job_id in plan.started or attempt in self._fs_acted:
                 continue
             self.failslow_counts["checks"] += 1
-            signal = failslow_of(self.source, job, now=view.now)
+            signal = self.source.failslow(job, now=view.now)
             if not signal.detected or (signal.ratio or 0.0) < cfg.failslow_min_ratio:
                 continue
             self.failslow_counts["detected"] += 1

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedmate.agents.stack import DEFAULT_POOL_K, DEFAULT_THRESHOLD, DEFAULT_TOP_K, AgentStack, AgentStackConfig
+from schedmate.embeddings.lazy_classifier import LazyClassifier
 from schedmate.errors import BadInput, DependencyUnavailable, NotFound
 from schedmate.logfile import readable_log
 
@@ -110,7 +111,7 @@ def advise_config(*, threshold: float = DEFAULT_THRESHOLD, top_k: int = DEFAULT_
 def agent_stack(config: AgentStackConfig | None = None, *, chat_model: Any = None, lazy: bool = False) -> AgentStack:
     """The agents of one command (`agents.stack`); with `lazy`, MiniLM loads only when a line
     classifier is first used (a log the regexes read never loads it)."""
-    classifier = _LazyClassifier(load_embedder) if lazy else None
+    classifier = LazyClassifier(load_embedder) if lazy else None
     return AgentStack(config, classifier=classifier, chat_model=chat_model) if lazy else \
         AgentStack(config, embedder=load_embedder(), chat_model=chat_model)
 
@@ -120,27 +121,6 @@ def load_embedder() -> Any:
     from schedmate.embeddings.embedder import make_embedder
 
     return make_embedder()
-
-
-class _LazyClassifier:
-    """A `LineClassifier` built on first use: a log whose lines the regexes read never loads MiniLM."""
-
-    def __init__(self, make_embedder: Callable[[], Any]) -> None:
-        self._make = make_embedder
-        self._inner: Any = None
-
-    @property
-    def loaded(self) -> bool:
-        return self._inner is not None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if self._inner is None:
-            from schedmate.embeddings.classifier import LineClassifier
-
-            self._inner = LineClassifier(self._make())
-        return getattr(self._inner, name)
 
 
 @dataclass(frozen=True)

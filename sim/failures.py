@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, SimulatedWorld, TrackerReading
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Cordon, Uncordon
 from schedmate.schedulers.engine import _RESUBMIT, SimConfig, Simulator
@@ -516,7 +516,7 @@ class FailureSimulator(Simulator):
 
 
 @dataclass
-class CauseDiagnosis:
+class CauseDiagnosis(SimulatedWorld):
     """An `InsightSource` whose `diagnose` gives the real Failure Handler the failed log of the
     attempt's true cause (the world writes the log; the handler only reads it).
 
@@ -551,28 +551,26 @@ class CauseDiagnosis:
     def record(self, job: JobState, *, finished: bool) -> None:
         self.source.record(job, finished=finished)
 
-    def failure_truth(self, job: JobState, attempt: int) -> Cause | None:
-        return self.world.cause(job.job_id, attempt)
+    def failure_truth(self, job: JobState, attempt: int) -> bool | None:
+        return is_infrastructure(self.world.cause(job.job_id, attempt))
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         self.calls["diagnose"] += 1
         cause = self.world.cause(job.job_id, attempt)
-        by_cause = getattr(self.source, "diagnose_cause", None)
-        if cause is not None and by_cause is not None:  # sensitivity sources (calibrated knobs)
-            insight = by_cause(job, attempt=attempt, cause=cause)
-        else:
-            artefact = getattr(self.source, "artefact", None)
-            if cause is not None and artefact is not None:
-                art = artefact(job.job_id)
-                if art is None:
+        source = self.source
+        if cause is not None and isinstance(source, SimulatedWorld):
+            style = source.failed_log_style(job.job_id)
+            if style is not None:
+                if style.artefact is None:
                     self.calls["no_artefact"] += 1
                     return None
                 # the world writes the attempt's log; the source only reads it (never the cause)
-                cfg = self.source.config  # type: ignore[attr-defined]
-                write_failed_log(job, attempt, art, cause.reason, self.log_dir(), seed=cfg.seed,
-                                 variants=cfg.failure_variants, n_lines=cfg.failure_lines, culprit_node=cause.node,
+                write_failed_log(job, attempt, style.artefact, cause.reason, self.log_dir(), seed=style.seed,
+                                 variants=style.variants, n_lines=style.n_lines, culprit_node=cause.node,
                                  hosts_for_source=self.hosts_for_source)
-            insight = self.source.diagnose(job, attempt=attempt)
+            insight = source.diagnose_cause(job, attempt=attempt, cause=cause)  # calibrated knobs read `cause`
+        else:
+            insight = source.diagnose(job, attempt=attempt)
         if insight is None:
             self.calls["no_failure_found"] += 1
             return None
@@ -611,16 +609,12 @@ class CauseDiagnosis:
         if path in self._located:
             return self._located[path]
         out: tuple[int | None, int | None] = (None, None)
-        handler = getattr(self.source, "_handler", None)
-        if callable(handler):
+        if isinstance(self.source, SimulatedWorld):
             try:
-                from schedmate.agents.failure.locator import LogIndex
-
-                with LogIndex.open(path) as index:
-                    located = handler().locator.locate(index)
+                located = self.source.locate_failure(path)
                 if located is not None:
-                    out = (located.line_no, located.block)
-                self.calls["locator_runs"] += 1
+                    out = located
+                    self.calls["locator_runs"] += 1
             except Exception:  # noqa: BLE001 -- no located line is "no node", not a crash
                 self.calls["locator_errors"] += 1
         self._located[path] = out
@@ -632,7 +626,7 @@ class CauseDiagnosis:
         return self._log_dir
 
     def stats(self) -> dict[str, Any]:
-        inner = self.source.stats() if hasattr(self.source, "stats") else {}
+        inner = self.source.stats()
         return {**inner, **{f"fh_{k}": v for k, v in self.calls.items()}}
 
 

@@ -85,7 +85,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.adapters.insights import (
+    NO_FAILSLOW,
+    AdvisorInsight,
+    FailedLogStyle,
+    FailSlowSignal,
+    FailureInsight,
+    SimulatedWorld,
+    TrackerReading,
+)
 from schedmate.agents.stack import AgentStack, AgentStackConfig
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState, Phase
 from schedmate.sim.artefacts import (
@@ -346,7 +354,7 @@ def _last_speed_change(job: JobState, now: float) -> float | None:
     return last
 
 
-class SimulationInsights:
+class SimulationInsights(SimulatedWorld):
     """`InsightSource` over the real agents (see the module docstring)."""
 
     def __init__(self, config: SimConfig | None = None, *, embedder: Any = None, classifier: Any = None,
@@ -461,6 +469,19 @@ class SimulationInsights:
     def artefact(self, job_id: str) -> Artefact | None:
         job = self._jobs.get(job_id)
         return self._artefacts.get(job.artefact) if job else None
+
+    def failed_log_style(self, job_id: str) -> FailedLogStyle:
+        """The world writes a failed attempt's log in the job's artefact's style; `diagnose` reads it."""
+        return FailedLogStyle(self.artefact(job_id), seed=self.config.seed, variants=self.config.failure_variants,
+                              n_lines=self.config.failure_lines)
+
+    def locate_failure(self, path: str) -> tuple[int | None, int | None]:
+        """The Failure Handler's locator on the log at `path` (no LLM, no diagnosis)."""
+        from schedmate.agents.failure.locator import LogIndex
+
+        with LogIndex.open(path) as index:
+            located = self._handler().locator.locate(index)
+        return (None, None) if located is None else (located.line_no, located.block)
 
     def advise(self, job: JobState) -> AdvisorInsight | None:
         self._counts["advise_calls"] += 1

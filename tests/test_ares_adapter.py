@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from schedmate.adapters.ares import AresSchedMate, AresUserLengths, advised_gpu_time, user_gpu_time
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.schedulers.ares.policy import EST_KEY
 from schedmate.schedulers.ares.workload import generate_workload
 from schedmate.schedulers.cluster import ClusterSpec
@@ -24,7 +24,7 @@ CLUSTER = ClusterSpec.homogeneous(8, 4)
 
 
 @dataclass
-class IdInsights:
+class IdInsights(InsightSource):
     """Answers from the job's identity only (as an advisor reading the job's artefact would):
     a duration drawn from the id for most jobs, None for the rest."""
 
@@ -38,15 +38,6 @@ class IdInsights:
             return None
         d = 600.0 + 7200.0 * u
         return AdvisorInsight(("h1",), d, d, None)
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
-    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
-        return None
-
-    def record(self, job: JobState, *, finished: bool) -> None:
-        return None
 
     def stats(self) -> dict[str, Any]:
         return {"source": "test"}

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.adapters.insights import FailureInsight, SimulatedWorld
 from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig
 from schedmate.schedulers.job import FinalStatus, JobSpec, JobState
@@ -28,28 +28,19 @@ MANY_FAULTS = FailureModel(infra_share=0.5)  # enough hardware faults in a small
 
 
 @dataclass
-class InfraSays:
+class InfraSays(SimulatedWorld):
     """A handler that calls every failure infrastructure, and a world truth that disagrees at will:
     decisions may follow the first, never the second."""
 
     truth: bool = True
     calls: list[tuple[str, int]] = field(default_factory=list)
 
-    def advise(self, job: JobState) -> AdvisorInsight | None:
-        return None
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         self.calls.append((job.job_id, attempt))
         return FailureInsight(True, "infrastructure", "NVLinkError", latency_s=5.0)
 
-    def failure_truth(self, job: JobState, attempt: int) -> FailureInsight:
-        return FailureInsight(self.truth, "infrastructure" if self.truth else "script", "truth")
-
-    def record(self, job: JobState, *, finished: bool) -> None:
-        return None
+    def failure_truth(self, job: JobState, attempt: int) -> bool:
+        return self.truth
 
     def stats(self) -> dict[str, Any]:
         return {"source": "test"}

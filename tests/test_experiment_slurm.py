@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedmate.adapters.insights import AdvisorInsight
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.deploy.slurm.user_requests import ROUND_VALUES_S, UserRequestModel
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.sim.experiments.slurm import ARMS, SlurmSetup, limit_plan, run_slurm_experiment
@@ -16,7 +16,7 @@ from schedmate.sim.world import WORLD_KEY
 
 
 @dataclass
-class PlannedAdvice:
+class PlannedAdvice(InsightSource):
     """TEST SOURCE: the advisor as if it read the job's plan (what its code states), with the
     run's own step-time factor unknown: estimate = plan, p90 = plan x 1.3. Never a reported result."""
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, TrackerReading, failslow_of
+from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, InsightSource
 from schedmate.adapters.lucid import LucidSchedMate
 from schedmate.agents.tracker.failslow import (
     FailSlowConfig,
@@ -172,7 +172,7 @@ PAIR = [JobSpec("A", 0, 1, 1000, attributes=LIGHT), JobSpec("B", 30, 1, 500, att
 
 
 @dataclass
-class LogReadingInsights:
+class LogReadingInsights(InsightSource):
     """No throughput reading at all; fail-slow signals from the detector over a log rendered from
     the job's speed history (5 steps/s solo, with jitter), as the simulator's world would write it."""
 
@@ -182,13 +182,6 @@ class LogReadingInsights:
         m = TABLE.lookup(LIGHT)
         return AdvisorInsight(similar_ids=("h",), duration_s=job.spec.duration, duration_top3_s=job.spec.duration,
                               sm_util=m.gpu_util, metrics=asdict(m))
-
-    def diagnose(self, job, *, attempt): return None  # noqa: E704
-    def record(self, job, *, finished): return None  # noqa: E704
-    def stats(self): return {}  # noqa: E704
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
 
     def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
         rng = np.random.default_rng(0)
@@ -221,10 +214,10 @@ def test_lucid_schedmate_cancels_a_packing_on_the_fail_slow_signal(factor: float
 
 
 def test_a_source_without_fail_slow_signals_answers_no_signal():
-    class Plain:
+    class Plain(InsightSource):
         pass
 
-    assert failslow_of(Plain(), JobState(PAIR[0]), now=10.0) == NO_FAILSLOW
+    assert Plain().failslow(JobState(PAIR[0]), now=10.0) == NO_FAILSLOW
     assert not NO_FAILSLOW.detected and asdict(NO_FAILSLOW)["scope"] == "none"
 
 

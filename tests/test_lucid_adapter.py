@@ -54,7 +54,7 @@ NO_MATCH = AdvisorInsight(similar_ids=(), duration_s=None, duration_top3_s=None,
 
 
 @dataclass
-class FixedInsights:
+class FixedInsights(InsightSource):
     """Answers fixed advice per job id; tracks every job as before = 1, after = its true speed ratio."""
 
     advice: dict[str, AdvisorInsight] = field(default_factory=dict)
@@ -77,9 +77,6 @@ class FixedInsights:
         if not self.trackable or since_s < self.ready_after_s:
             return None
         return TrackerReading(before=1.0, after=slowdown if since_s > 0 and self.reads_after else None)
-
-    def diagnose(self, job, *, attempt):
-        return None
 
     def record(self, job: JobState, *, finished: bool) -> None:
         self.recorded.append((job.job_id, finished))

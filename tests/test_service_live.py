@@ -22,23 +22,8 @@ BERT_COMMAND = "python train.py --arch bert-large --data-dir /datasets/wikipedia
 GPT_COMMAND = "python train.py --arch gpt2-xl --data-dir /datasets/openwebtext --epochs 1"
 
 
-class KnowsNothing:
+class KnowsNothing(InsightSource):
     """The control: an InsightSource that never knows (the policy's own history model decides)."""
-
-    def advise(self, job: JobState) -> None:
-        return None
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> None:
-        return None
-
-    def diagnose(self, job: JobState, *, attempt: int) -> None:
-        return None
-
-    def record(self, job: JobState, *, finished: bool) -> None:
-        return None
-
-    def stats(self) -> dict[str, Any]:
-        return {}
 
 
 def spec(job_id: str, submit: float, duration: float, repo: Path, command: str) -> JobSpec:

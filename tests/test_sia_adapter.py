@@ -32,7 +32,7 @@ needs_data = pytest.mark.skipif(not _sia_data(), reason="Sia profiles/workloads 
 pytestmark = [pytest.mark.shared_data, needs_data]
 
 
-class ScriptedSource:
+class ScriptedSource(InsightSource):
     """Answers `advise` from a fixed table: job id -> similar ids (absent: not detected)."""
 
     def __init__(self, matches: dict[str, tuple[str, ...]] | None = None, latency_s: float = 0.0) -> None:
@@ -44,12 +44,6 @@ class ScriptedSource:
         self.calls.append(("advise", job.job_id))
         ids = self.matches.get(job.job_id)
         return None if ids is None else AdvisorInsight(ids, None, None, None, latency_s=self.latency_s)
-
-    def track(self, job, *, event_at, now):  # type: ignore[no-untyped-def]
-        return None
-
-    def diagnose(self, job, *, attempt):  # type: ignore[no-untyped-def]
-        return None
 
     def record(self, job, *, finished):  # type: ignore[no-untyped-def]
         self.calls.append(("finished" if finished else "arrived", job.job_id))

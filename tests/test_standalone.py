@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource
 from schedmate.adapters.standalone import GittinsFallback, SchedMateSRPT, StandaloneConfig, StandaloneSchedMate
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Cordon, Decision
@@ -21,7 +21,7 @@ from schedmate.sim.failures import FAILURE_KEY, CauseDiagnosis, FailureModel, Fa
 RESTART = 40.0  # the engine's default restart cost for small jobs
 
 
-class TableInsights:
+class TableInsights(InsightSource):
     """A hand-written source: fixed top-3 estimates and diagnoses per job id; records calls."""
 
     def __init__(
@@ -41,9 +41,6 @@ class TableInsights:
         if est is None:
             return None
         return AdvisorInsight(("h1", "h2", "h3"), est, est, 50.0, latency_s=self.latency_s)
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         self.diagnosed.append((job.job_id, attempt))

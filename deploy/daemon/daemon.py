@@ -29,6 +29,7 @@ from schedmate.deploy.daemon.follower import FollowConfig, Follower
 from schedmate.deploy.daemon.jobs import JobBook, JobConfig
 from schedmate.deploy.daemon.model import Batch, JobStatus
 from schedmate.deploy.daemon.state import DaemonState, Sink
+from schedmate.embeddings.lazy_classifier import LazyClassifier
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +53,6 @@ class DaemonConfig:
 @dataclass(frozen=True, slots=True)
 class _Tick:
     lag_by_job: dict[str, int]
-
-
-class LazyClassifier:
-    """The MiniLM line classifier, loaded on first use: a regex-only tracker never needs it, so
-    a daemon following healthy jobs does not pay the model's load time or memory."""
-
-    def __init__(self) -> None:
-        self._clf: Any = None
-
-    def get(self) -> Any:
-        if self._clf is None:
-            from schedmate.embeddings.classifier import LineClassifier
-            from schedmate.embeddings.embedder import make_embedder
-
-            self._clf = LineClassifier(make_embedder())
-        return self._clf
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.get(), name)
 
 
 def default_handler_factory(classifier: Any, config: AgentStackConfig | str) -> Callable[[], Any]:

@@ -1,4 +1,4 @@
-"""`LiveInsights`: the `InsightSource` protocol over the SchedMate service, for a live cluster.
+"""`LiveInsights`: an `InsightSource` over the SchedMate service, for a live cluster.
 
 The Lucid, Sia and standalone adapters ask an `InsightSource`; this one forwards each question to
 the service (`SchedMateClient`, over HTTP or in process through FastAPI's TestClient), so the
@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.adapters.insights import (
+    NO_FAILSLOW,
+    AdvisorInsight,
+    FailSlowSignal,
+    FailureInsight,
+    InsightSource,
+    TrackerReading,
+)
 from schedmate.deploy.service.client import SchedMateClient, ServiceError
 from schedmate.schedulers.job import FinalStatus, JobState, Phase
 
@@ -48,8 +55,9 @@ _STATUS = {Phase.COMPLETED: FinalStatus.COMPLETED, Phase.FAILED: FinalStatus.FAI
            Phase.CANCELLED: FinalStatus.CANCELLED}
 
 
-class LiveInsights:
-    """`InsightSource` over a `SchedMateClient` (see the module docstring)."""
+class LiveInsights(InsightSource):
+    """`InsightSource` over a `SchedMateClient` (see the module docstring); a live source has no
+    `SimulatedWorld` hooks."""
 
     def __init__(self, client: SchedMateClient, *, resolver: Resolver = job_ref_from_info) -> None:
         self.client = client

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.arena import ArenaSchedMate
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.errors import BadInput
 from schedmate.schedulers.arena.config import ArenaConfig, View
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
@@ -82,7 +82,7 @@ class ArenaAdapterConfig:
         return cls(clusters=("R2",), plots=False)
 
 
-class DeclaredModelMatches:
+class DeclaredModelMatches(InsightSource):
     """REFERENCE ONLY, not the SchedMate agents: the advisor's "similar jobs" are the (up to `k`)
     latest earlier jobs of this run that declared the same model name (`spec.name`). It bounds
     what perfect retrieval would give the adapters; it reads no outcome (the adapters only use
@@ -102,12 +102,6 @@ class DeclaredModelMatches:
         ids = tuple(j for j, n in reversed(self.seen) if n == job.spec.name)[: self.k]
         self.calls["matched"] += bool(ids)
         return AdvisorInsight(ids, None, None, None)
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
-    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
-        return None
 
     def record(self, job: JobState, *, finished: bool) -> None:
         if not finished:

@@ -232,27 +232,16 @@ def detected(job_id: str, seed: int, rate: float, salt: str = "") -> bool:
     return int.from_bytes(digest, "big") / 2**64 < rate
 
 
-class NullInsights:
-    """SchedMate knows nothing: every answer is None (the adapter then behaves as its reference)."""
-
-    def advise(self, job: JobState) -> AdvisorInsight | None:
-        return None
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
-    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
-        return None
-
-    def record(self, job: JobState, *, finished: bool) -> None:
-        return None
+class NullInsights(InsightSource):
+    """SchedMate knows nothing: every answer is the base class's "does not know" (the adapter
+    then behaves as its reference)."""
 
     def stats(self) -> dict[str, Any]:
         return {"source": "null"}
 
 
 @dataclass
-class OracleInsights:
+class OracleInsights(InsightSource):
     """SMOKE TESTS ONLY, never a reported result: answers from the simulator's ground truth.
 
     A detected job (`detected(job_id, seed, detection_rate)`) gets an advisor match whose
@@ -299,9 +288,6 @@ class OracleInsights:
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         self.calls["diagnose"] += 1
-        return None
-
-    def record(self, job: JobState, *, finished: bool) -> None:
         return None
 
     def stats(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.adapters.insights import NO_FAILSLOW, AdvisorInsight, FailSlowSignal, FailureInsight, TrackerReading
+from schedmate.adapters.insights import NO_FAILSLOW, FailSlowSignal, InsightSource
 from schedmate.adapters.standalone import StandaloneConfig, StandaloneSchedMate
 from schedmate.agents.tracker.failslow import FailSlowDetector
 from schedmate.schedulers.cluster import ClusterSpec
@@ -125,24 +125,12 @@ class DegradedWorld(Policy):
 
 
 @dataclass
-class SpeedLogInsights:
+class SpeedLogInsights(InsightSource):
     """Fail-slow signals from a log rendered from the job's speed history (module docstring)."""
 
     seed: int = 0
     max_events: int = 1500
     counts: dict[str, int] = field(default_factory=lambda: {"failslow_calls": 0, "failslow_detected": 0})
-
-    def advise(self, job: JobState) -> AdvisorInsight | None:
-        return None
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
-    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
-        return None
-
-    def record(self, job: JobState, *, finished: bool) -> None:
-        return None
 
     def stats(self) -> dict[str, Any]:
         return dict(self.counts)

@@ -72,7 +72,7 @@ from schedmate.sim.experiments.common import (
     wait_stats,
     write_experiment,
 )
-from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line, without_errors
 from schedmate.sim.experiments.sources import use_history
 from schedmate.sim.workloads import artefact_workloads
 from schedmate.sim.world import EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
@@ -389,13 +389,15 @@ def run_lucid_experiment(
                 results[arm] = result
                 waits = wait_stats(result)
                 extra = {"mean_wait": waits.mean_wait, "wait_share": waits.share, **_extra(policy)}
-                source = getattr(policy, "source", None)
-                if isinstance(source, AdviceLog):
-                    q = estimate_quality(source.advice_log(), jobs)
+                source = policy.source if isinstance(policy, LucidSchedMate) else None
+                log = source.advice_log() if source is not None else None
+                if log is not None:
+                    q = estimate_quality(log, jobs)
                     quality.setdefault(trace, {}).setdefault(arm, []).append(q)
                     extra["advisor_quality"] = without_errors(q)
                 rows.append(RunRow(trace, arm, seed, gpus, summarize(result), extra))
-                _close(source)
+                if source is not None:  # a per-run source's work dirs and caches, once its stats are read
+                    source.close()
             if seed == seed_list[0]:
                 plots[f"{trace}_seed{seed}"] = results
     details["wall_seconds"] = round(time.perf_counter() - started, 1)
@@ -417,13 +419,6 @@ def run_lucid_experiment(
         (out_dir / "summary.txt").write_text(summary + "\n")
         files.append(out_dir / "summary.txt")
     return ExperimentResult("lucid", out_dir, rows, aggregate(rows), files, summary, details)
-
-
-def _close(source: object) -> None:
-    """Release a per-run source's resources (work dirs, caches) once its stats are read."""
-    close = getattr(source, "close", None)
-    if callable(close):
-        close()
 
 
 def _same_as(arm: str, setup: LucidSetup, arms: Sequence[str]) -> str | None:

@@ -11,22 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from schedmate.schedulers.job import FinalStatus, JobSpec
 
-__all__ = ["AdviceLog", "GROUPS", "estimate_quality", "merge_quality", "quality_line", "without_errors"]
+__all__ = ["GROUPS", "estimate_quality", "merge_quality", "quality_line", "without_errors"]
 
 GROUPS = ("completed", "early_ended", "all")
-
-
-@runtime_checkable
-class AdviceLog(Protocol):
-    """An insight source that remembers the duration it gave each advised job."""
-
-    def advice_log(self) -> dict[str, float | None]: ...
 
 
 def _group(spec: JobSpec) -> str:

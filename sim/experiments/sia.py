@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.adapters.sia import SiaSchedMate
 from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec
@@ -81,7 +81,7 @@ SEED_MEANING = (
 
 
 @dataclass
-class SameConfigInsights:
+class SameConfigInsights(InsightSource):
     """RULE SOURCE, not the SchedMate agents: spec §8.2's match rule applied to the trace.
 
     A detected job (`detected(job_id, seed, rate, "advise")`) is matched to up to `k` earlier
@@ -108,12 +108,6 @@ class SameConfigInsights:
         similar = tuple(j for j in self._seen.get(self.key(job.spec), ()) if j != job.job_id)[: self.k]
         self._calls["matched"] += bool(similar)
         return AdvisorInsight(similar, None, None, None, latency_s=self.latency_s)
-
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
-    def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
-        return None
 
     def record(self, job: JobState, *, finished: bool) -> None:
         if not finished:

@@ -64,8 +64,8 @@ from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.policies.easy import EasyBackfill, Kill
 from schedmate.schedulers.policy import ClusterView
 from schedmate.sim.experiments.common import MakeSource, size_cluster
-from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.sim.experiments.sources import use_history
+from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.sources import SemanticSources, use_history
 from schedmate.sim.experiments.standalone import load_jobs
 from schedmate.sim.world import WORLD_KEY, EarlyStops, Histories, WorldModel, history_window, realise, stop_shares
 
@@ -344,12 +344,12 @@ def run_slurm_experiment(
             source = make_source(jobs, seed, 1.0)
             try:
                 advice = advise_all(source, jobs)
-                if isinstance(source, AdviceLog):
-                    quality.append(estimate_quality(source.advice_log(), jobs))
+                log = source.advice_log()
+                if log is not None:
+                    quality.append(estimate_quality(log, jobs))
             finally:
-                close = getattr(source, "close", None)
-                if callable(close) and not hasattr(make_source, "close"):
-                    close()
+                if not isinstance(make_source, SemanticSources):  # it closes what it made
+                    source.close()
             plan = limit_plan(jobs, seed, setup, advice)
             details["requests"][f"{trace}/seed{seed}"] = _request_stats(plan, setup)
             if cluster_gpus is None:

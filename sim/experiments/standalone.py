@@ -62,13 +62,22 @@ from typing import Any
 
 import numpy as np
 
-from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.insights import (
+    AdvisorInsight,
+    FailedLogStyle,
+    FailSlowSignal,
+    FailureInsight,
+    InsightSource,
+    SimulatedWorld,
+    TrackerReading,
+)
 from schedmate.adapters.standalone import (
     SchedMateSRPT,
     StandaloneConfig,
     StandaloneSchedMate,
     gpu_hours_lost,
 )
+from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.decisions import Cordon
 from schedmate.schedulers.engine import SimConfig, SimResult
@@ -77,7 +86,6 @@ from schedmate.schedulers.metrics import Summary, summarize
 from schedmate.schedulers.policies import FIFO, QSSF, SJF, Tiresias
 from schedmate.schedulers.policy import ClusterView, Policy
 from schedmate.schedulers.traces.synthetic import fit_report, generate_trace
-from schedmate.errors import BadInput
 from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
@@ -92,8 +100,8 @@ from schedmate.sim.experiments.common import (
     synthetic_jobs,
     write_experiment,
 )
-from schedmate.sim.experiments.quality import AdviceLog, estimate_quality, merge_quality, quality_line, without_errors
-from schedmate.sim.experiments.sources import use_history
+from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line, without_errors
+from schedmate.sim.experiments.sources import SemanticSources, use_history
 from schedmate.sim.failures import (
     FAILURE_KEY,
     CauseDiagnosis,
@@ -135,7 +143,7 @@ ACME_GENERATION_GPUS = 512  # the synthetic Acme trace's load is set against thi
 
 
 @dataclass
-class CalibratedInsights:
+class CalibratedInsights(SimulatedWorld):
     """SENSITIVITY ANALYSIS ONLY, never a headline result: spec §8's calibrated knobs.
 
     Advisor: a job is matched with probability `match_rate` × detection rate (nested draws);
@@ -175,12 +183,9 @@ class CalibratedInsights:
         est = job.spec.total_work * math.exp(self.sigma * float(rng.standard_normal()))
         return AdvisorInsight(("calibrated",) * 3, est, est, None, latency_s=self.latency_s)
 
-    def track(self, job: JobState, *, event_at: float, now: float) -> TrackerReading | None:
-        return None
-
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         self.calls["diagnose"] += 1
-        truth = self.failure_truth(job, attempt)
+        truth = self._injected(job)
         if truth is None:
             return None
         if truth.infrastructure:
@@ -192,9 +197,14 @@ class CalibratedInsights:
         category = "infrastructure" if says_infra else (truth.category if not truth.infrastructure else "framework")
         return FailureInsight(says_infra, category, f"calibrated ({truth.reason})", latency_s=10.0)
 
-    def failure_truth(self, job: JobState, attempt: int) -> FailureInsight | None:
+    def _injected(self, job: JobState) -> FailureInsight | None:
+        """The job's injected application error (`failures_sim.inject_failures`) as a diagnosis."""
         f = failure_of(job.spec)
         return None if f is None else FailureInsight(f.infrastructure, f.category, f.reason)
+
+    def failure_truth(self, job: JobState, attempt: int) -> bool | None:
+        truth = self._injected(job)
+        return None if truth is None else truth.infrastructure
 
     def diagnose_cause(self, job: JobState, *, attempt: int, cause: Any) -> FailureInsight | None:
         """The calibrated handler on a failure whose true cause is `cause` (`failures_sim.Cause`)."""
@@ -208,9 +218,6 @@ class CalibratedInsights:
         if says_infra and cause.node is not None and detected(job.job_id, self.seed, self.node_recall, f"node-{attempt}"):
             node = node_hostname(cause.node)
         return FailureInsight(says_infra, category, f"calibrated ({cause.reason})", latency_s=10.0, node=node)
-
-    def record(self, job: JobState, *, finished: bool) -> None:
-        return None
 
     def stats(self) -> dict[str, Any]:
         return {"source": "calibrated (sensitivity only)", **self.calls}
@@ -287,8 +294,8 @@ class _Recovery:
         if insight is None or not insight.infrastructure:
             return False
         c["said_infra"] += 1
-        truth_of = getattr(self.recovery_source, "failure_truth", None)
-        truth = getattr(truth_of(job, attempt), "infrastructure", None) if callable(truth_of) else None
+        source = self.recovery_source
+        truth = source.failure_truth(job, attempt) if isinstance(source, SimulatedWorld) else None  # counters only
         c["true_positives"] += truth is True
         c["false_positives"] += truth is False
         c["diagnosis_latency_s"] += insight.latency_s
@@ -417,10 +424,12 @@ class OracleSRTF(SchedMateSRPT):
 
 
 @dataclass
-class AdviceJournal:
+class AdviceJournal(SimulatedWorld):
     """Keeps every advisor answer of one arm in call order, so a replayed run (`--precomputed`)
     gets the answer each re-estimation got live (a replayed `SimulationInsights` only keeps the
-    last answer per job). Without a path it only passes calls through."""
+    last answer per job). Without a path it only passes calls through. Every other answer,
+    the simulated world's hooks included, is the wrapped source's (the base class's default
+    when the wrapped source is not a `SimulatedWorld`)."""
 
     source: InsightSource
     path: Path | None = None
@@ -457,18 +466,36 @@ class AdviceJournal:
     def record(self, job: JobState, *, finished: bool) -> None:
         self.source.record(job, finished=finished)
 
-    def __getattr__(self, name: str) -> Any:  # artefact, config, _diagnosis_record, stats, ...
-        return getattr(self.__dict__["source"], name)
+    def failslow(self, job: JobState, *, now: float, since: float | None = None) -> FailSlowSignal:
+        return self.source.failslow(job, now=now, since=since)
+
+    def stats(self) -> dict[str, Any]:
+        return self.source.stats()
+
+    def failure_truth(self, job: JobState, attempt: int) -> bool | None:
+        return self.source.failure_truth(job, attempt) if isinstance(self.source, SimulatedWorld) else None
+
+    def diagnose_cause(self, job: JobState, *, attempt: int, cause: Any) -> FailureInsight | None:
+        if isinstance(self.source, SimulatedWorld):
+            return self.source.diagnose_cause(job, attempt=attempt, cause=cause)
+        return self.source.diagnose(job, attempt=attempt)
+
+    def failed_log_style(self, job_id: str) -> FailedLogStyle | None:
+        return self.source.failed_log_style(job_id) if isinstance(self.source, SimulatedWorld) else None
+
+    def locate_failure(self, path: str) -> tuple[int | None, int | None] | None:
+        return self.source.locate_failure(path) if isinstance(self.source, SimulatedWorld) else None
 
     def close(self) -> None:
+        """Writes the journal; the wrapped source belongs to its `MakeSource`, which closes it."""
         if self.path is not None and not self._replay:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(self._log, default=list))
 
 
 def _journal_path(make_source: MakeSource, jobs: Sequence[JobSpec], seed: int, rate: float, tag: str) -> Path | None:
-    folder = getattr(make_source, "precomputed", None)
-    if not isinstance(folder, Path):
+    folder = make_source.precomputed if isinstance(make_source, SemanticSources) else None
+    if folder is None:
         return None
     h = hashlib.sha256(f"{seed}|{rate:.6f}|{tag}|".encode())
     for s in jobs:
@@ -536,14 +563,14 @@ def _extra(result: SimResult, summary: Summary, policy: Policy, world: FailureWo
     out["mean_jct_infra_hit"] = float(np.mean([j.end_time - j.spec.submit_time for j in hit])) if hit else 0.0
     if isinstance(policy, _Recovery):
         out["recovery"] = dict(policy.recovery_counts)
-        if policy.recovery_source is not None and hasattr(policy.recovery_source, "stats"):
+        if policy.recovery_source is not None:
             stats = policy.recovery_source.stats()
             out["source"] = {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))}
     if isinstance(policy, (StandaloneSchedMate, SchedMateSRPT)) and not isinstance(policy, OracleSRTF):
         states = [policy.estimate_source(j.job_id) for j in result.jobs]
         out["advisor_share"] = states.count("advisor") / len(states) if states else 0.0
         out["fh"] = policy.counters.as_dict()
-        stats = policy.source.stats() if hasattr(policy.source, "stats") else {}
+        stats = policy.source.stats()
         out["source"] = {k: v for k, v in stats.items() if isinstance(v, (int, float, str, bool))}
     return out
 
@@ -670,8 +697,9 @@ def run_standalone_experiment(
                 n_journals = len(runner.journals)
                 row, result = runner.run(arm, jobs, seed)
                 for journal in runner.journals[n_journals:]:
-                    if isinstance(journal, AdviceLog) and journal.advice_log():
-                        q = estimate_quality(journal.advice_log(), truth)
+                    log = journal.advice_log()
+                    if log:
+                        q = estimate_quality(log, truth)
                         quality.setdefault(arm, []).append(q)
                         row.extra["advisor_quality"] = without_errors(q)
                 rows.append(row)
