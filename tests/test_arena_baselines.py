@@ -1,9 +1,11 @@
 """Arena's §5.1 baselines as the spec and the artifact describe them: FCFS blocks per GPU type,
-Gavel assigns types with its max-sum-throughput ILP (counts fixed, few retypes per admission)."""
+Gavel assigns types with its max-sum-throughput ILP (counts fixed, few retypes per admission),
+EF-LS re-plans its type by minimum shares and progressive filling."""
 
 from __future__ import annotations
 
 from schedmate.schedulers.arena import ATTR, Arena, LMJob
+from schedmate.schedulers.arena.elasticflow import EFJob, progressive_filling
 from schedmate.schedulers.arena.gavel import GavelJob, assign_types
 from schedmate.schedulers.arena.hardware import build_cluster
 from schedmate.schedulers.arena.sim import run_costed
@@ -62,3 +64,25 @@ def test_gavel_launches_on_the_type_its_ilp_prefers_not_the_requested_one():
     # speeds are relative to the request (A10): above 1 only on the A100
     assert max(speed for _, speed, _ in res.jobs[0].speed_log) > 1.0
     assert policy.stats.launches == 1 and policy.config.gavel_ilp and policy.config.steps_up == 0
+
+
+def test_progressive_filling_gives_minimum_shares_then_doubles_the_largest_gain():
+    jobs = [EFJob("flat", {1: 10.0, 2: 11.0, 4: 11.5}), EFJob("steep", {2: 10.0, 4: 19.0, 8: 30.0})]
+    # minimum shares 1 + 2; with 2 GPUs left the larger gain wins: steep 2 -> 4 (+9), not flat 1 -> 2 (+1)
+    assert progressive_filling(jobs, 5) == {"flat": 1, "steep": 4}
+    # 8 GPUs: then steep 4 -> 8 needs 4 of the 3 left, so flat doubles twice (+1, +0.5)
+    assert progressive_filling(jobs, 8) == {"flat": 4, "steep": 4}
+    assert progressive_filling(jobs, 2) is None  # the minimum shares alone need 3 GPUs
+    assert progressive_filling([EFJob("x", {})], 8) is None
+
+
+def test_ef_ls_shrinks_a_running_job_to_admit_a_new_one_of_its_type():
+    # one 2-GPU A40 node: a grows to both GPUs while alone; b arrives and a is halved to admit it
+    cluster = build_cluster(((1, "A40"),))
+    jobs = [JobSpec("a", 0.0, 1, 20000.0, attributes=_lm("A40", 1)),
+            JobSpec("b", 1000.0, 1, 500.0, attributes=_lm("A40", 1))]
+    policy = Arena(variant="ef-ls")
+    res = run_costed(jobs, cluster, policy, policy.downtime, SimConfig())
+    by = {j.job_id: j for j in res.jobs}
+    assert by["a"].first_start == 300.0 and by["b"].first_start < by["a"].end_time
+    assert policy.info["a"].reschedules >= 1 and all(j.phase.value == "completed" for j in res.jobs)

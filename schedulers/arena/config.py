@@ -83,6 +83,7 @@ class ArenaConfig:
     block_per_type: bool = False  # a job that cannot start blocks later jobs of its requested GPU type only [A]
     block_new_jobs: bool = True  # ... new jobs included (FCFS); False: a new job gets one try first (Gavel) [A]
     gavel_ilp: bool = False  # Gavel: each launch re-solves the max-sum-throughput type ILP (`gavel.py`)
+    ef_filling: bool = False  # ElasticFlow: each launch re-plans its type by progressive filling (`elasticflow.py`)
     seed: int = 0  # κ, ε draws
 
     @property
@@ -119,8 +120,11 @@ BASELINES: dict[str, ArenaConfig] = {
     # no other scale-up (the artifact's gavel_sched.py); DP profiling
     "gavel": _baseline("gavel", View.DP, allow_count_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S,
                        gavel_ilp=True, scale_up_steps=0),
-    # ElasticFlow with loosened deadlines: elastic count on one type, DP profiling
-    "ef-ls": _baseline("ef-ls", View.DP, allow_type_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S),
+    # ElasticFlow with loosened deadlines: elastic count on one type (§5.1); each launch re-plans the
+    # type: minimum shares, then progressive filling, no other scale-up (the artifact's
+    # elasticflow_sched.py); DP profiling
+    "ef-ls": _baseline("ef-ls", View.DP, allow_type_change=False, profile_per_config_s=DP_PROFILE_PER_CONFIG_S,
+                       ef_filling=True, scale_up_steps=0),
     # Sia: count and type from a linear DP bootstrap (1 GPU per type)
     "sia": _baseline("sia", View.LINEAR, profile_per_config_s=DP_PROFILE_PER_CONFIG_S, profile_per_type_only=True),
 }

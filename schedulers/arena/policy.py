@@ -4,8 +4,8 @@ bounded-depth shrink/retype search and greedy scale-up every Δ = 5 min (arena.m
 `Arena(variant=...)` also builds the §5.1 baselines ("fcfs", "gavel", "ef-ls", "sia") and the §6
 ablations; they share this round driver and differ only in their `ArenaConfig` (what they
 believe a job's throughput is, which mechanisms they may use, their overheads). Gavel solves its
-type ILP at each launch (`gavel.py`); EF-LS and Sia are heuristics on this driver, not ElasticFlow's
-per-admission re-allocation or Sia's ILP (README). Launches and resizes happen only at Δ ticks,
+type ILP at each launch (`gavel.py`), EF-LS re-plans its type by ElasticFlow's progressive filling
+(`elasticflow.py`); Sia is a heuristic on this driver, not Sia's ILP (README). Launches and resizes happen only at Δ ticks,
 profiling starts on any event.
 
 Per-job state is the policy's (`JobInfo`); the job's model and request travel in
@@ -27,6 +27,7 @@ from ..decisions import Decision, Preempt, Resize, Start
 from ..job import JobSpec, JobState, ParallelPlan, Phase, Placement
 from ..policy import ClusterView, Policy
 from .config import ABLATIONS, BASELINES, SENSITIVITY, ArenaConfig, Profiling
+from .elasticflow import EFJob, progressive_filling
 from .gavel import GavelJob, assign_types
 from .hardware import GpuType, gpu_types_of
 from .model import COUNTS, PerfTable, make_model, perf_table
@@ -361,6 +362,8 @@ class Arena(Policy):
         self.stats.searches += 1
         if self.config.gavel_ilp and view is not None:
             return self._gavel_launch(snap, job_id, info, layout, spec, movable, view)
+        if self.config.ef_filling and view is not None:
+            return self._ef_launch(snap, job_id, info, layout, spec, movable, view)
         start = self._start_config(info)
         if self.config.fcfs:
             spec = SearchSpec(0, False, False, False, spec.relaxed, spec.penalty)
@@ -402,6 +405,46 @@ class Arena(Policy):
             trial.changed.append(jid)
         new = placed[job_id]
         return LaunchPlan(trial, new, self._thr(job_id, new.gpu_type, new.gpus))
+
+    def _ef_launch(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
+                   movable: frozenset[str], view: ClusterView) -> LaunchPlan | None:
+        """ElasticFlow's admission (`elasticflow.progressive_filling`) on the job's requested type:
+        every running job of that type and this one get their minimum share, then doublings; the jobs
+        whose count changes and this one are placed (largest first; a job whose count is unchanged
+        keeps its GPUs unless only a full repack fits). None if the shares or the placement fail."""
+        g = info.request[0]
+        nodes, per_node = layout.nodes[g], layout.per_node[g]
+        members = sorted(j for j, a in snap.allocs.items() if a.gpu_type == g)
+        jobs = [EFJob(job_id, {c: v for (t, c), v in info.allowed.items() if t == g and v > 0})]
+        for jid in members:
+            a = snap.allocs[jid]
+            thr = {c: self._thr(jid, g, c) for c in COUNTS} if jid in movable else {}
+            jobs.append(EFJob(jid, {c: v for c, v in thr.items() if v > 0} or {a.gpus: 1.0}))
+        counts = progressive_filling(jobs, int(sum(view.cluster.nodes[int(i)].gpus for i in nodes)))
+        if counts is None:
+            return None
+        changed = [j for j in members if counts[j] != snap.allocs[j].gpus]
+        for repack in (changed, [j for j in members if j in movable]):  # keep unchanged jobs in place if the others fit
+            trial = snap.copy()
+            for jid in repack:
+                trial.release(trial.allocs[jid])
+            placed: dict[str, Alloc] = {}
+            for jid in sorted([*repack, job_id], key=lambda j: (-counts[j], j)):
+                hit = place(trial.free, nodes, per_node, counts[jid], spec.relaxed)
+                if hit is None:
+                    break
+                placed[jid] = Alloc(g, counts[jid], hit[0], hit[1])
+                trial.take(placed[jid])
+            else:
+                for jid in repack:
+                    if placed[jid].placement != snap.allocs[jid].placement:
+                        trial.allocs[jid] = placed[jid]
+                        trial.changed.append(jid)
+                    else:
+                        trial.allocs[jid] = snap.allocs[jid]
+                new = placed[job_id]
+                return LaunchPlan(trial, new, self._thr(job_id, g, new.gpus))
+        return None
 
     def _launch_revoking(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
                          movable: set[str]) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
