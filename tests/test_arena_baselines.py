@@ -4,10 +4,13 @@ EF-LS re-plans its type by minimum shares and progressive filling."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from schedmate.schedulers.arena import ATTR, Arena, LMJob
 from schedmate.schedulers.arena.elasticflow import EFJob, progressive_filling
 from schedmate.schedulers.arena.gavel import GavelJob, assign_types
 from schedmate.schedulers.arena.hardware import build_cluster
+from schedmate.schedulers.arena.search import Alloc, Snapshot
 from schedmate.schedulers.arena.sim import run_costed
 from schedmate.schedulers.engine import SimConfig
 from schedmate.schedulers.job import JobSpec
@@ -86,3 +89,11 @@ def test_ef_ls_shrinks_a_running_job_to_admit_a_new_one_of_its_type():
     by = {j.job_id: j for j in res.jobs}
     assert by["a"].first_start == 300.0 and by["b"].first_start < by["a"].end_time
     assert policy.info["a"].reschedules >= 1 and all(j.phase.value == "completed" for j in res.jobs)
+
+
+def test_a_job_moved_twice_in_one_round_is_one_change():
+    # two launches in one round may both re-plan a running job: it must reach the engine once
+    snap = Snapshot(np.array([1, 2]), {"a": Alloc("A40", 1, ((0, 1),))})  # nodes of 2 GPUs
+    snap.move("a", Alloc("A40", 2, ((1, 2),)))
+    snap.move("a", Alloc("A40", 1, ((0, 1),)))
+    assert snap.changed == ["a"] and snap.free.tolist() == [1, 2]

@@ -401,8 +401,7 @@ class Arena(Policy):
             placed[jid] = Alloc(g, cnt, hit[0], hit[1])
             trial.take(placed[jid])
         for jid in moved:
-            trial.allocs[jid] = placed[jid]
-            trial.changed.append(jid)
+            trial.mark(jid, placed[jid])
         new = placed[job_id]
         return LaunchPlan(trial, new, self._thr(job_id, new.gpu_type, new.gpus))
 
@@ -438,8 +437,7 @@ class Arena(Policy):
             else:
                 for jid in repack:
                     if placed[jid].placement != snap.allocs[jid].placement:
-                        trial.allocs[jid] = placed[jid]
-                        trial.changed.append(jid)
+                        trial.mark(jid, placed[jid])
                     else:
                         trial.allocs[jid] = snap.allocs[jid]
                 new = placed[job_id]

@@ -108,6 +108,10 @@ class Snapshot:
     def move(self, job_id: str, alloc: Alloc) -> None:
         self.release(self.allocs[job_id])
         self.take(alloc)
+        self.mark(job_id, alloc)
+
+    def mark(self, job_id: str, alloc: Alloc) -> None:
+        """Record `alloc` (its GPUs already taken) as the job's, once in `changed` however often it moves."""
         self.allocs[job_id] = alloc
         if job_id not in self.changed:
             self.changed.append(job_id)
