@@ -155,6 +155,7 @@ def simulate(
         spec = ClusterSpec.parse(check_cluster(cluster))
         check_limit(limit)
         check_count(jobs, "--jobs", maximum=10_000_000)
+        check_count(seed, "--seed", minimum=0, maximum=2**32 - 1)
         check_choice(placer, "--placer", tuple(PLACERS))
         check_out_dir(out)
         if not (math.isfinite(load) and load > 0):
@@ -250,6 +251,7 @@ def demo(
         check_out_dir(out)
         check_count(jobs, "--jobs", maximum=1_000_000)
         check_count(history, "--history", minimum=0, maximum=1_000_000)
+        check_count(seed, "--seed", minimum=0, maximum=2**32 - 1)
     t0 = time.perf_counter()
     TelemetryConfig.resolve(otel)  # an unknown exporter: TelemetryConfigError, a BadInput
     with telemetry_session(otel), err.status("SchedMate main job") as status:
@@ -358,6 +360,7 @@ def corpus_generate(
         check_choice(pool, "--pool", ("dev", "heldout", "both"))
         check_out_dir(out)
         check_count(n, "--n", maximum=1_000_000)
+        check_count(seed, "--seed", minimum=0, maximum=2**32 - 1)
         check_count(min_lines, "--min-lines", maximum=10_000_000)
         check_count(max_lines, "--max-lines", minimum=min_lines, maximum=10_000_000)
         check_fraction(failed_fraction, "--failed-fraction")
@@ -385,6 +388,7 @@ def corpus_jobs(
     with user_errors():
         check_out_dir(out)
         check_count(n, "--n", maximum=1_000_000)
+        check_count(seed, "--seed", minimum=0, maximum=2**32 - 1)
         check_choice(users_mode, "--users-mode", ("family", "shared"))
         progress, update = _count_progress("writing jobs")
         with progress:
@@ -706,13 +710,15 @@ def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, hi
 
 
 def _check_experiment(out: Path, seeds: int, *, limit: int | None = None, jobs: int | None = None,
-                      gpus: int | None = None, rate: float | None = None) -> None:
+                      gpus: int | None = None, rate: float | None = None,
+                      first_seed: int = 0) -> None:
     """The arguments every case study shares, checked before any run (one line, exit 2)."""
     from .cli_checks import MAX_CLUSTER_GPUS, check_count, check_fraction, check_limit, check_out_dir
 
     with user_errors():
         check_out_dir(out)
         check_count(seeds, "--seeds", maximum=1000)
+        check_count(first_seed, "--first-seed", minimum=0, maximum=2**32 - 1000)
         check_limit(limit)
         if jobs is not None:
             check_count(jobs, "--jobs", maximum=10_000_000)
@@ -778,7 +784,7 @@ def experiment_sia(
     from schedmate.sim.experiments.sia import DEFAULT_WORKLOADS, SiaExperimentConfig, run_sia_experiment
 
     out = out or Path("results/experiment-sia")
-    _check_experiment(out, seeds, limit=limit, rate=detection_rate)
+    _check_experiment(out, seeds, limit=limit, rate=detection_rate, first_seed=first_seed)
     cfg = SiaExperimentConfig(
         workloads=tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS,
         seeds=tuple(range(first_seed, first_seed + seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
@@ -923,7 +929,7 @@ def experiment_ares(
     from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
 
     out = out or Path("results/experiment-ares")
-    _check_experiment(out, seeds)
+    _check_experiment(out, seeds, first_seed=first_seed)
     cfg = AresExperimentConfig.quick() if quick else AresExperimentConfig()
     cfg = replace(cfg, seeds=tuple(range(first_seed, first_seed + seeds)))
     with ray_points(ray_address) as map_points:
@@ -938,7 +944,7 @@ def experiment_arnold(out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int =
     from schedmate.schedulers.arnold.experiment import run_arnold_experiment
 
     out = out or Path("results/experiment-arnold")
-    _check_experiment(out, seeds)
+    _check_experiment(out, seeds, first_seed=first_seed)
     doc = run_arnold_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick)
     console.print(f"{_criteria_line(doc)}; wrote {out}/arnold.json")
 
@@ -951,7 +957,7 @@ def experiment_arena(
     from schedmate.schedulers.arena.experiment import run_arena_experiment
 
     out = out or Path("results/experiment-arena")
-    _check_experiment(out, seeds)
+    _check_experiment(out, seeds, first_seed=first_seed)
     with ray_points(ray_address) as map_points:
         doc = run_arena_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick, map_points=map_points)
     console.print(f"{_criteria_line(doc)}; wrote {out}/arena.json")
@@ -965,7 +971,7 @@ def experiment_suika(
     from schedmate.schedulers.suika.experiment import run_suika_experiment
 
     out = out or Path("results/experiment-suika")
-    _check_experiment(out, seeds)
+    _check_experiment(out, seeds, first_seed=first_seed)
     with ray_points(ray_address) as map_points:
         doc = run_suika_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick, map_points=map_points)
     console.print(f"{_criteria_line(doc)}; wrote {out}/suika.json")

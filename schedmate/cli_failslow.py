@@ -27,10 +27,12 @@ def eval_failslow(
     """Fail-slow detector vs the fixed-threshold baseline: detection rate, false positives per 1,000
     job-hours, detection delay (iterations, seconds), rank-localisation accuracy."""
     from schedmate.cli import user_errors
+    from schedmate.cli_checks import check_count
     from schedmate.evals.harness.failslow import DEFAULT_DEVSET, run_failslow_eval
     from schedmate.synthetic.failslow import DEV_SEED, GenConfig, generate_set
 
     console, err = Console(), Console(stderr=True)
+    check_count(seed, "--seed", minimum=0, maximum=2**32 - 1)
     if data.exists() and not (data / "labels.jsonl").is_file():
         raise BadInput(f"{data} exists but holds no labels.jsonl", hint="give an episode set or a new folder")
     if not data.exists():

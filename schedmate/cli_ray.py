@@ -67,10 +67,12 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
     ) -> None:
         """Policies x seeds of the simulator, one Ray task per run (serial without --ray; same rows)."""
         from schedmate.cli import console, user_errors
+        from schedmate.cli_checks import check_count
         from schedmate.deploy.ray.cluster import RayConfig, ray_cluster
         from schedmate.deploy.ray.sweep import RayMap, SweepConfig, run_sweep
 
         with user_errors():
+            check_count(first_seed, "--first-seed", minimum=0, maximum=2**32 - 1000)
             cfg = SweepConfig(policies=tuple(p.strip() for p in policies.split(",") if p.strip()),
                               seeds=tuple(range(first_seed, first_seed + seeds)), jobs=jobs, cluster=cluster,
                               load=load, profile=profile)

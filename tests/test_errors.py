@@ -189,6 +189,8 @@ def test_the_real_cli_answers_bad_numbers_and_files_with_one_line(tmp_path) -> N
         (["simulate", "--cluster", "8x0", "--out", str(tmp_path / "o")], "has no GPUs"),
         (["simulate", "--trace", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")], "missing.csv"),
         (["trace-info", str(tmp_path), "--format", "nope"], "unknown trace format"),
+        (["corpus", "generate", "--out", str(tmp_path / "c"), "--seed", "-1"], "--seed must be between 0"),
+        (["experiment", "ares", "--first-seed", "-1", "--out", str(tmp_path / "a")], "--first-seed must be"),
     ):
         r = runner.invoke(app, args)
         lines = r.stderr.strip().splitlines()

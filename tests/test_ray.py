@@ -143,16 +143,16 @@ def test_a_batch_fans_out_over_the_pool_in_order(pool: RayServiceCore, local_cor
     reqs = [TrackRequest(log=str(files[k])) for k in ("a", "b") * 4]
     assert [r.model_dump() for r in pool.map("track", reqs)] == [local_core.track(r).model_dump() for r in reqs]
     mixed = pool.map("track", [TrackRequest(log=str(files["a"])), TrackRequest(log=str(files["root"] / "gone.log"))])
-    assert mixed[0].signal and isinstance(mixed[1], InputError) and mixed[1].status == 404
+    assert mixed[0].signal and isinstance(mixed[1], InputError) and mixed[1].http_status == 404
 
 
 def test_actor_errors_are_the_in_process_errors(pool: RayServiceCore, files: dict[str, Path]) -> None:
     with pytest.raises(InputError) as missing:
         pool.track(TrackRequest(log=str(files["root"] / "gone.log")))
-    assert missing.value.status == 404 and "not found" in str(missing.value)
+    assert missing.value.http_status == 404 and "not found" in str(missing.value)
     with pytest.raises(InputError) as directory:
         pool.diagnose(DiagnoseRequest(log=str(files["root"])))
-    assert directory.value.status == 400
+    assert directory.value.http_status == 400
     with pytest.raises(PathRefused):
         pool.track(TrackRequest(log="/etc/hostname"))
 

@@ -170,9 +170,9 @@ def choose_threshold(candidates: Sequence[list[tuple[float, float | None, float 
     `candidates[i]` are job i's top-k matches as (score, duration, sm_util) without a threshold;
     `fallbacks[i]` is the fallback estimate used when no match clears T.
     """
-    curve = []
+    curve: list[dict[str, Any]] = []
     for t in grid:
-        ests = []
+        ests: list[float | None] = []
         matched = 0
         for cands, fb in zip(candidates, fallbacks, strict=True):
             durs = [d for s, d, _ in cands if s >= t and d is not None]
@@ -538,15 +538,16 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
     report["figure"] = str(out_dir / "advisor_fig12.png")
     with open(out_dir / "advisor_jobs.jsonl", "w", encoding="utf-8") as fh:
         for r in ev.new:
-            e = est[r.id]
+            e_est = est[r.id]
+            fc = rate_fc[r.id]
             fh.write(json.dumps({
                 "job_id": r.id, "family": r.family, "status": r.outcome.status, "user": r.user, "gpus": r.launch.gpus,
                 "truth_duration_s": r.outcome.duration_s, "truth_sm_util": _util_truth(r),
-                "schedmate": e.model_dump(), "oracle_duration_s": est_o[r.id].duration_s,
+                "schedmate": e_est.model_dump(), "oracle_duration_s": est_o[r.id].duration_s,
                 "lucid_ebm": ebm_pred[r.id], "same_user_gpus": same_pred[r.id],
                 "schedmate_rate": methods["schedmate_rate"][r.id],
-                "rate_plan": {"tier": rate_fc[r.id].rate.tier, "samples": rate_fc[r.id].rate.sample_ids[:10],
-                              **rate_fc[r.id].forecast.__dict__} if rate_fc[r.id].rate and rate_fc[r.id].forecast
+                "rate_plan": {"tier": fc.rate.tier, "samples": fc.rate.sample_ids[:10],
+                              **fc.forecast.__dict__} if fc.rate and fc.forecast
                 else None,
                 "static_fields": ev.static[r.id].fields, "truth": r.truth.model_dump(),
             }, default=str) + "\n")

@@ -75,7 +75,7 @@ def exit_records(recs: Sequence[CorpusJob], fps: Mapping[str, Mapping[str, Any]]
     rate estimator expects for it from the *other* history jobs (its own startup was never logged)."""
     samples = history_samples(recs, fps, measured)
     out = []
-    for r, s in zip(recs, samples, strict=True):
+    for r, _sample in zip(recs, samples, strict=True):  # strict: one sample per record
         m = measured[r.id]
         total = m["steps_total"] or 0
         early = r.outcome.status != "completed" or (total > 0 and m["steps_done"] < total)
@@ -136,7 +136,7 @@ def choose_rate_params(dev_new: Sequence[CorpusJob], dev_fps: Mapping[str, Mappi
                        ) -> tuple[float, str, list[dict[str, Any]]]:
     """Early-exit prior strength and point estimate (p50 / mean / plan) minimising the dev split's
     median |ln ratio| over all new jobs (ties: the stronger prior, then the order of `kinds`)."""
-    curve = []
+    curve: list[dict[str, Any]] = []
     truths = [r.outcome.duration_s for r in dev_new]
     for m in grid:
         model = EarlyExitModel(prior_strength=m).fit(dev_exits)

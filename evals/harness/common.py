@@ -70,7 +70,7 @@ def log_path(data_dir: str | Path, lab: LogLabels) -> Path:
     return p if p.is_absolute() else Path(data_dir) / p
 
 
-def default_classifier():  # type: ignore[no-untyped-def]
+def default_classifier():
     """The core MiniLM line classifier (loaded once per run; its template caches warm up over it)."""
     from schedmate.embeddings.classifier import LineClassifier
     from schedmate.embeddings.embedder import make_embedder

@@ -106,7 +106,7 @@ def _tracker(tracker: MetricTracker, path: Path, *, reading: str = "last") -> Pr
     t0 = time.perf_counter()
     res = tracker.observe(path)
     dt = time.perf_counter() - t0
-    if isinstance(res, NoSignal) or not res.ok:
+    if isinstance(res, NoSignal):  # a TrackerReport is always ok
         return Prediction(latency_s=dt, no_signal=True, error=res.reason, llm_calls=res.stats.llm_calls)
 
     def pick(est: Any) -> float | None:

@@ -266,7 +266,7 @@ def _score(system: str, rows: list[dict[str, Any]], chunk: int) -> dict[str, Any
         "llm_calls": sum(p["llm_calls"] for p in preds),
     }
     if any(p["line"] is not None for p in preds) or system in LOCATOR_SYSTEMS:
-        hits = Counter()
+        hits: Counter[str] = Counter()
         for p, r in zip(preds, labs, strict=True):
             line = p["line"]
             if line is None:

@@ -75,10 +75,10 @@ def truth_step_time(lab: LogLabels, n: int = N_LINES) -> float | None:
     tr = lab.truth
     if len(tr.progress_lines) == 0:
         return None
-    steps = np.asarray(tr.steps)
+    steps: np.ndarray = np.asarray(tr.steps)
     keep = np.ones(len(steps), dtype=bool)
     keep[:-1] = steps[1:] != steps[:-1]  # last entry of each event (an event may span lines)
-    st = np.asarray(tr.step_time)[keep][-n:]
+    st: np.ndarray = np.asarray(tr.step_time)[keep][-n:]
     return float(st.mean()) if len(st) else None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -29,7 +29,7 @@ def confusion_plot(labels: Sequence[str], matrix: Sequence[Sequence[int]], title
     return figure_data_uri(fig)
 
 
-def cdf_plot(series: dict[str, Sequence[float]], title: str, xlabel: str = "relative error |estimate − truth| / truth") -> str:
+def cdf_plot(series: Mapping[str, Sequence[float]], title: str, xlabel: str = "relative error |estimate − truth| / truth") -> str:
     fig, ax = plt.subplots(figsize=(6.2, 3.6))
     for name, xs in series.items():
         if not len(xs):
@@ -47,14 +47,14 @@ def cdf_plot(series: dict[str, Sequence[float]], title: str, xlabel: str = "rela
     return figure_data_uri(fig)
 
 
-def latency_plot(series: dict[str, Sequence[float]], title: str) -> str:
+def latency_plot(series: Mapping[str, Sequence[float]], title: str) -> str:
     fig, ax = plt.subplots(figsize=(6.2, 3.6))
     vals = [np.asarray(v, dtype=float) * 1000 for v in series.values() if len(v)]
     if vals:
         hi = max(float(v.max()) for v in vals)
         bins = np.linspace(0, hi * 1.05 + 1e-9, 25)
         for name, v in zip([k for k, s in series.items() if len(s)], vals):
-            ax.hist(v, bins=bins, alpha=0.6, label=f"{name} (p95 {np.percentile(v, 95):.0f} ms)")
+            ax.hist(v, bins=bins.tolist(), alpha=0.6, label=f"{name} (p95 {np.percentile(v, 95):.0f} ms)")
         ax.legend(fontsize=8)
     ax.set_xlabel("latency per item (ms)")
     ax.set_ylabel("items")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from schedmate.evals.nightly import plots
 from schedmate.htmlreport import Figure, Metric, Report, Section, Table, Text, Verdict, write_html
+from schedmate.htmlreport.model import Tone
 
 if TYPE_CHECKING:
     from schedmate.evals.nightly.run import NightlyRun
@@ -61,11 +62,12 @@ def _verdict(run: NightlyRun) -> Verdict:
                  "measurement." if rec["quick"] else ""))
     points = [f"`{c.metric}` ({c.kind}): {c.why}" for c in v.regressions][:8]
     points += [f"export failed: {e}" for e in run.export_errors]
-    return Verdict(headline, "good" if v.passed else "bad", detail, cards, points)  # type: ignore[arg-type]
+    return Verdict(headline, "good" if v.passed else "bad", detail, cards, points)
 
 
 def _guards(run: NightlyRun) -> Section:
-    rows, tones = [], {}
+    rows: list[list[Any]] = []
+    tones: dict[tuple[int, int], Tone] = {}
     for i, c in enumerate(sorted(run.verdict.checks, key=lambda c: (c.ok, c.metric))):
         rows.append([f"`{c.metric}`", c.kind, _fmt(c.value), _fmt(c.reference), "pass" if c.ok else "REGRESSION"])
         tones[(i, 4)] = "good" if c.ok else "bad"
