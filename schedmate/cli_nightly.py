@@ -41,7 +41,11 @@ def nightly(
                         devset=devset, use_devset=not no_devset, suites=tuple(s.strip() for s in suites.split(",") if s.strip()),
                         limit=limit, pushgateway=pushgateway, otlp=otlp, otlp_endpoint=otlp_endpoint)
     with user_errors(), console.status("nightly evaluation") as status:  # a bad option or file: one line, exit 2
-        run = run_nightly(cfg, say=lambda m: (status.update(m), err.log(m)))
+        def say(m: str) -> None:
+            status.update(m)
+            err.log(m)
+
+        run = run_nightly(cfg, say=say)
     rec = run.record
     figs = ", ".join(f"{k} {v:.3g}" for k, v in rec["metrics"].items() if v is not None)
     console.print(f"nightly {rec['run_id']}: {'PASS' if run.passed else 'REGRESSION'} "

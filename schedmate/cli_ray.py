@@ -118,7 +118,7 @@ def register(app: typer.Typer, eval_app: typer.Typer) -> None:
                 finally:
                     if pool is not None:
                         pool.close()
-        doc = {"policy": result.policy, "wall_s": result.wall_s, "summary": result.summary_line(),
+        doc: dict[str, Any] = {"policy": result.policy, "wall_s": result.wall_s, "summary": result.summary_line(),
                "events": [e.__dict__ for e in result.events],
                "jobs": {j: {"phase": s.phase.value, "restarts": s.restarts, "first_start": s.first_start,
                             "end_time": s.end_time, "log": str(result.logs[j])} for j, s in result.jobs.items()},

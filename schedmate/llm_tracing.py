@@ -175,7 +175,7 @@ def _response_attributes(response: LLMResult) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     llm_output = response.llm_output or {}
     gens = [g for batch in response.generations for g in batch]
-    finish = [str(g.generation_info["finish_reason"]) for g in gens if (g.generation_info or {}).get("finish_reason")]
+    finish = [str(info["finish_reason"]) for g in gens if (info := g.generation_info or {}).get("finish_reason")]
     usage_in = usage_out = 0
     have_usage = False
     for g in gens:

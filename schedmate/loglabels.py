@@ -15,7 +15,7 @@ interval mean when the framework averages over its log interval, else the last s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,23 +30,33 @@ MANIFEST_FILE = "manifest.json"
 LOGS_DIR = "logs"
 
 
-def _array(dtype):
+def _vector(dtype: type) -> Callable[[Any], np.ndarray]:
     def convert(v: Any) -> np.ndarray:
-        a = np.asarray(v, dtype=dtype)
+        a: np.ndarray = np.asarray(v, dtype=dtype)
         if a.ndim != 1:
             raise ValueError("expected a 1-D array")
         return a
 
-    return Annotated[
-        np.ndarray,
-        BeforeValidator(convert),
-        PlainSerializer(lambda a: a.tolist(), return_type=list),
-        WithJsonSchema({"type": "array", "items": {"type": "integer" if dtype is np.int64 else "number"}}),
-    ]
+    return convert
 
 
-IntArray = _array(np.int64)
-FloatArray = _array(np.float64)
+def _to_list(a: np.ndarray) -> list:
+    return a.tolist()
+
+
+# written out (not built by a function) so that type checkers read them as types
+IntArray = Annotated[
+    np.ndarray,
+    BeforeValidator(_vector(np.int64)),
+    PlainSerializer(_to_list, return_type=list),
+    WithJsonSchema({"type": "array", "items": {"type": "integer"}}),
+]
+FloatArray = Annotated[
+    np.ndarray,
+    BeforeValidator(_vector(np.float64)),
+    PlainSerializer(_to_list, return_type=list),
+    WithJsonSchema({"type": "array", "items": {"type": "number"}}),
+]
 
 
 class FailureLabel(BaseModel):

@@ -256,9 +256,9 @@ class LogSpec(BaseModel):
             v["rank_prefix"] = RankPrefix.NONE
         if v["noise_level"] is None:
             v["noise_level"] = round(float(rng.uniform(0.15, 0.7)), 3)
-        for key, p in (("ansi", 0.35), ("carriage_returns", 0.8), ("red_herrings", 0.5)):
+        for key, share in (("ansi", 0.35), ("carriage_returns", 0.8), ("red_herrings", 0.5)):
             if v[key] is None:
-                v[key] = coin(p)
+                v[key] = coin(share)
         if v["nccl_debug"] is None:
             v["nccl_debug"] = world > 1 and coin(0.5)
         if v["duplicate_progress"] is None:

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 import openai
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import (
     ModelAPIError,
     ModelConnectionError,
@@ -63,7 +64,7 @@ def extract(
     if schema_hint if schema_hint is not None else method in ("json_mode", "text"):
         base = _with_note(base, _schema_note(schema))
     runnable = model if method == "text" else model.with_structured_output(schema, method=method, include_raw=True)
-    callbacks = [] if _is_traced(model) else [GenAITracingHandler(tracer)]
+    callbacks: list[BaseCallbackHandler] = [] if _is_traced(model) else [GenAITracingHandler(tracer)]
     errors: list[str] = []
     raw = ""
     with get_tracer(tracer).start_as_current_span(f"extract {schema.__name__}") as span:

@@ -73,8 +73,9 @@ class TelemetryConfig:
             return cls(chosen, chosen, chosen, endpoint=endpoint)
         if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
             return cls(endpoint=endpoint)
-        return cls(*(_exporters(env.get(f"OTEL_{s}_EXPORTER", "none"), f"OTEL_{s}_EXPORTER")
-                     for s in ("TRACES", "METRICS", "LOGS")), endpoint=endpoint)
+        traces, metrics, logs = (_exporters(env.get(f"OTEL_{s}_EXPORTER", "none"), f"OTEL_{s}_EXPORTER")
+                                 for s in ("TRACES", "METRICS", "LOGS"))
+        return cls(traces, metrics, logs, endpoint=endpoint)
 
 
 def _exporters(text: str, where: str) -> tuple[Exporter, ...]:
@@ -192,7 +193,7 @@ def _span_processor(exporter: Exporter, endpoint: str | None) -> SpanProcessor:
     return BatchSpanProcessor(OTLPSpanExporter(endpoint=_otlp_url(endpoint, "traces")))
 
 
-def _metric_exporter(exporter: Exporter, endpoint: str | None):  # type: ignore[no-untyped-def]
+def _metric_exporter(exporter: Exporter, endpoint: str | None):
     if exporter == "console":
         return ConsoleMetricExporter()
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -200,7 +201,7 @@ def _metric_exporter(exporter: Exporter, endpoint: str | None):  # type: ignore[
     return OTLPMetricExporter(endpoint=_otlp_url(endpoint, "metrics"))
 
 
-def _log_processor(exporter: Exporter, endpoint: str | None):  # type: ignore[no-untyped-def]
+def _log_processor(exporter: Exporter, endpoint: str | None):
     if exporter == "console":
         return SimpleLogRecordProcessor(ConsoleLogRecordExporter())
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter

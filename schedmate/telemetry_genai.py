@@ -59,8 +59,8 @@ def genai_call(span: ReadableSpan) -> GenAICall | None:
         operation=str(op), model=str(attrs.get(GEN_AI_REQUEST_MODEL) or "unknown"),
         provider=str(attrs[GEN_AI_PROVIDER]) if attrs.get(GEN_AI_PROVIDER) else None,
         duration_s=max(0.0, (span.end_time - span.start_time) / 1e9),
-        input_tokens=int(tokens_in) if isinstance(tokens_in, int) else None,  # type: ignore[arg-type]
-        output_tokens=int(tokens_out) if isinstance(tokens_out, int) else None,  # type: ignore[arg-type]
+        input_tokens=int(tokens_in) if isinstance(tokens_in, int) else None,
+        output_tokens=int(tokens_out) if isinstance(tokens_out, int) else None,
         error_type=str(error) if error else None)
 
 
