@@ -284,10 +284,7 @@ def _target(action: RunDiagnostic | CordonNode | ResubmitFromCheckpoint) -> str:
 
 
 def _describe(action: RunDiagnostic | CordonNode | ResubmitFromCheckpoint) -> str:
-    if isinstance(action, RunDiagnostic):
-        return f"run {action.diagnostic.value} on {action.node}"
-    if isinstance(action, CordonNode):
-        return f"cordon {action.node}" + (" if its diagnostics fail" if action.when == "diagnostic_failed" else "")
-    ckpt = action.checkpoint or "the beginning"
-    cond = " if a diagnostic confirms the fault" if action.when == "diagnostic_failed" else ""
-    return f"resubmit {action.job_id} from {ckpt}, excluding cordoned nodes{cond}"
+    """What a dry run would do, in the words every surface uses for a plan's step (`plan_step`)."""
+    from schedmate.htmlreport.plans import plan_step
+
+    return plan_step(action.model_dump(mode="json"))

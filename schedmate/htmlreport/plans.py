@@ -1,7 +1,8 @@
 """A dry-run recovery plan (the Failure Handler's `RecoveryPlan`, as JSON) as steps a person reads.
 
-Works on the plan's JSON form so any report (main job, chat, nightly) can show one without
-importing the agents."""
+The one description of a plan: the handler's dry run (`recovery.execute_plan`), the wire
+`Diagnosis.plan_steps` (CLI, chat) and every report use these sentences. Works on the plan's JSON
+form, so a report can show a plan without importing the agents."""
 
 from __future__ import annotations
 
