@@ -84,6 +84,7 @@ class ArenaConfig:
     block_new_jobs: bool = True  # ... new jobs included (FCFS); False: a new job gets one try first (Gavel) [A]
     gavel_ilp: bool = False  # Gavel: each launch re-solves the max-sum-throughput type ILP (`gavel.py`)
     ef_filling: bool = False  # ElasticFlow: each launch re-plans its type by progressive filling (`elasticflow.py`)
+    ef_keep_in_place: bool = True  # ... a job whose count is unchanged keeps its GPUs (False: the artifact's repack)
     seed: int = 0  # κ, ε draws
 
     @property

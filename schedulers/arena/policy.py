@@ -423,7 +423,8 @@ class Arena(Policy):
         if counts is None:
             return None
         changed = [j for j in members if counts[j] != snap.allocs[j].gpus]
-        for repack in (changed, [j for j in members if j in movable]):  # keep unchanged jobs in place if the others fit
+        full = [j for j in members if j in movable]  # the artifact clears and re-places every job of the type
+        for repack in ((changed, full) if self.config.ef_keep_in_place else (full,)):
             trial = snap.copy()
             for jid in repack:
                 trial.release(trial.allocs[jid])
