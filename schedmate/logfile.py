@@ -32,8 +32,8 @@ from typing import IO, Any
 
 from schedmate.errors import BadInput
 
-__all__ = ["DEFAULT_MAX_DECODED_BYTES", "LogView", "NotRegularFile", "describe_mode", "detect_encoding", "open_regular",
-           "pread_exact", "readable_log"]
+__all__ = ["DEFAULT_MAX_DECODED_BYTES", "LogView", "NotRegularFile", "StreamDecoder", "describe_mode", "detect_encoding",
+           "open_regular", "pread_exact", "readable_log"]
 
 
 class NotRegularFile(BadInput):
@@ -363,3 +363,95 @@ def _decode_copy(path: Path, kind: str | None, encoding: str, tmp: Path, max_byt
     writer.write(decoder.decode(b"", final=True).encode("utf-8", errors="replace"))
     writer.finish(tmp / "decoded.log")
     return writer.total, stream.broken
+
+
+# ------------------------------------------------------------------------------ the same, streamed
+#
+# Readers that follow a growing log (the tracker's `LogTail`, the daemon's follower) cannot make a
+# decoded copy first: they read what was appended since their last read. `StreamDecoder` is the
+# same decision as `readable_log` (compression by magic bytes, encoding by BOM or NUL pattern,
+# binary refused) from the log's first bytes, then transforms each chunk as it comes.
+
+
+class StreamDecoder:
+    """A log's raw bytes → UTF-8 bytes, chunk by chunk (decompressed and/or transcoded).
+
+    `StreamDecoder.sniff(head)` decides from the file's first bytes; `unreadable` then says why
+    nothing can be read ("encoding (...)", "compression (...)"), and a reader reports
+    `unreadable: <why>` instead of an empty log. `transforms` is False for plain UTF-8, whose
+    bytes a reader may use as they are. A compressed stream that turns corrupt stops yielding and
+    sets `broken` (what came before it is kept)."""
+
+    def __init__(self, compression: str | None = None, encoding: str = "utf-8", unreadable: str | None = None) -> None:
+        self.compression = compression
+        self.encoding = encoding
+        self.unreadable = unreadable
+        self.broken = ""
+        self._rest = True  # no compressed member is open
+        self._dec: Any = _DECOMPRESSORS[compression]() if compression in _DECOMPRESSORS else None
+        self._text: Any = (codecs.getincrementaldecoder(encoding)(errors="replace")
+                           if encoding not in ("utf-8",) else None)
+
+    @classmethod
+    def sniff(cls, head: bytes) -> StreamDecoder:
+        """The decoder for a log whose first bytes are `head` (up to 64 KB is plenty)."""
+        kind = _compression(head)
+        if kind in ("zstd", "zip", "lz4"):
+            return cls(kind, unreadable=f"compression ({kind} is not read; decompress the log first)")
+        sample = head
+        if kind is not None:
+            probe = cls(kind, "utf-8")
+            sample = probe._decompress(head)[:_SAMPLE]
+            if not sample and probe.broken:
+                return cls(kind, unreadable=f"compression ({kind} stream is corrupt: {probe.broken})")
+        encoding = detect_encoding(sample)
+        if encoding is None:
+            return cls(kind, unreadable="encoding (binary data: not text in UTF-8, UTF-16 or UTF-32)"
+                       + (f" after {kind} decompression" if kind else ""))
+        return cls(kind, encoding)
+
+    def restarted(self) -> StreamDecoder:
+        """A fresh decoder of the same kind: the file was truncated and is written again by the
+        same writer (its encoding is kept; a sniff of a NUL hole would misjudge it)."""
+        return StreamDecoder(self.compression, self.encoding, self.unreadable)
+
+    @property
+    def transforms(self) -> bool:
+        return self._dec is not None or self._text is not None
+
+    def describe(self) -> str:
+        """How the log is read, for a note (`gzip-decompressed and decoded from utf-16`)."""
+        parts = [f"{self.compression}-decompressed" if self._dec is not None else "",
+                 f"decoded from {self.encoding}" if self._text is not None else ""]
+        return " and ".join(p for p in parts if p) or "read as UTF-8"
+
+    def feed(self, chunk: bytes) -> bytes:
+        """UTF-8 bytes for the next raw `chunk` (possibly empty while a codec buffers)."""
+        if self.unreadable or self.broken:
+            return b""
+        data = self._decompress(chunk) if self._dec is not None else chunk
+        if self._text is not None:
+            data = self._text.decode(data).encode("utf-8", errors="replace")
+        return data
+
+    def at_rest(self) -> bool:
+        """Whether no input is buffered (a reader that stops here can restart a fresh decoder at
+        the next raw byte): no partial character pending, no compressed member open."""
+        return self._rest and (self._text is None or not self._text.getstate()[0])
+
+    def _decompress(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        if data:
+            self._rest = False
+        while data and not self.broken:
+            try:
+                out.append(self._dec.decompress(data))
+            except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+                self.broken = str(exc) or type(exc).__name__
+                break
+            data = b""
+            if self._dec.eof:  # a member ended: the next one (if any) starts in its unused data
+                data = self._dec.unused_data.lstrip(b"\x00")
+                self._dec = _DECOMPRESSORS[self.compression or ""]()
+                self._rest = not data
+        return b"".join(out)

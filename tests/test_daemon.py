@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import redis
 
+from schedmate.agents.tracker.lines import LineCutter
 from schedmate.deploy.daemon import (
     DaemonConfig,
     DaemonState,
@@ -32,7 +33,6 @@ from schedmate.deploy.daemon import (
     LogDaemon,
     job_id_from_name,
 )
-from schedmate.deploy.daemon.lines import LineCutter
 
 SEQ = re.compile(rb"seq=(\w+):(\d+)")
 SEEN = "test:daemon:seen"
@@ -358,4 +358,6 @@ def test_fifos_symlinks_and_folders_in_the_log_directory_are_skipped_without_blo
     (tmp_path / "old.log.1.gz").write_bytes(b"\x1f\x8b\x08\x00" + os.urandom(200))
     state = DaemonState.connect(redis_url)
     LogDaemon(tmp_path, state, config=_config(), handler_factory=lambda: None).run_once()
-    assert {j: s.lines for j, s in state.jobs().items()} == {"real": 10}
+    jobs = state.jobs()
+    assert {j: s.lines for j, s in jobs.items()} == {"real": 10, "old": 0}
+    assert (jobs["old"].unreadable or "").startswith("unreadable: compression (gzip stream is corrupt")  # said, not skipped

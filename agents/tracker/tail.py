@@ -10,11 +10,16 @@ happens to real logs while a job runs:
   start; the old file's unterminated tail is dropped (counted), never guessed;
 - **truncation** (same inode, size below what was read: `copytruncate`, `> log`): restart at 0;
   NUL bytes a writer without O_APPEND leaves in the hole are stripped from line starts;
-- **binary junk / huge lines**: a line within `max_line_bytes` is returned whole (`\\r` redraws
-  included: HF Trainer prints its metrics dict over the training bar); a longer one is reduced
-  to its last `\\r` redraw and capped at `max_line_bytes` while it streams (the assembler of
-  `schedmate.embeddings.logtext`), so memory stays bounded whatever the file holds; decoding
-  and binary detection happen downstream in `normalise_line`;
+- **huge lines**: lines are cut by `lines.LineCutter`, the one line reader shared with the
+  daemon's follower, under its one long-line rule (a line within `max_line_bytes` whole; a
+  longer one reduced to its last `\\r` redraw, capped, `TailLine.truncated`), so memory stays
+  bounded whatever the file holds;
+- **logs as they come**: the first bytes decide (`schedmate.logfile.StreamDecoder`, the
+  streaming `readable_log`): gzip/bz2/xz are decompressed and UTF-16/32 decoded as they are read
+  (line offsets then count bytes of the UTF-8 decoding, and `start="end"`/`N` reads such a log
+  from its beginning); binary data or zstd/zip/lz4 is never read as lines:
+  `TailRead.error` says `unreadable: <why>`; single junk lines in a text log are left to
+  `normalise_line` downstream;
 - **not a log** (a FIFO, device, socket or directory at the path): never opened, so never a
   hang; `TailRead.error` says what the path is (checked on every open, rotations included);
 - **bounded reads**: at most `max_read_bytes` per call (`TailRead.more` says there is more);
@@ -39,12 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Generic, Literal, TypeVar
 
-from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, _LineAssembler
-from schedmate.logfile import NotRegularFile, open_regular
+from schedmate.agents.tracker.lines import DEFAULT_MAX_LINE_BYTES, LineCutter
+from schedmate.logfile import NotRegularFile, StreamDecoder, open_regular, pread_exact
 
 DEFAULT_MAX_READ_BYTES = 8 << 20
 DEFAULT_CHUNK_BYTES = 1 << 20
-DEFAULT_MAX_LINE_BYTES = 4 * DEFAULT_MAX_CHARS
+_SNIFF_BYTES = 4096  # a log's first 4 KB decide its encoding (a junk block further on does not)
 T = TypeVar("T")
 
 
@@ -70,7 +75,7 @@ class TailRead:
     missing: bool = False
     more: bool = False
     partial_dropped: int = 0
-    error: str | None = None  # the path names something that is not a regular file (never read)
+    error: str | None = None  # not a regular file (never read), or `unreadable: <why>` (binary, zstd, ...)
 
 
 class LogTail:
@@ -99,9 +104,8 @@ class LogTail:
         self._fh: BinaryIO | None = None
         self._ident: tuple[int, int] | None = None
         self._pos = 0  # next byte to read in the current file
-        self._line_start = 0  # offset of the pending (partial) line
-        self._pending = False
-        self._asm = _LineAssembler(max_line_bytes)
+        self._cut = LineCutter(max_line_bytes)
+        self._decoder: StreamDecoder | None = None  # decided from the file's first bytes
         self._lineno = 0
         self.generation = 0
         self._first_open = True
@@ -110,8 +114,14 @@ class LogTail:
 
     @property
     def offset(self) -> int:
-        """Bytes of the current file consumed as complete lines (the pending line starts here)."""
-        return self._line_start
+        """Bytes consumed as complete lines (the pending line starts here); for a compressed or
+        UTF-16/32 log, bytes of its UTF-8 decoding."""
+        return self._cut.start
+
+    @property
+    def decoded(self) -> str | None:
+        """How a compressed or UTF-16/32 log is read (`gzip-decompressed`, ...); None for UTF-8."""
+        return self._decoder.describe() if self._decoder is not None and self._decoder.transforms else None
 
     @property
     def lineno(self) -> int:
@@ -157,10 +167,13 @@ class LogTail:
             truncated = True
             dropped = self._drop_pending()
             self.generation += 1
-            self._pos = self._line_start = 0
+            self._pos = 0
+            self._cut.reset(0)
+            self._decoder = self._decoder.restarted() if self._decoder is not None else None
             self._lineno = 0
         n, more = self._drain(lines, budget - used)
-        return TailRead(lines, used + n, rotated, truncated, missing, more, dropped)
+        error = f"unreadable: {self._decoder.unreadable}" if self._decoder and self._decoder.unreadable else None
+        return TailRead(lines, used + n, rotated, truncated, missing, more, dropped, error)
 
     def close(self) -> None:
         self._close()
@@ -181,13 +194,24 @@ class LogTail:
             return False
         st = os.fstat(fh.fileno())
         self._fh, self._ident = fh, (st.st_dev, st.st_ino)
-        self._pos = self._line_start = 0
-        self._pending = False
-        self._asm = _LineAssembler(self.max_line_bytes)
+        self._pos = 0
+        self._cut.reset(0)
+        self._decoder = None
         if initial and self._first_open:
             self._first_open = False
-            self._seek_start(st.st_size)
+            self._sniff()
+            if self._decoder is None or not self._decoder.transforms:
+                self._seek_start(st.st_size)
         return True
+
+    def _sniff(self) -> bool:
+        """Decide how to read the file from its first bytes (False while it has none)."""
+        if self._decoder is None:
+            assert self._fh is not None
+            head = pread_exact(self._fh.fileno(), _SNIFF_BYTES, 0)
+            if head:
+                self._decoder = StreamDecoder.sniff(head)
+        return self._decoder is not None
 
     def _seek_start(self, size: int) -> None:
         """Attach near the end of an existing file: skip to the first line start after the cut."""
@@ -210,7 +234,8 @@ class LogTail:
                 probe += i + 1
                 break
             probe += len(block)
-        self._pos = self._line_start = probe
+        self._pos = probe
+        self._cut.reset(probe)
         if self.count_skipped_lines:
             self._fh.seek(0)
             count, left = 0, probe
@@ -226,6 +251,8 @@ class LogTail:
         """Read complete lines from the current position until EOF or `budget` bytes."""
         assert self._fh is not None
         used = 0
+        if not self._sniff() or (self._decoder is not None and self._decoder.unreadable):
+            return 0, False  # nothing written yet, or nothing that reads as lines
         self._fh.seek(self._pos)
         while used < budget:
             chunk = self._fh.read(min(self.chunk_bytes, budget - used))
@@ -238,37 +265,20 @@ class LogTail:
         return used, more
 
     def _consume(self, chunk: bytes, lines: list[TailLine]) -> None:
-        base = self._pos
         self._pos += len(chunk)
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                break
-            piece = chunk[start:nl]
-            if not self._pending and len(piece) <= self.max_line_bytes:
-                raw, cut = piece, False  # `\r` redraws kept: the tracker reads bars under HF's dicts
-            else:
-                self._asm.feed(piece)
-                done = self._asm.finish()
-                raw, cut = done.data, done.truncated
-            self._pending = False
+        decoder = self._decoder
+        data = decoder.feed(chunk) if decoder is not None and decoder.transforms else chunk
+        for line in self._cut.feed(data):
             self._lineno += 1
+            raw = line.raw
             if raw[:1] == b"\x00":
                 raw = raw.lstrip(b"\x00")  # hole left by truncation under a non-append writer
-            lines.append(TailLine(self._lineno, self._line_start, raw, self.generation, cut))
-            start = nl + 1
-            self._line_start = base + start
-        if start < len(chunk):
-            self._asm.feed(chunk[start:])
-            self._pending = True
+            lines.append(TailLine(self._lineno, line.offset, raw, self.generation, line.cut))
 
     def _drop_pending(self) -> int:
         """Forget an unterminated line (it will never be completed); returns its byte count."""
-        n = self._pos - self._line_start if self._pending else 0
-        if self._pending:
-            self._asm.finish()
-            self._pending = False
+        n = self._cut.pending_bytes
+        self._cut.reset(self._cut.start + n)
         return n
 
     def _close(self) -> None:

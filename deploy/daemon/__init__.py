@@ -6,8 +6,9 @@ in Redis so a restart neither loses nor re-reads a line.
     LogDaemon("/shared/jobs/logs", state).run(stop_event)      # or .run_once()
     state.job("job-42")  # -> JobStatus(step_time_s=..., slowdown=..., diagnosis=...)
 
-Modules: `identity` (which file is this: inode + content anchors), `lines` (bounded line
-splitting), `follower` (polling, rotation/copy/truncation/deletion, bounded reads), `jobs`
+Modules: `identity` (which file is this: inode + content anchors), `follower` (polling,
+rotation/copy/truncation/deletion, bounded reads; lines cut by the tracker's line reader
+`schedmate.agents.tracker.lines`, logs decoded as they come), `jobs`
 (tracker feeding, end detection, diagnosis), `state` (Redis layout and read API), `daemon`
 (threads, bounded queue, Redis outages).
 """

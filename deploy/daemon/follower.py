@@ -6,12 +6,22 @@ overflows under load (IN_Q_OVERFLOW), misses writes over NFS/Lustre (where clust
 and must be re-synced after a restart anyway. One `os.scandir` + `stat` per file per interval
 is cheap for thousands of files; the interval bounds the latency.
 
-Per poll (`Follower.poll`): list regular files (symlinks, hidden and compressed files skipped),
-match them to known files by (device, inode) and content anchors (`identity.py`), then read at
-most `file_budget` bytes per file and `poll_budget` in all, in `chunk_bytes` `os.pread`s. A file
-gone from the listing is drained to its end through the descriptor still open, then retired.
-A file is never read past what the processor can take: `poll` is a generator, and the daemon
-feeds it into a bounded queue (`daemon.py`), so a full queue stops the reading.
+Per poll (`Follower.poll`): list regular files (symlinks and hidden files skipped), match them to
+known files by (device, inode) and content anchors (`identity.py`), then read at most
+`file_budget` bytes per file and `poll_budget` in all, in `chunk_bytes` `os.pread`s. A file gone
+from the listing is drained to its end through the descriptor still open, then retired. A file
+is never read past what the processor can take: `poll` is a generator, and the daemon feeds it
+into a bounded queue (`daemon.py`), so a full queue stops the reading.
+
+Lines are cut by the tracker's line reader (`schedmate.agents.tracker.lines.LineCutter`: one
+long-line rule for the tracker and the daemon). Logs as they come: each file's first bytes decide
+how it is read (`schedmate.logfile.StreamDecoder`, the streaming `readable_log`): UTF-16/32 is
+decoded and gzip/bz2/xz decompressed as it is read; a file that is not text (binary, zstd, zip,
+lz4) is never read as lines, and its job's status says `unreadable: <why>`. A compressed file
+whose decoded head is the head of a file already followed is a rotation of it (logrotate's
+`compress`): it is not read again (`stats.copies`). Offsets committed for a decoded file are raw
+bytes at a line end where the decoder holds nothing; a compressed file cannot be resumed
+mid-stream, so after a restart in the middle of one it is read again from its start.
 """
 
 from __future__ import annotations
@@ -24,11 +34,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from schedmate.deploy.daemon.identity import MIN_HEAD_BYTES, Anchor, job_id_from_name, pread_exact
-from schedmate.deploy.daemon.lines import LineCutter
+from schedmate.agents.tracker.lines import DEFAULT_MAX_LINE_BYTES, LineCutter
+from schedmate.deploy.daemon.identity import MIN_HEAD_BYTES, Anchor, digest, job_id_from_name, pread_exact
 from schedmate.deploy.daemon.model import Batch, Event, FileState
+from schedmate.logfile import StreamDecoder
 
-DEFAULT_IGNORE = ("*.gz", "*.bz2", "*.xz", "*.zst", "*.lz4", "*.zip", ".*")
+DEFAULT_IGNORE = (".*",)
+_SNIFF_BYTES = 4096  # a log's first 4 KB decide its encoding (a junk block further on does not)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +49,7 @@ class FollowConfig:
     file_budget: int = 8 << 20  # per file per poll: one fast writer cannot starve the others
     poll_budget: int = 64 << 20
     batch_bytes: int = 1 << 20  # one Batch holds at most about this much
-    max_line_bytes: int = 64 << 10
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # the tracker's long-line rule (`LineCutter`)
     max_open_files: int = 256
     ghost_ttl_s: float = 3600.0
     ignore: tuple[str, ...] = DEFAULT_IGNORE
@@ -53,6 +65,7 @@ class _File:
     mtime_ns: int = 0
     last_read: float = 0.0
     draining: bool = False  # gone from the listing: read the rest through `fd`, then retire
+    decoder: StreamDecoder | None = None  # from the file's first bytes (None until it has some)
 
 
 @dataclass(slots=True)
@@ -83,6 +96,7 @@ class Follower:
         self._rr = 0
         self._restored: set[str] = set()
         self._young: dict[str, int] = {}
+        self._skipped: set[str] = set()  # compressed rotations of followed files (not read again)
 
     # -- state ------------------------------------------------------------------------------
 
@@ -117,7 +131,10 @@ class Follower:
         for key, f in list(self._files.items()):
             entry = listing.pop(key, None)
             yield from self._check_known(key, f, entry, now, verify=key in restored)
+        self._skipped &= set(listing)
         for key, (path, st) in sorted(listing.items(), key=lambda kv: kv[1][0]):
+            if key in self._skipped:
+                continue
             if st.st_size < MIN_HEAD_BYTES and self._young.get(key, 0) < 2:
                 # a file that just appeared may be a copy still empty: adopt it once its head can
                 # be compared, or when it stays this small for a second poll
@@ -178,6 +195,7 @@ class Follower:
                 f.state = replace(f.state, anchor=Anchor.of(fd, 0, 0), generation=f.state.generation + 1)
                 f.cutter.reset(0)
                 f.read_pos = 0
+                f.decoder = f.decoder.restarted() if f.decoder is not None else None
                 yield Batch(f.state, events=(*events, "truncated"), retired=(ghost,))
                 return
         if events:
@@ -191,6 +209,11 @@ class Follower:
             return
         size = os.fstat(fd).st_size
         job = job_id_from_name(path)
+        if self._is_compressed_rotation(fd):
+            os.close(fd)
+            self.stats.copies += 1
+            self._skipped.add(key)
+            return
         for gkey, g in list(self._ghosts.items()):
             if g.anchor.is_prefix_of(fd, size):
                 del self._ghosts[gkey]
@@ -211,6 +234,18 @@ class Follower:
         self._files[key] = self._new(state, fd, st, now)
         self._evict()
         yield Batch(state, events=("new",))
+
+    def _is_compressed_rotation(self, fd: int) -> bool:
+        """A compressed file whose decoded head is the head of a file already followed (live or
+        retired): a rotation compressed by logrotate, whose lines were read while it was plain."""
+        head = pread_exact(fd, _SNIFF_BYTES, 0)
+        dec = StreamDecoder.sniff(head)
+        if dec.compression is None or dec.unreadable:
+            return False
+        text = dec.feed(head)
+        known = [g.anchor for g in self._ghosts.values()] + [f.state.anchor for f in self._files.values()]
+        return any(a.head_len >= MIN_HEAD_BYTES and len(text) >= a.head_len and digest(text[: a.head_len]) == a.head
+                   for a in known)  # fmt: skip
 
     def _resolve_shadow(self, key: str, f: _File, entry, now: float) -> Iterator[Batch]:  # type: ignore[no-untyped-def]
         """A shadow becomes readable once its original retired: at the original's consumed
@@ -267,6 +302,13 @@ class Follower:
         fd = self._fd(f)
         if fd is None:
             return
+        dec = self._decoder(f, fd)
+        if dec is None:
+            return
+        if dec.unreadable:  # never read as lines: said once, no lag counted
+            f.read_pos = f.size
+            yield Batch(f.state, events=("unreadable",), unreadable=f"unreadable: {dec.unreadable}")
+            return
         cfg = self.config
         while budget > 0 and f.read_pos < f.size:
             lines, nbytes = [], 0
@@ -276,18 +318,44 @@ class Follower:
                 if not chunk:
                     f.size = f.read_pos
                     break
-                lines.extend(f.cutter.feed(chunk, f.read_pos))
+                lines.extend(f.cutter.feed(dec.feed(chunk) if dec.transforms else chunk))
                 f.read_pos += len(chunk)
                 nbytes += len(chunk)
                 budget -= len(chunk)
             if nbytes == 0:
                 return
             f.last_read = now
-            if lines:
-                f.state = replace(f.state, anchor=f.state.anchor.advance(fd, f.cutter.start, max(f.size, f.read_pos)))
+            commit = self._clean_offset(f, dec) if dec.transforms else (f.cutter.start if lines else None)
+            if commit is not None:
+                f.state = replace(f.state, anchor=f.state.anchor.advance(fd, commit, max(f.size, f.read_pos)))
             self.stats.bytes_read += nbytes
             self.stats.lines += len(lines)
             yield Batch(f.state, lines, nbytes=nbytes)
+
+    def _decoder(self, f: _File, fd: int) -> StreamDecoder | None:
+        """How the file is read, decided once from its first bytes; a decoded file resumed at an
+        offset restarts its codec there (a compressed one from its start: see the module doc)."""
+        if f.decoder is None:
+            head = pread_exact(fd, _SNIFF_BYTES, 0)
+            if not head:
+                return None
+            f.decoder = StreamDecoder.sniff(head)
+            if f.decoder.transforms and f.read_pos > 0:
+                if f.decoder.compression is not None:
+                    if f.read_pos < f.size:
+                        f.read_pos = 0
+                        f.cutter.reset(0)
+                else:
+                    f.decoder.feed(head[: _bom_len(head)])  # the codec reads its BOM, then goes on
+        return f.decoder
+
+    @staticmethod
+    def _clean_offset(f: _File, dec: StreamDecoder) -> int | None:
+        """The raw offset to commit for a decoded file: where no line and no codec bytes are
+        pending (a restart resumes exactly there); None when this read did not end at one."""
+        if f.cutter.pending_bytes or not dec.at_rest():
+            return None
+        return f.read_pos
 
     def _retire(self, key: str, f: _File, now: float, event: Event) -> Iterator[Batch]:
         self._close(f)
@@ -376,3 +444,11 @@ def _is_copy(other: _File, fd: int, size: int) -> bool:
         return False
     n = min(256, size)
     return pread_exact(fd, n, size - n) == pread_exact(other.fd, n, size - n)
+
+
+def _bom_len(head: bytes) -> int:
+    """Bytes of a UTF-16/32 byte-order mark at the start of `head` (0 without one)."""
+    for bom in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff", b"\xff\xfe", b"\xfe\xff"):
+        if head.startswith(bom):
+            return len(bom)
+    return 0

@@ -113,6 +113,8 @@ class JobBook:
                     st.rotations += 1
                 elif ev == "truncated":
                     st.truncations += 1
+            if batch.unreadable:
+                st.unreadable = f"{batch.unreadable} ({batch.file.path if batch.file else 'a log'})"
             if batch.file is not None and batch.file.path not in st.files:
                 st.files = [*st.files, batch.file.path][-MAX_FILES_LISTED:]
             if batch.lines:

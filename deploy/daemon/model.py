@@ -9,11 +9,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from schedmate.agents.failure.wire import Diagnosis
+from schedmate.agents.tracker.lines import Line
 from schedmate.deploy.daemon.identity import Anchor
-from schedmate.deploy.daemon.lines import Line
 
 FileStatus = Literal["active", "shadow", "ghost"]
-Event = Literal["new", "copy", "renamed", "truncated", "deleted", "shadow", "forget"]
+Event = Literal["new", "copy", "renamed", "truncated", "deleted", "shadow", "forget", "unreadable"]
 JobPhase = Literal["running", "idle", "ended", "failed"]
 
 
@@ -61,6 +61,7 @@ class Batch:
     forget: tuple[str, ...] = ()
     retired: tuple[FileState, ...] = ()
     nbytes: int = 0
+    unreadable: str | None = None  # `unreadable: <why>`: the file is not text (never read as lines)
 
     @property
     def job_id(self) -> str | None:
@@ -105,6 +106,7 @@ class JobStatus(BaseModel):
     last_line_at: float | None = None
     updated_at: float | None = None
     end_status: str | None = None
+    unreadable: str | None = None  # `unreadable: <why>` for a log of this job that is not text
     diagnosis: Diagnosed | None = None
 
     def line(self) -> str:
@@ -118,6 +120,8 @@ class JobStatus(BaseModel):
             parts.append(f"loss={self.loss:.4g}")
         if self.binary_lines:
             parts.append(f"binary={self.binary_lines}")
+        if self.unreadable:
+            parts.append(self.unreadable)
         if self.rotations or self.truncations:
             parts.append(f"rot={self.rotations} trunc={self.truncations}")
         if self.diagnosis is not None:
