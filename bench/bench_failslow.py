@@ -65,7 +65,7 @@ def main() -> None:
         fp = sum(r["false_positives"] for r in rows)
         hours = sum(r["healthy_hours"] for r in rows)
 
-        def mean(key: str) -> float | None:
+        def mean(key: str, rows: list[dict] = rows) -> float | None:
             vals = [r[key] for r in rows if r[key] is not None]
             return round(sum(vals) / len(vals), 4) if vals else None
 

@@ -304,7 +304,8 @@ async def llm_stalled(base: str, ops: dict[str, tuple[str, dict[str, Any]]], end
             degraded = fallback = 0
             sem = asyncio.Semaphore(concurrency)
 
-            async def one() -> None:
+            async def one(sem: asyncio.Semaphore = sem, path: str = path, body: Any = body, lat: list[float] = lat,
+                          codes: Counter[int] = codes, llm: Counter[str] = llm) -> None:
                 nonlocal degraded, fallback
                 async with sem:
                     t0 = time.perf_counter()

@@ -68,7 +68,7 @@ def time_cli(trace: str, policy: str, cluster: str, limit: int | None, out: Path
     cmd = [sys.executable, "-m", "schedmate.cli", "simulate", "--trace", trace, "--policies", policy,
            "--cluster", cluster, "--out", str(out)] + (["--limit", str(limit)] if limit else [])
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"schedmate simulate failed ({done.returncode}):\n{done.stderr[-2000:]}")
     wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -98,7 +98,7 @@ def test_failure_suite_without_llm(corpus: Path, classifier, tmp_path: Path) -> 
     assert seen[-1] == (len(labels), len(labels))
     assert s["failed_logs"] == len(failed) and s["clean_logs"] == len(labels) - len(failed)
     assert set(s["systems"]) == {"locator+rules", "locator+learned", "binary+rules", "linear-scan", "last-500", "no-locator-rules"}
-    for name, m in s["systems"].items():
+    for m in s["systems"].values():
         assert m["n"] == len(failed) and m["llm_calls"] == 0
         assert 0.0 <= m["infra"]["accuracy"] <= 1.0 and 0.0 <= m["category_macro_f1"] <= 1.0
         assert m["line"]["exact"] <= m["line"]["exact_block"] <= m["line"]["within5_block"]

@@ -13,7 +13,7 @@ import pytest
 from schedmate.agents.failure.evidence import decide
 from schedmate.taxonomy import Component, FailureCategory, FailureReason
 
-I, F, S = FailureCategory.INFRASTRUCTURE, FailureCategory.FRAMEWORK, FailureCategory.SCRIPT
+INFRA, F, S = FailureCategory.INFRASTRUCTURE, FailureCategory.FRAMEWORK, FailureCategory.SCRIPT
 R = FailureReason
 LIB = "/opt/venv/lib/python3.11/site-packages"
 
@@ -95,21 +95,21 @@ def test_a_checkpoint_archive_cut_short_is_storage() -> None:
     lines = _tb([("/srv/train.py", "state = torch.load(ckpt)"), (f"{LIB}/torch/serialization.py", "return _open_zipfile_reader(f)")],
                 "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory")  # fmt: skip
     ev = _decide(lines, R.MODEL_LOADING_ERROR)
-    assert ev is not None and (ev.category, ev.component, ev.reason) == (I, Component.STORAGE, R.MODEL_LOADING_ERROR)
+    assert ev is not None and (ev.category, ev.component, ev.reason) == (INFRA, Component.STORAGE, R.MODEL_LOADING_ERROR)
 
 
 def test_an_unreachable_model_hub_is_the_network_and_a_model_load() -> None:
     lines = ["OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files "
              "and it looks like org/some-model is not the path to a directory containing a file named config.json."]  # fmt: skip
     ev = _decide(lines, R.OS_ERROR)
-    assert ev is not None and (ev.category, ev.component, ev.reason) == (I, Component.NETWORK, R.MODEL_LOADING_ERROR)
+    assert ev is not None and (ev.category, ev.component, ev.reason) == (INFRA, Component.NETWORK, R.MODEL_LOADING_ERROR)
 
 
 def test_an_unreachable_dataset_host_is_a_dataset_load() -> None:
     lines = _tb([("/srv/prep.py", 'ds = load_dataset("squad")'), (f"{LIB}/datasets/load.py", "path = cached_path(url)")],
                 "ConnectionError: Couldn't reach https://example.org/datasets/squad/squad.py")  # fmt: skip
     ev = _decide(lines, R.CONNECTION_ERROR)
-    assert ev is not None and (ev.category, ev.reason) == (I, R.DATASET_LOADING_ERROR)
+    assert ev is not None and (ev.category, ev.reason) == (INFRA, R.DATASET_LOADING_ERROR)
 
 
 def test_a_tensor_that_cannot_go_to_shared_memory_is_a_full_shm() -> None:
@@ -117,14 +117,14 @@ def test_a_tensor_that_cannot_go_to_shared_memory_is_a_full_shm() -> None:
                  (f"{LIB}/torch/multiprocessing/reductions.py", "fd, size = storage._share_fd_cpu_()")],
                 "RuntimeError: unable to write to file </torch_4242_1234567890_0>: No space left on device (28)")  # fmt: skip
     ev = _decide(lines, R.RUNTIME_ERROR)
-    assert ev is not None and (ev.category, ev.component, ev.reason) == (I, Component.MEMORY, R.DATALOADER_KILLED)
+    assert ev is not None and (ev.category, ev.component, ev.reason) == (INFRA, Component.MEMORY, R.DATALOADER_KILLED)
 
 
 def test_a_ray_actor_whose_node_died_is_a_node_failure() -> None:
     lines = ["ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
              "\tclass_name: Worker", "The actor is dead because its node has died. Node Id: 0123abcd"]  # fmt: skip
     ev = _decide(lines, None, root=0)
-    assert ev is not None and ev.category is I and ev.rule == "peer-lost"
+    assert ev is not None and ev.category is INFRA and ev.rule == "peer-lost"
 
 
 def test_a_requirement_quoted_in_backticks_is_a_version_mismatch() -> None:

@@ -30,7 +30,7 @@ def spec(job_id: str, submit: float, duration: float, repo: Path, command: str) 
     return JobSpec(job_id, submit, 4, duration, code_dir=str(repo), attributes={"command": command})
 
 
-def test_standalone_policy_runs_unchanged_on_the_live_source(make_client: Any, files: dict[str, Path],
+def test_standalone_policy_runs_unchanged_on_the_live_source(make_client: Any, files: dict[str, Path],  # noqa: F811 -- pytest fixtures imported from test_service
                                                              redis_url: str) -> None:
     http = make_client(redis_url=redis_url)
     source = LiveInsights(SchedMateClient(http=http))
@@ -64,7 +64,7 @@ def test_standalone_policy_runs_unchanged_on_the_live_source(make_client: Any, f
     assert records == 5
 
 
-def test_live_diagnosis_and_resolver(make_client: Any, files: dict[str, Path]) -> None:
+def test_live_diagnosis_and_resolver(make_client: Any, files: dict[str, Path]) -> None:  # noqa: F811 -- pytest fixtures imported from test_service
     line = failed_log(files["root"] / "attempt-1.log", OOM)
     source = LiveInsights(SchedMateClient(http=make_client()),
                           resolver=lambda job: JobRef(log=str(files["root"] / f"{job.job_id}.log")))
@@ -75,7 +75,7 @@ def test_live_diagnosis_and_resolver(make_client: Any, files: dict[str, Path]) -
     assert source.advise(job) is None and source.stats()["no_artefact"] == 1  # the resolver gave no repo
 
 
-def test_service_down_means_none_everywhere(files: dict[str, Path]) -> None:
+def test_service_down_means_none_everywhere(files: dict[str, Path]) -> None:  # noqa: F811 -- pytest fixture imported from test_service
     from .test_service_uvicorn import free_port
 
     source = LiveInsights(SchedMateClient(f"http://127.0.0.1:{free_port()}", timeout_s=2.0))

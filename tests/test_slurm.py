@@ -46,7 +46,7 @@ SHOW_JOB = """JobId=5 JobName=job.sh
    NumNodes=2 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:*
    Command=/data/my jobs/job.sh
    WorkDir=/data/my jobs
-   Comment=tuned lr=3e-4 for run 7 
+   Comment=tuned lr=3e-4 for run 7\x20
    AdminComment=schedmate: time limit 7 min from SchedMate
    StdErr=/data/my jobs/err-5.log
    StdIn=/dev/null

@@ -17,6 +17,7 @@ corpus generator (agents never import `schedmate.synthetic`):
 from __future__ import annotations
 
 import re
+from collections import deque
 
 from schedmate.workload import normalize_dataset, normalize_model_name
 
@@ -372,9 +373,8 @@ _SIZE_IN_NAME = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)\s*([bm])(?
 def size_from_name(raw: str) -> float | None:
     """'Qwen2.5-14B' -> 14.0, 'gpt3-1.3b' -> 1.3, 'opt-125m' -> 0.125, 'Mixtral-8x7B' -> 56 (upper bound),
     'bert-base' -> None. The last size written in the name counts (billions)."""
-    m = None
-    for m in _SIZE_IN_NAME.finditer(raw.replace("_", "-")):
-        pass
+    last = deque(_SIZE_IN_NAME.finditer(raw.replace("_", "-")), maxlen=1)
+    m = last[0] if last else None
     if m is None:
         return None
     num = float(m.group(2)) * (int(m.group(1)) if m.group(1) else 1)

@@ -371,10 +371,10 @@ def read_shell(text: str, path: str, env: dict[str, str] | None = None, argv: li
             variables[key] = f"{variables[key]} {joined}".strip() if arr.group(2) and key in variables else joined
             script.var_lines[key] = line
             continue
-        argv_line = _split(expanded)
-        if not argv_line:
+        words = _split(expanded)
+        if not words:
             continue
-        for argv_line in _segments(argv_line):
+        for argv_line in _segments(words):
             if argv_line[0] == "cd" and len(argv_line) > 1:
                 cwd = _chdir(cwd, argv_line[1])
                 continue

@@ -515,7 +515,7 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         facts.append(Fact(dest, value, src_cli, snippet, "cli"))
     if not registry_used:  # `--config` not given: argparse's default names the registry entry
         given = {d.lower().replace("-", "_") for d, _, _ in options}
-        for opt, sp in specs.items():
+        for sp in specs.values():
             low = sp.dest.lower()
             if (low in _CONFIG_OPTS or low.endswith("config")) and low not in given and isinstance(sp.default, str) \
                     and sp.default and _registry_facts(sp.default, closure, parse, facts):
@@ -1287,7 +1287,7 @@ def _dims(eff: dict[str, Fact], model_name: str | None = None) -> tuple[float, s
             found[group] = (best[0], best[1])
     if "n_layer" not in found or "d_model" not in found:
         return None
-    (L, fl), (h, fh) = found["n_layer"], found["d_model"]
+    (L, _fl), (h, fh) = found["n_layer"], found["d_model"]
     if not (1 <= L <= 200 and 64 <= h <= 65536):
         return None
     vocab, fv = found.get("vocab", (None, None))

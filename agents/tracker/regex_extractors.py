@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -191,9 +192,9 @@ _POSTFIX_LOSS = re.compile(r"(?:^|[\s,])(?:train_)?loss(?:_step)?[=:]\s*(" + NUM
 
 
 def tqdm_bar(text: str) -> Extraction | None:
-    m = None
-    for m in _TQDM.finditer(text):
-        pass  # redraws pasted without their `\r` (a flattened copy) are one line: the newest is the last
+    # redraws pasted without their `\r` (a flattened copy) are one line: the newest is the last
+    last = deque(_TQDM.finditer(text), maxlen=1)
+    m = last[0] if last else None
     if m is None:
         return None
     if _TQDM_SKIP_DESC.search(text[: m.start()]):

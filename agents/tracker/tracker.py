@@ -84,8 +84,6 @@ from schedmate.agents.tracker.regex_extractors import (
     timestamp_resolution,
 )
 from schedmate.agents.tracker.robust import cumulative_slope, newest_regime, robust_mean
-
-_PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
 from schedmate.embeddings.classifier import Category, LineClassifier
 from schedmate.embeddings.logtext import DEFAULT_MAX_CHARS, normalise_line
 from schedmate.llm_errors import LLMError, LLMRequestError, LLMStatus, LLMUnavailable
@@ -93,6 +91,7 @@ from schedmate.logfile import NotRegularFile, open_regular
 from schedmate.structured import Method as LLMMethod
 from schedmate.tracing import get_tracer
 
+_PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
 Method = Literal["regex", "llm", "mixed"]
 TimestampSource = Literal["line", "observed"]
 
