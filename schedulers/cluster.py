@@ -124,7 +124,7 @@ class ClusterSpec:
     # -- queries --------------------------------------------------------------------------------
     @property
     def total_gpus(self) -> int:
-        return self._total  # type: ignore[attr-defined,no-any-return]
+        return self._total  # type: ignore[attr-defined]  # cached by __post_init__ on the frozen instance, not a field
 
     @property
     def gpu_types(self) -> tuple[str, ...]:
@@ -140,7 +140,7 @@ class ClusterSpec:
 
     def capacity(self) -> np.ndarray:
         """GPUs per node (read-only; copy before changing it)."""
-        return self._capacity  # type: ignore[attr-defined,no-any-return]
+        return self._capacity  # type: ignore[attr-defined]  # cached by __post_init__ on the frozen instance, not a field
 
     def speed_of(self, gpu_type: str) -> float:
         return self.gpu_speed.get(gpu_type, 1.0)

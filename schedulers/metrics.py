@@ -86,14 +86,14 @@ def job_records(result: SimResult) -> list[JobResult]:
     jcts = [_jct(job) for job in jobs]
     fair = [i for i, (job, jct) in enumerate(zip(jobs, jcts)) if jct is not None and job.spec.duration > 0]
     starts = np.fromiter((jobs[i].spec.submit_time for i in fair), dtype=float, count=len(fair))
-    ends = np.fromiter((jobs[i].end_time for i in fair), dtype=float, count=len(fair))  # type: ignore[misc]
+    ends = np.fromiter((jobs[i].end_time for i in fair), dtype=float, count=len(fair))
     ai = result.active_integral
     n_active = mean_active(ai[:, 0], ai[:, 1], starts, ends).tolist() if fair else []
     total = result.cluster.total_gpus
     ftfs: list[float | None] = [None] * len(jobs)
     for i, n in zip(fair, n_active):
         spec = jobs[i].spec
-        ftfs[i] = jcts[i] / (spec.duration * max(1.0, spec.num_gpus * n / total))  # type: ignore[operator]
+        ftfs[i] = jcts[i] / (spec.duration * max(1.0, spec.num_gpus * n / total))
     return [_record(job, jct, ftf) for job, jct, ftf in zip(jobs, jcts, ftfs)]
 
 
@@ -140,7 +140,7 @@ def summarize(result: SimResult, records: list[JobResult] | None = None) -> Summ
     makespan = result.end_time - first_submit
     phases = [j.phase for j in result.jobs]
 
-    def stat(values: np.ndarray, fn) -> float:  # type: ignore[no-untyped-def]
+    def stat(values: np.ndarray, fn) -> float:
         return float(fn(values)) if values.size else float("nan")
 
     return Summary(

@@ -48,7 +48,7 @@ class Consolidate:
 
     name = "consolidate"
 
-    def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+    def place(self, job, free, eligible, n, cluster):
         if n >= 1:  # the common case in fewer array passes (same nodes, same order as below)
             fits = np.flatnonzero(eligible & (free >= n))
             if fits.size:
@@ -69,7 +69,7 @@ class Spread:
 
     name = "spread"
 
-    def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+    def place(self, job, free, eligible, n, cluster):
         candidates = np.flatnonzero(eligible & (free > 0))
         if int(free[candidates].sum()) < n:
             return None
@@ -96,7 +96,7 @@ class TopologyAware:
 
     name = "topology"
 
-    def place(self, job, free, eligible, n, cluster):  # type: ignore[no-untyped-def]
+    def place(self, job, free, eligible, n, cluster):
         single = Consolidate().place(job, free, eligible, n, cluster)
         if single is not None and len(single) == 1:
             return single

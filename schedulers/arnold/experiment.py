@@ -44,7 +44,7 @@ def raw_mip_seconds(seeds: Sequence[int], alphas: Sequence[float], time_limit: f
             problem = UnitProblem(st.dp // (8 // st.tp), st.pp, free, alpha, 1 - alpha)
             for form in ("direct", "aggregated"):
                 w0, c0 = time.perf_counter(), time.process_time()
-                solve_units(problem, time_limit=time_limit, use_bound=False, form=form)  # type: ignore[arg-type]
+                solve_units(problem, time_limit=time_limit, use_bound=False, form=form)
                 out[f"{form}_wall"].append(time.perf_counter() - w0)
                 out[f"{form}_cpu"].append(time.process_time() - c0)
     return dict(out)
@@ -157,7 +157,7 @@ def run_arnold_experiment(
         "rows": [r.flat() for r in c_rows],
         "wall_seconds": None,
     }
-    rows = [r.flat() for r in (*a_rows, *b_rows, *c_rows)]
+    rows = [r.flat() for r in a_rows] + [r.flat() for r in b_rows] + [r.flat() for r in c_rows]
     cols: list[str] = []
     for r in rows:
         cols += [k for k in r if k not in cols]

@@ -53,7 +53,7 @@ def place_instance(
     assert matrix is not None
     out: dict[str, tuple[np.ndarray, float]] = {}
     for unit in ("pp", "dp"):
-        p = plan_lpj(matrix, nodes_by_mp, dc.minipod, alpha, unit=unit, time_limit=time_limit)  # type: ignore[arg-type]
+        p = plan_lpj(matrix, nodes_by_mp, dc.minipod, alpha, unit=unit, time_limit=time_limit)
         if p is None:
             raise ValueError(f"setting {setting.name} does not fit its free nodes {list(free)}")
         out["arnold" if unit == "pp" else "arnold-dp"] = (p.nodes, p.seconds)

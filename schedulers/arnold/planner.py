@@ -75,7 +75,7 @@ def plan_lpj(
         found = [
             p
             for u in ("pp", "dp")
-            if (p := plan_lpj(matrix, nodes_by_mp, minipod_of, alpha, unit=u, metric=metric,  # type: ignore[arg-type]
+            if (p := plan_lpj(matrix, nodes_by_mp, minipod_of, alpha, unit=u, metric=metric,
                               time_limit=time_limit, node_limit=node_limit, form=form)) is not None
         ]
         if not found:

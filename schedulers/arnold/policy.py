@@ -111,6 +111,7 @@ class ArnoldPolicy(Policy):
         self._dc: DataCentre | None = None
         self._cluster: ClusterSpec | None = None
         self._reserved = np.zeros(0, dtype=np.int64)  # per node: index into _order + 1, 0 = none
+        self._idle = np.zeros(0, dtype=bool)  # per node: all its GPUs free (set with the data centre)
         self._order: list[str] = []
         self._pred_end: dict[str, float] = {}
         self._last_t = 0.0
@@ -197,10 +198,10 @@ class ArnoldPolicy(Policy):
             view.waiting(), key=lambda j: (-float(j.spec.attributes.get("priority", 0)), j.spec.submit_time, j.job_id)
         )
         for job in queue:
-            lpj = self.lpjs.get(job.job_id)
-            if lpj is not None:
-                if view.now >= lpj.t_arrive and lpj.placement is not None:
-                    self._try_start_lpj(lpj, job, plan, view)
+            held = self.lpjs.get(job.job_id)
+            if held is not None:
+                if view.now >= held.t_arrive and held.placement is not None:
+                    self._try_start_lpj(held, job, plan, view)
                 continue
             if plan.free_total < job.spec.num_gpus:
                 continue
@@ -341,7 +342,6 @@ class ArnoldPolicy(Policy):
         self._datacentre(view.cluster)
         dt = view.now - self._last_t
         if dt > 0 and self._order:
-            cap = view.cluster.capacity()
             for jid in self._order:
                 lpj = self.lpjs.get(jid)
                 if lpj is None or lpj.started_at is not None or lpj.zone.size == 0:

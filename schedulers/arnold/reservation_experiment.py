@@ -113,7 +113,8 @@ def reservation_rows(
     """One row per (arm, seed); also seed-0 results per arm (for the allocation plot)."""
     w = workload or ReservationWorkload()
     cluster = arnold_cluster(w.minipods, w.nodes_per_minipod)
-    rows, first = [], {}
+    rows: list[ReservationRow] = []
+    first: dict[str, SimResult] = {}
     for seed in seeds:
         jobs = reservation_trace(w, seed)
         for arm, options in arms.items():

@@ -196,6 +196,7 @@ class Lucid(Policy):
             return
         self._ready = True
         self.profiler.setup(view.cluster)
+        assert self.profiler.pool is not None  # setup() sets the pool
         self._main_mask = ~self.profiler.pool
         self._main_mask.setflags(write=False)
         self._main_placer = MaskedPlacer(view.placer, self._main_mask)

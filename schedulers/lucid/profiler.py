@@ -203,7 +203,7 @@ class Profiler:
                 if job.phase.is_terminal or job.job_id in plan.preempted:
                     continue
                 if self.discards:
-                    plan.preempt(job, discard_progress=True)  # type: ignore[call-arg]
+                    plan.preempt(job, discard_progress=True)
                 else:
                     plan.preempt(job)
         if not admit_new or not self._queue or self.pool is None:

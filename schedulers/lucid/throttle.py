@@ -190,7 +190,7 @@ class Throttle:
         if key != self._key:
             fc = self.forecaster.forecast(now)
             self.last_forecast = float(np.mean(fc)) if fc else None
-            state = self.enabled_when_unknown if fc is None else self.last_forecast > self.threshold
+            state = self.enabled_when_unknown if self.last_forecast is None else self.last_forecast > self.threshold
             if self._key is not None and state != self._state:
                 self.switches += 1
             self._key = (self.forecaster.bin_of(now), self.forecaster.fits)  # a fit may just have happened

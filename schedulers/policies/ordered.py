@@ -49,7 +49,8 @@ class OrderedPolicy(Policy):
         if not self._heap or view.free_gpus() <= 0:
             return ()  # nothing to start: no Plan (a copy of the free-GPU array) per event
         plan = view.plan()
-        heap, skipped = self._heap, []
+        heap = self._heap
+        skipped: list[tuple[object, int, str]] = []
         while heap and plan.free_total > 0:
             entry = heap[0]
             job = view.job(entry[2])

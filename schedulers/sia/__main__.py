@@ -24,7 +24,7 @@ from .policy import Sia, simulate_sia
 from .profiles import SIA_CLUSTER
 
 
-def make(name: str, profile_seconds: float = 0.0):  # type: ignore[no-untyped-def]
+def make(name: str, profile_seconds: float = 0.0):
     name = name.strip().lower()
     if name == "sia":
         return Sia(profile_seconds=profile_seconds)

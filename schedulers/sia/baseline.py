@@ -45,7 +45,7 @@ class SiaFIFO(Policy):
             mask[list(info.nodes)] = True
             masks.append((int(free[mask].sum()), info.capacity, mask))
         masks.sort(key=lambda m: -m[0])  # most free GPUs first: load balancing, not speed
-        for avail, cap, mask in masks:
+        for avail, _cap, mask in masks:
             if avail >= n:
                 pl = self._placer.place(job, free, mask, n, view.cluster)
                 if pl is not None:

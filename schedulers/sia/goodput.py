@@ -247,12 +247,12 @@ class GoodputFunction:
         self.max_batch_size = float(max(max_batch_size, init_batch_size))
         self.min_local, self.max_local = float(local_bsz_range[0]), float(local_bsz_range[1])
 
-    def throughput(self, num_nodes, num_replicas, atomic_bsz, accum_steps=0) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def throughput(self, num_nodes, num_replicas, atomic_bsz, accum_steps=0) -> np.ndarray:
         t = step_time(self.perf, num_nodes, num_replicas, atomic_bsz, accum_steps)
         batch = np.asarray(num_replicas) * np.asarray(atomic_bsz) * (np.asarray(accum_steps) + 1)
         return batch / t
 
-    def goodput(self, num_nodes, num_replicas, atomic_bsz, accum_steps=0) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def goodput(self, num_nodes, num_replicas, atomic_bsz, accum_steps=0) -> np.ndarray:
         batch = np.asarray(num_replicas) * np.asarray(atomic_bsz) * (np.asarray(accum_steps) + 1)
         eff = efficiency(self.grad, batch, self.init_batch_size)
         return self.throughput(num_nodes, num_replicas, atomic_bsz, accum_steps) * eff

@@ -120,7 +120,7 @@ def solve_allocation(
     return IlpResult(choice, obj, status, time.perf_counter() - started)
 
 
-def _greedy(a, jj, cc, config_gpus, config_type, capacity, p, lambda_n, pinned):  # type: ignore[no-untyped-def]
+def _greedy(a, jj, cc, config_gpus, config_type, capacity, p, lambda_n, pinned):
     """Feasible fallback: best gain per GPU first (used only if the solver returns nothing)."""
     num_jobs = a.shape[0]
     left = np.asarray(capacity, dtype=float).copy()

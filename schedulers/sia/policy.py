@@ -280,16 +280,17 @@ class Sia(Policy):
                     out.append(Preempt(job_id))
         if self._profile_wait:
             free = view.free.copy()
-            for d in out:
-                for n, g in view.job(d.job_id).placement:
-                    free[n] += g
+            for d in out:  # only the preemptions above so far
+                if isinstance(d, Preempt):
+                    for n, g in view.job(d.job_id).placement:
+                        free[n] += g
             usable = ~view.cordoned
             types = cluster_types(view.cluster, usable)
             for job in list(view.waiting()):
                 t = self._profile_wait.get(job.job_id)
                 if t is None or not self._ready(job.job_id, now):
                     continue
-                placement = []
+                placement: list[tuple[int, int]] = []
                 for info in types.values():
                     fits = [n for n in info.nodes if free[n] >= 1]
                     if not fits:
@@ -423,7 +424,7 @@ class Sia(Policy):
             for i, j in enumerate(active):
                 prev = self.assigned.get(j.job_id)
                 if j.phase is Phase.RUNNING and prev in configs and now < j.overhead_until:
-                    pinned[i] = configs.index(prev)  # type: ignore[arg-type]
+                    pinned[i] = configs.index(prev)
 
         # 3. the ILP
         res = solve_allocation(
@@ -473,10 +474,10 @@ class Sia(Policy):
         # Pack per type; if kept jobs fragment a type, re-pack it from scratch.
         placements: dict[str, Placement] = {}
         for t, info in types.items():
-            req = [(j.job_id, choice[j.job_id], j.placement) for j in moving if choice[j.job_id].gpu_type == t]  # type: ignore[union-attr]
+            req = [(j.job_id, c, j.placement) for j in moving if (c := choice[j.job_id]) is not None and c.gpu_type == t]
             if not req:
                 continue
-            packed = pack_type(free, info, req)  # type: ignore[arg-type]
+            packed = pack_type(free, info, req)
             if packed is None:
                 self.stats.repacks += 1
                 mine = [jid for jid in kept if self._type_of(kept[jid], view) == t]
@@ -489,7 +490,7 @@ class Sia(Policy):
                 if packed is None:  # cannot happen for Sia's sizes; spread as a last resort
                     packed = {}
                     left = all_free.copy()
-                    for jid, cfg, prev in sorted(full_req, key=lambda r: -r[1].gpus):
+                    for jid, cfg, _prev in sorted(full_req, key=lambda r: -r[1].gpus):
                         pl = _spread(left, info, cfg.gpus)
                         if pl is None:
                             continue
@@ -510,15 +511,16 @@ class Sia(Policy):
         # Batch sizes for every job that will run; bookkeeping of configurations.
         for jid, pl in list(placements.items()) + list(kept.items()):
             job = view.job(jid)
-            cfg = choice[jid]
-            prof = self.speed_model.profile(cfg.gpu_type)  # type: ignore[union-attr]
+            conf = choice[jid]
+            assert conf is not None  # placed and kept jobs all have a configuration
+            prof = self.speed_model.profile(conf.gpu_type)
             model = self.models[jid]
             n_nodes, n_gpus = len(pl), sum(g for _, g in pl)
             if self.tune_batch_size:
                 self.batches[jid] = model.choose_batch(prof, n_nodes, n_gpus)
             else:
                 self.batches.pop(jid, None)
-            self.assigned[jid] = cfg  # type: ignore[assignment]
+            self.assigned[jid] = conf
 
         return self._sequence(view, active, kept, placements)
 
@@ -605,7 +607,7 @@ class Sia(Policy):
         return Migrate(job.job_id, pl)
 
 
-def simulate_sia(jobs: Iterable, cluster, policy: Policy, config=None, **kwargs):  # type: ignore[no-untyped-def]
+def simulate_sia(jobs: Iterable, cluster, policy: Policy, config=None, **kwargs):
     """Run the engine with the policy's own throughput model (Sia and the Sia baselines)."""
     from ..engine import Simulator
 

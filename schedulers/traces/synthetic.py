@@ -23,6 +23,7 @@ strikes at a uniform point of the job's run, no earlier than 10% of the way in, 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -103,10 +104,13 @@ def generate_trace(
     width = len(str(max(n_jobs - 1, 0)))
     codes = (FinalStatus.COMPLETED, FinalStatus.FAILED, FinalStatus.CANCELLED)
     status = np.where(cancelled, 2, np.where(failed, 1, 0)).tolist()
-    submit_s, gpus_n, duration_s, work_s = (a.tolist() for a in (submit, gpus, duration, work))
+    submit_s: list[Any] = submit.tolist()
+    gpus_n: list[Any] = gpus.tolist()
+    duration_s: list[Any] = duration.tolist()
+    work_s: list[Any] = work.tolist()
     records: list[Record] = []
     for i in range(n_jobs):
-        fields: dict[str, object] = {"status": codes[status[i]], "user": users[i], "vc": vcs[i], "name": names[i]}
+        fields: dict[str, Any] = {"status": codes[status[i]], "user": users[i], "vc": vcs[i], "name": names[i]}
         if len(parts) > 1:
             fields["attributes"] = {"cluster": parts[int(member[i])][0].cluster}
         if status[i] == 1:
