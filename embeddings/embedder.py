@@ -173,7 +173,10 @@ class FlagEmbedder:
     ) -> None:
         set_offline_env()
         import torch  # deferred: importing torch/transformers costs seconds
-        from FlagEmbedding import FlagModel
+
+        from schedmate.embeddings.flag_loader import flag_model_class
+
+        FlagModel = flag_model_class()  # noqa: N806 -- FlagEmbedding's class, without the package's extras (+223 MB)
 
         self._torch = torch
         self._flag: Any = FlagModel(

@@ -24,6 +24,8 @@ of durations (`agents.advisor.estimator`).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import time
 from collections import OrderedDict
@@ -35,7 +37,7 @@ from typing import Any, BinaryIO
 from schedmate.errors import BadInput
 
 __all__ = ["BATCH_ROWS", "JOB_STATES", "IngestSummary", "MAX_LINE_BYTES", "PastJob", "RowError", "ingest_files",
-           "read_rows"]
+           "read_rows", "return_freed_memory"]
 
 JOB_STATES = {"COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled", "TIMEOUT": "failed",
               "OUT_OF_MEMORY": "failed", "NODE_FAIL": "failed", "PREEMPTED": "cancelled", "BOOT_FAIL": "failed",
@@ -268,6 +270,7 @@ class _Writer:
         self._store: Any = None
         self._retriever: Any = None
         self._finder: Any = None
+        self._embedder: Any = None
         self._client: Any = None
 
     def add(self, job: PastJob) -> None:
@@ -279,14 +282,22 @@ class _Writer:
         import redis
 
         from schedmate.agents.advisor.retriever import SimilarJobRetriever
-        from schedmate.agents.failure.similar import SimilarFailureFinder
         from schedmate.embeddings.store import JobStore
 
-        embedder = self.make_embedder()
-        self._store = JobStore.connect(self.url, embedder.dim)
-        self._retriever = SimilarJobRetriever(self._store, embedder)
-        self._finder = SimilarFailureFinder.connect(self.url, embedder)
+        self._embedder = self.make_embedder()
+        self._store = JobStore.connect(self.url, self._embedder.dim)
+        self._retriever = SimilarJobRetriever(self._store, self._embedder)
         self._client = redis.Redis.from_url(self.url, protocol=2, socket_timeout=30.0, socket_connect_timeout=5.0)
+
+    def _failures(self) -> Any:
+        """The failure history, opened at the first row with a root-cause line: importing the
+        Failure Handler's package loads its LLM client (langchain, openai: +27 MB RSS), which a
+        history without root causes never needs."""
+        if self._finder is None:
+            from schedmate.agents.failure.similar import SimilarFailureFinder
+
+            self._finder = SimilarFailureFinder.connect(self.url, self._embedder)
+        return self._finder
 
     def close(self) -> None:
         for x in (self._store, self._finder.store if self._finder else None, self._client):
@@ -371,10 +382,32 @@ class _Writer:
         if hist:
             s.stored += self._retriever.ingest(hist)
         for job, outcome in failures:
-            self._finder.record(job.job_id, job.root_cause or "", category=outcome.failure_category,
+            self._failures().record(job.job_id, job.root_cause or "", category=outcome.failure_category,
                                 reason=outcome.failure_reason, duration=outcome.duration,
                                 final_status=outcome.final_status or FinalStatus.FAILED)
             s.failures += 1
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+_FIXED_THRESHOLD = 128 * 1024
+
+
+def return_freed_memory() -> None:
+    """Make glibc hand freed memory back to the system at once (this process, from now on).
+
+    Why: each forward pass of the embedder allocates its activations (tens of MB) and frees them.
+    glibc raises its mmap threshold to the largest block freed (up to 32 MB), so later blocks come
+    from the heap, where they fragment across torch's threads' arenas and are never returned:
+    RSS grew by ~15 MB per 256 rows embedded (bench/bench_history_ingest.py). Fixed thresholds
+    keep large blocks in their own mappings, returned on free; results are unchanged (only where
+    memory comes from). A no-op where the C library has no `mallopt` (musl, macOS)."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    for param in (_M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD):
+        mallopt(param, _FIXED_THRESHOLD)
 
 
 def ingest_files(files: list[Path], url: str, make_embedder: Callable[[], Any],
@@ -382,6 +415,7 @@ def ingest_files(files: list[Path], url: str, make_embedder: Callable[[], Any],
     """Stream every file into the history at `url`. Raises `RowError` when a file is in neither
     format (its first readable line says so); everything else is counted in the summary."""
     summary = IngestSummary(files=[str(f) for f in files])
+    return_freed_memory()
     writer = _Writer(url, make_embedder, summary)
     try:
         for path in files:

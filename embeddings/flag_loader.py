@@ -1,0 +1,124 @@
+"""FlagEmbedding's `FlagModel` without the rest of the package: the same class, a third of the memory.
+
+Why: `import FlagEmbedding` runs the package's `__init__`, which imports every model family it
+ships (decoder-only embedders, rerankers, BGE-M3, fine-tuning helpers) and with them `peft`,
+`datasets` and friends; and `transformers` imports `sklearn.metrics` (+ scipy, pandas) at import
+time only for assisted generation's `roc_curve`. Measured on this project's venv (`/proc/self/status`
+VmRSS, one process): `import FlagEmbedding` after torch/transformers +223 MB, `sklearn.metrics`
++158 MB, while the encoder SchedMate uses needs neither. `schedmate history ingest` on a 1 GB file
+(bench/bench_history_ingest.py) went over its 500 MB budget on imports alone.
+
+What this does, and why embeddings stay bit-identical: it imports the very module that defines
+`FlagModel` (`FlagEmbedding.inference.embedder.encoder_only.base`, its class `BaseEmbedder`) with
+the package folders above it registered but their `__init__` not yet run. Nothing in the model,
+its tokenizer or its forward pass changes. Anyone in the process who later asks the package for
+another name (`from FlagEmbedding import BGEM3FlagModel`) gets it: the first missing attribute runs
+the real `__init__` (PEP 562 `__getattr__`). Likewise `roc_curve` in transformers' candidate
+generator is a stand-in that imports sklearn on its first call, so assisted generation behaves as
+before.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+from types import ModuleType
+from typing import Any
+
+__all__ = ["flag_model_class"]
+
+_FLAG_MODEL_MODULE = "FlagEmbedding.inference.embedder.encoder_only.base"
+_SHELLS = ("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.embedder",
+           "FlagEmbedding.inference.embedder.encoder_only")
+_LOCK = threading.Lock()
+
+
+def flag_model_class() -> type[Any]:
+    """FlagEmbedding's `FlagModel` (encoder-only `BaseEmbedder`), importing only what it needs."""
+    with _LOCK:
+        loaded = sys.modules.get(_FLAG_MODEL_MODULE)
+        if loaded is None:
+            _import_transformers_lean()
+            for name in _SHELLS:
+                if name not in sys.modules:
+                    _shell(name)
+            loaded = importlib.import_module(_FLAG_MODEL_MODULE)
+        cls: type[Any] = loaded.BaseEmbedder
+        return cls
+
+
+def _shell(name: str) -> ModuleType:
+    """Register package `name` (its `__path__`, so submodules import) without running its
+    `__init__`; the first attribute a shell lacks completes them all (`_complete_shells`)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{name} is not installed")
+    module = importlib.util.module_from_spec(spec)
+
+    def __getattr__(attr: str) -> Any:  # noqa: N807 -- PEP 562 module hook
+        if attr.startswith("__") and attr != "__all__":  # `import *` asks for __all__
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        _complete_shells()
+        if "__getattr__" in module.__dict__:  # this shell's own __init__ is still running
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        return getattr(module, attr)
+
+    module.__dict__["__getattr__"] = __getattr__
+    sys.modules[name] = module
+    parent, _, child = name.rpartition(".")
+    if parent and parent in sys.modules:
+        setattr(sys.modules[parent], child, module)
+    return module
+
+
+def _complete_shells() -> None:
+    """Run the real `__init__` of every shell, deepest first: the order in which a plain
+    `import FlagEmbedding` completes them (its modules import names from their parents)."""
+    for name in reversed(_SHELLS):
+        module = sys.modules.get(name)
+        if module is None or module.__dict__.pop("__getattr__", None) is None:
+            continue  # never a shell, or already completed (or completing)
+        spec = module.__spec__
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(module)
+
+
+# (transformers' availability flag, the modules that read it once at import, the package and the
+# names they import from it): loaded on first call instead
+_DEFERRED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
+    ("_sklearn_available", ("transformers.generation.candidate_generator",), "sklearn.metrics", "roc_curve"),
+    ("_scipy_available", ("transformers.loss.loss_for_object_detection", "transformers.loss.loss_deformable_detr",
+                          "transformers.loss.loss_grounding_dino", "transformers.loss.loss_rt_detr"),
+     "scipy.optimize", "linear_sum_assignment"),
+)
+
+
+def _import_transformers_lean() -> None:
+    """Import the transformers modules that pull sklearn (+158 MB) and scipy.optimize (+44 MB) at
+    import time with those imports deferred to their first call (see the module docstring)."""
+    import transformers.utils.import_utils as import_utils
+
+    for flag, modules, package, name in _DEFERRED:
+        if all(m in sys.modules for m in modules) or package in sys.modules:
+            continue
+        available = getattr(import_utils, flag)
+        setattr(import_utils, flag, False)  # read once, by each module's body
+        try:
+            loaded = [importlib.import_module(m) for m in modules]
+        finally:
+            setattr(import_utils, flag, available)
+        if available:
+            for module in loaded:
+                setattr(module, name, _on_first_call(package, name))
+
+
+def _on_first_call(package: str, name: str) -> Any:
+    """A stand-in for `package.name` that imports it when first called."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(package), name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
