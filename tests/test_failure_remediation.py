@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from schedmate.agents.failure.recovery import ALLOWED_ACTIONS, ActionKind
-from schedmate.agents.failure.remediation import KEYS, REMEDIES, remediate, remediation_for
+from schedmate.agents.failure.remediation import KEYS, REMEDIES, remediate, remediation_for, remedy_of
 from schedmate.agents.failure.remedy_signs import dist_for, is_local_module
 from schedmate.taxonomy import FailureCategory, FailureReason
 
@@ -19,12 +19,23 @@ PORT = ("RuntimeError: The server socket has failed to listen on any local netwo
 TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>', "    import flash_attn"]
 
 
-def test_every_reason_has_a_row_and_every_key_is_in_the_vocabulary() -> None:
-    assert set(REMEDIES) == set(FailureReason)
+def test_every_row_is_a_reason_and_every_key_is_in_the_vocabulary() -> None:
+    assert set(REMEDIES) <= set(FailureReason)
     for row in REMEDIES.values():
         assert {row.default, *row.fixes} <= set(KEYS)
     for key in KEYS:
         assert remediation_for(key).summary  # the table has advice for each key
+
+
+def test_a_reason_without_a_row_gives_no_advice_but_a_specific_line_still_decides(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a reason added to the taxonomy before its remediation row: `unknown`, never another reason's fix
+    monkeypatch.delitem(REMEDIES, R.PERMISSION_ERROR)
+    assert remedy_of(R.PERMISSION_ERROR).fixes == () and remedy_of(R.PERMISSION_ERROR).default == "unknown"
+    line = "PermissionError: [Errno 13] Permission denied: '/data/ckpt/model.pt'"
+    r = remediate(["step 10 loss 2.1", line], 1, R.PERMISSION_ERROR)
+    assert r.key == "unknown" and r.basis == "reason"
+    assert remediate([OOM], 0, R.PERMISSION_ERROR).key == "shrink_batch"  # step 1 needs no row
 
 
 def test_cuda_oom_proposes_a_smaller_batch_with_the_figures_from_the_line() -> None:

@@ -1,8 +1,9 @@
 """What to change after a failure: one remediation per reason, its values read from the located lines.
 
-`REMEDIES` is the table, one entry per `FailureReason` (a test checks none is missing): the fixes
-the reason may take, most specific first, and its default. `remediate` reads the root-cause line,
-then the failure's block and a few lines around it, with the detectors of `remedy_signs`:
+`REMEDIES` is the table, one row per `FailureReason` that has one: the fixes the reason may take,
+most specific first, and its default. A reason without a row (`remedy_of`) takes no reason-specific
+fix and defaults to `unknown`: a new reason gives no advice until it has a row, never a wrong one.
+`remediate` reads the root-cause line, then the failure's block and a few lines around it, with the detectors of `remedy_signs`:
 
 1. a *specific* line wins whatever the reason: a port in use, a CUDA OOM with its figures, `No
    module named`, a time limit, a shared-memory bus error (the line's own words are stronger
@@ -43,7 +44,7 @@ from schedmate.agents.failure.remedy_signs import (
 from schedmate.agents.failure.rules import clean_line
 from schedmate.taxonomy import FailureCategory, FailureReason
 
-__all__ = ["KEYS", "REMEDIES", "Remediation", "ReasonRemedy", "remediate", "remediation_for"]
+__all__ = ["KEYS", "REMEDIES", "Remediation", "ReasonRemedy", "remediate", "remediation_for", "remedy_of"]
 
 Who = Literal["owner", "operator", "owner+operator", "nobody"]
 KEYS: tuple[str, ...] = (
@@ -121,6 +122,12 @@ REMEDIES: dict[FailureReason, ReasonRemedy] = {
     _R.ARGUMENT_ERROR: ReasonRemedy((), "fix_code"),
     _R.HOST_OUT_OF_MEMORY: ReasonRemedy(("increase_shm",), "reduce_host_memory"),
 }
+_NO_ROW = ReasonRemedy((), "unknown")
+
+
+def remedy_of(reason: FailureReason) -> ReasonRemedy:
+    """The reason's row; a reason without one: no specific fix, `unknown` by default (no advice)."""
+    return REMEDIES.get(reason, _NO_ROW)
 
 
 def remediation_for(key: str, values: Values | None = None, lines: Sequence[int] = (),
@@ -163,7 +170,7 @@ def remediate(lines: Sequence[str | bytes], root: int, reason: FailureReason | N
             if (found := hit(kind, order[: 1 + max(0, root - min(block, root))])) is not None:
                 return _filled(kind, found[1], [found[0]], labelled, order, first_line, "line", text)
         return remediation_for("unknown", basis="none")
-    row = REMEDIES[reason]
+    row = remedy_of(reason)
     # 2a. a class error raised inside an installed package, or syntax newer than the interpreter: versions
     block_lines = [text[i] for i in range(min(block, root), root)]
     if reason in _API_REASONS and (api := api_mismatch(text[root], block_lines)) is not None:

@@ -73,7 +73,7 @@ def _one(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], pick: An
     vals_ok = [(pick(r) or {}).get("remediation") == lab["remediation"]
                and values_match(lab["values"], (pick(r) or {}).get("remediation_values") or {}) for r, lab in with_values]
     per_key: dict[str, dict[str, int]] = {}
-    for (r, lab), ok in zip(scored, keys_ok, strict=True):
+    for (_r, lab), ok in zip(scored, keys_ok, strict=True):
         e = per_key.setdefault(lab["remediation"], {"n": 0, "correct": 0})
         e["n"] += 1
         e["correct"] += int(ok)
@@ -86,7 +86,7 @@ def _one(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], pick: An
 def score_remediation(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]], systems: list[str]) -> dict[str, Any]:
     """Key and values accuracy of each system in `systems` that predicts a remediation, and the two
     baselines (module docstring), over the dev-set rows that have a remediation label."""
-    from schedmate.agents.failure.remediation import REMEDIES
+    from schedmate.agents.failure.remediation import remedy_of
     from schedmate.taxonomy import FailureReason
 
     out: dict[str, Any] = {}
@@ -102,7 +102,7 @@ def score_remediation(rows: list[dict[str, Any]], labels: dict[str, dict[str, An
         if p.get("remediation") == "none":
             return {"remediation": "none"}
         reason = p.get("reason")
-        return {"remediation": REMEDIES[FailureReason(reason)].default if reason else "unknown"}
+        return {"remediation": remedy_of(FailureReason(reason)).default if reason else "unknown"}
 
     if "locator+learned" in out:
         out["reason-default"] = _one(rows, labels, by_reason)
