@@ -390,8 +390,8 @@ def _draw(seed: int, job_id: str, attempt: int, gpus: int, p_infra: float) -> Fa
     else:
         other = {k: v for k, v in CATEGORY_WEIGHTS.items() if k != FailureCategory.INFRASTRUCTURE.value}
         category = _pick(other, unit_hash("category", seed, job_id, attempt))
-    idx = 1 if category == FailureCategory.INFRASTRUCTURE.value and gpus >= 8 else 0
-    weights = {r: float(v[idx]) for r, v in FAILURE_REASONS[category].items()}
+    big = category == FailureCategory.INFRASTRUCTURE.value and gpus >= 8
+    weights = {r: float(share if big else count) for r, (count, share, _) in FAILURE_REASONS[category].items()}
     reason = _pick(weights, unit_hash("reason", seed, job_id, attempt))
     assert category_of(reason).value == category
     return FailureDraw(category, reason, component_of(reason).value)

@@ -31,6 +31,7 @@ from schedmate.htmlreport import (
     write_html,
     write_markdown,
 )
+from schedmate.htmlreport.model import Tone
 from schedmate.htmlreport.plans import plan_steps
 
 __all__ = ["Change", "jct_change", "main_report", "write_main_html"]
@@ -111,7 +112,9 @@ def _arm_table(rows: Sequence[dict[str, Any]], ref: str, mine: Sequence[str], ca
     by = {r["arm"]: r for r in rows}
     ref_jct = (by.get(ref) or {}).get("mean_jct_mean")
     cols = ["arm", "mean JCT", f"vs {ref}", "mean wait", "p99 JCT", "makespan", "completed", "failed"]
-    out, hl, tones = [], set(), {}
+    out: list[list[Any]] = []
+    hl: set[int] = set()
+    tones: dict[tuple[int, int], Tone] = {}
     for i, r in enumerate(rows):
         jct = r.get("mean_jct_mean")
         rel = None if not ref_jct or jct is None else jct / ref_jct - 1
@@ -243,8 +246,9 @@ def main_report(out: Path, data: dict[str, Any]) -> Report:
             ["what", "count"], [[label, int(agents[k])] for k, label in AGENT_LABELS.items() if k in agents])]))
     if steps:
         rows = [[name, s.get("status"), f"{s.get('seconds', 0):.1f} s", s.get("error") or ""] for name, s in steps.items()]
-        tones = {(i, 1): ("good" if s.get("status") == "ok" else "bad") for i, s in enumerate(steps.values())}
-        sections.append(Section("Pipeline steps", [Table(["step", "status", "time", "error"], rows, tones=tones)]))
+        step_tones: dict[tuple[int, int], Tone] = {(i, 1): ("good" if s.get("status") == "ok" else "bad")
+                                                   for i, s in enumerate(steps.values())}
+        sections.append(Section("Pipeline steps", [Table(["step", "status", "time", "error"], rows, tones=step_tones)]))
     return Report(
         "SchedMate main job", _verdict(c1, c3, diag, steps), sections,
         subtitle="The whole pipeline on embedded defaults: Redis, MiniLM embeddings, the agents and the simulator.",

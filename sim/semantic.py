@@ -502,7 +502,8 @@ class SimulationInsights(SimulatedWorld):
         try:
             pool = self._search(art, exclude=job.job_id)
         except Exception as exc:  # noqa: BLE001 -- store/embedder down: SchedMate does not know
-            return self._failed("store_errors", exc)
+            self._failed("store_errors", exc)
+            return None
         # retrieval's own cost, measured the first time this artefact is matched and then reused
         # (with the cached extraction time), so a rerun charges the same measured latency
         lkey = f"{self._repo_hash(art)}:retrieval"
@@ -818,7 +819,8 @@ class SimulationInsights(SimulatedWorld):
         try:
             rec = self._run_tracker(made.text, made.event_line, self._log_path("track", h))
         except Exception as exc:  # noqa: BLE001 -- an agent failure is "no signal", not a crash
-            return self._failed("track_errors", exc)
+            self._failed("track_errors", exc)
+            return None
         self._cache.put("track", key, rec)
         return rec
 
@@ -859,7 +861,8 @@ class SimulationInsights(SimulatedWorld):
         try:
             data = path.read_bytes()
         except OSError as exc:  # a log that vanished is "no diagnosis", not a crash
-            return self._failed("diagnose_errors", exc)
+            self._failed("diagnose_errors", exc)
+            return None
         key = f"{content_hash(data)}:{self._modes['diagnose']}"
         rec = self._cache.get("diagnose", key)
         if rec is not None:
@@ -871,7 +874,8 @@ class SimulationInsights(SimulatedWorld):
         try:
             rec = self._run_handler(path, world)
         except Exception as exc:  # noqa: BLE001 -- an agent failure is "no diagnosis", not a crash
-            return self._failed("diagnose_errors", exc)
+            self._failed("diagnose_errors", exc)
+            return None
         self._cache.put("diagnose", key, rec)
         return rec
 

@@ -30,7 +30,7 @@ from schedmate.sim.artefacts import DEFAULT_RATIO, DEFAULT_VARIANTS, Artefact, p
 __all__ = ["artefact_workloads", "lucid_attributes"]
 
 
-def lucid_attributes(art: Artefact) -> dict[str, object]:
+def lucid_attributes(art: Artefact) -> dict[str, str | int]:
     cfg = art.config
     amp = 1 if str(getattr(cfg, "precision", "fp32")).lower() in ("bf16", "fp16", "amp", "mixed") else 0
     return {"model": art.key, "dataset": str(cfg.dataset), "batch_size": int(cfg.per_device_batch), "amp": amp}
@@ -48,7 +48,7 @@ def artefact_workloads(specs: Sequence[JobSpec], seed: int, *, gamma: float = 1.
             continue
         art = plan_artefact(spec, seed, ratio=ratio, variants=variants)
         attrs = lucid_attributes(art)
-        key = (str(attrs["model"]), str(attrs["dataset"]), int(attrs["batch_size"]), int(attrs["amp"]))  # type: ignore[arg-type]
+        key = (str(attrs["model"]), str(attrs["dataset"]), int(attrs["batch_size"]), int(attrs["amp"]))
         if key not in metrics:
             m = steady_metrics(art)
             metrics[key] = Metrics(m["speed"], m["gpu_util"], m["gmem_util"], m["gmem"])

@@ -306,7 +306,7 @@ class RunRow:
     seed: int
     gpus: int
     summary: Summary
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def flat(self) -> dict[str, Any]:
         """A CSV/JSON row: identifiers, then the summary, then `extra` (scalars only)."""
@@ -435,7 +435,7 @@ def write_experiment(
 
 
 def plot_lines(
-    path: Path, x: Sequence[float], series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str, title: str
+    path: Path, x: Sequence[float], series: Mapping[str, Sequence[float | None]], *, xlabel: str, ylabel: str, title: str
 ) -> Path:
     """A line per series over `x` (e.g. avg JCT against the detection rate); NaN points are gaps."""
     import matplotlib.pyplot as plt  # schedulers.plots already selected the Agg backend

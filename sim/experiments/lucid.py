@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -357,10 +358,11 @@ def run_lucid_experiment(
             first, first_table = workload_of(base, seed_list[0])
             first_interference = HeavyPairInterference.from_shared_data(first_table, setup.gamma)
 
-            def baseline(n: int, jobs: list[JobSpec] = first) -> Any:
+            def baseline(n: int, jobs: list[JobSpec] = first, trace: str = trace, table: Any = first_table,
+                         interference: Any = first_interference) -> Any:
                 say(f"{trace}: sizing with lucid on {n} GPUs")
-                return wait_stats(_simulate(jobs, n, Lucid(**setup.lucid_options(first_table, seed_list[0])),
-                                            first_interference, seed_list[0])).share
+                return wait_stats(_simulate(jobs, n, Lucid(**setup.lucid_options(table, seed_list[0])),
+                                            interference, seed_list[0])).share
 
             start = (start_gpus or {}).get(trace, 64 if trace == "synthetic" else 256)
             sizing = size_cluster(baseline, start_gpus=start)
@@ -384,7 +386,7 @@ def run_lucid_experiment(
                     rows.append(dataclasses.replace(next(r for r in reversed(rows) if r.arm == reuse and r.trace == trace and r.seed == seed), arm=arm))
                     continue
                 say(f"{trace} seed {seed}: {arm}")
-                policy = _arm_policy(arm, setup, seed_table, seed, lambda d, _j=jobs, _s=seed: make_source(_j, _s, d))
+                policy = _arm_policy(arm, setup, seed_table, seed, partial(make_source, jobs, seed))
                 result = _simulate(jobs, gpus, policy, interference, seed)
                 results[arm] = result
                 waits = wait_stats(result)
@@ -459,7 +461,7 @@ def _sweep_plots(out_dir: Path, rows: Sequence[RunRow], sweep: Sequence[float]) 
 def _summary_line(rows: Sequence[RunRow], details: Mapping[str, Any], n_seeds: int) -> str:
     parts = []
     for trace in dict.fromkeys(r.trace for r in rows):
-        def mean(arm: str, metric: str = "mean_jct") -> float:
+        def mean(arm: str, metric: str = "mean_jct", trace: str = trace) -> float:
             vals = [getattr(r.summary, metric) if metric != "mean_wait" else r.extra.get(metric, math.nan) for r in rows if r.trace == trace and r.arm == arm]
             return float(np.mean(vals)) if vals else math.nan
 

@@ -168,7 +168,7 @@ def make_policy(arm: str, cfg: SiaExperimentConfig, source: InsightSource | None
     if base == "sia+sm":
         if source is None:
             raise ValueError("the sia+sm arm needs an insight source")
-        return SiaSchedMate(source, advisor_latency_s=cfg.advisor_latency_s, profile_seconds=t_prof, **common)  # type: ignore[arg-type]
+        return SiaSchedMate(source, advisor_latency_s=cfg.advisor_latency_s, profile_seconds=t_prof, **common)
     raise BadInput(f"unknown arm {arm!r}: sia-fifo[+bf], sia-noprof, sia, sia+sm (optionally @t<seconds>)")
 
 
@@ -284,11 +284,11 @@ def summary_line(
 ) -> str:
     if not comparison:
         return f"Sia experiment: {len(rows)} runs, no Sia vs Sia+SM pair (source: {source})"
-    cuts = {m: np.mean([c[m] for c in comparison.values()]) for m in ("mean_jct", "p99_jct", "makespan")}
+    cuts = {m: float(np.mean([c[m] for c in comparison.values()])) for m in ("mean_jct", "p99_jct", "makespan")}
     wins = sum(c["mean_jct"] > 0 for c in comparison.values())
     boot = [r.extra.get("bootstrap_share", 0.0) for r in rows if r.arm == "sia+sm"]
     fifo = compare(rows, "sia-fifo", "sia")
-    fifo_txt = f"; Sia vs FIFO mean JCT {_change(np.mean([c['mean_jct'] for c in fifo.values()]), 0)}" if fifo else ""
+    fifo_txt = f"; Sia vs FIFO mean JCT {_change(float(np.mean([c['mean_jct'] for c in fifo.values()])), 0)}" if fifo else ""
     return (
         f"Sia+SM vs Sia (t_prof {cfg.t_prof:g} s, detection {cfg.detection_rate:g}, {len(cfg.seeds)} seeds, source: {source}): "
         f"mean JCT {_change(cuts['mean_jct'])} (lower on {wins}/{len(comparison)} workloads), "

@@ -518,11 +518,11 @@ def _policy(arm: str, setup: StandaloneSetup, source: Callable[[], InsightSource
     if arm == "oracle-srtf":
         return OracleSRTF(round_s=setup.round_s)
     if arm in ("tiresias+retry", "tiresias+fh"):
-        policy = TiresiasRecovery(threshold=setup.tiresias_threshold, round_seconds=setup.round_s)
-        policy.setup_recovery("retry" if arm.endswith("+retry") else "fh", None if source is None else source(),
-                              retry_s=setup.recovery_s, seed=seed, detection_rate=detection_rate)
-        policy.name = arm
-        return policy
+        recovering = TiresiasRecovery(threshold=setup.tiresias_threshold, round_seconds=setup.round_s)
+        recovering.setup_recovery("retry" if arm.endswith("+retry") else "fh", None if source is None else source(),
+                                  retry_s=setup.recovery_s, seed=seed, detection_rate=detection_rate)
+        recovering.name = arm
+        return recovering
     if arm == "schedmate-srpt+retry":
         config = StandaloneConfig(recovery_s=setup.recovery_s, detection_rate=detection_rate, seed=seed,
                                   backfill=setup.backfill, round_s=setup.round_s)
@@ -560,7 +560,7 @@ def _extra(result: SimResult, summary: Summary, policy: Policy, world: FailureWo
     }
     hit = [j for j in result.jobs if any(c.infrastructure for c in world.causes.get(j.job_id, ()))
            and j.end_time is not None]
-    out["mean_jct_infra_hit"] = float(np.mean([j.end_time - j.spec.submit_time for j in hit])) if hit else 0.0
+    out["mean_jct_infra_hit"] = float(np.mean([j.end_time - j.spec.submit_time for j in hit if j.end_time is not None])) if hit else 0.0
     if isinstance(policy, _Recovery):
         out["recovery"] = dict(policy.recovery_counts)
         if policy.recovery_source is not None:
@@ -598,7 +598,7 @@ class _Runner:
             path = _journal_path(self.make_source, jobs, seed, rate, f"{arm}|{tag}")
             journal = AdviceJournal(self.make_source(jobs, seed, rate), path)
             self.journals.append(journal)
-            return CauseDiagnosis(journal, world)  # type: ignore[arg-type]
+            return CauseDiagnosis(journal, world)
 
         self.say(f"{self.trace} seed {seed}: {arm}{' ' + tag if tag else ''}")
         policy = _policy(arm, self.setup, source if arm in SOURCE_ARMS else None, seed=seed, detection_rate=rate)
@@ -787,6 +787,8 @@ def _mean(rows: Sequence[RunRow], arm: str, metric: str = "mean_jct") -> float:
 
 def _metric(row: RunRow, metric: str) -> float:
     value = row.extra.get(metric) if metric in row.extra else getattr(row.summary, metric)
+    if value is None:
+        raise ValueError(f"run {row.arm} (seed {row.seed}) has no {metric}")
     return float(value)
 
 
