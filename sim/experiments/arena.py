@@ -167,7 +167,10 @@ def run_arena_adapter_experiment(
         for seed in cfg.seeds:
             specs = generate(cluster, seed, WorkloadSpec(n_jobs=cfg.n_jobs, load=cfg.load))
             for arm in cfg.arms:
-                policy = _policy(arm, seed, lambda: make_source(specs, seed, cfg.detection_rate))
+                def source(specs: Any = specs, seed: int = seed) -> Any:  # this iteration's trace and seed
+                    return make_source(specs, seed, cfg.detection_rate)
+
+                policy = _policy(arm, seed, source)
                 result = run_costed(specs, cluster, policy, policy.downtime, SimConfig(seed=seed, max_time=CAP_S))
                 summary = summarize(result)
                 extra = _extra(result, policy)

@@ -134,7 +134,10 @@ def run_ares_adapter_experiment(
             wl = generate_workload(seed, rho=rho, n_jobs=cfg.n_jobs, gpus=cfg.gpus)
             specs = give_user_lengths(wl.specs, seed, cfg.user_share, cfg.user_sigma)
             for arm in cfg.arms:
-                policy = _policy(arm, lambda: make_source(specs, seed, cfg.detection_rate))
+                def source(specs: Any = specs, seed: int = seed) -> Any:  # this iteration's trace and seed
+                    return make_source(specs, seed, cfg.detection_rate)
+
+                policy = _policy(arm, source)
                 result = Simulator(specs, cluster, policy, SimConfig(seed=seed, record_timeline=False)).run()
                 summary = summarize(result)
                 extra = _extra(result, policy, cfg.gpus)

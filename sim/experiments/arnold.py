@@ -207,7 +207,7 @@ def run_arnold_adapter_experiment(
         for arm in cfg.arms:
             world = FailureWorld.for_trace(jobs, seed, cfg.failures)
 
-            def source() -> Any:
+            def source(jobs: list[JobSpec] = jobs, seed: int = seed, world: FailureWorld = world) -> Any:
                 return CauseDiagnosis(make_source(jobs, seed, cfg.detection_rate), world)
 
             policy = _policy(arm, cfg, seed, source)

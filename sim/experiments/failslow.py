@@ -200,7 +200,7 @@ def _jct(jobs: Sequence[JobState]) -> dict[str, float]:
 
 def run_experiment(out: Path, *, seeds: int = 3, jobs: int = 400, nodes: int = 8) -> dict[str, Any]:
     cluster = ClusterSpec.parse(f"{nodes}x8")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for seed in range(seeds):
         specs = draw_jobs(jobs, seed, nodes=nodes)
         degr = draw_degradations(specs, seed, nodes=nodes)

@@ -220,7 +220,10 @@ def run_suika_adapter_experiment(
         specs = generate_trace(cfg.trace, seed)
         misfit = Misfit(cfg.misfit_sigma, seed)
         for arm in cfg.arms:
-            policy = _policy(arm, misfit, lambda: make_source(specs, seed, cfg.detection_rate))
+            def source(specs: Any = specs, seed: int = seed) -> Any:  # this iteration's trace and seed
+                return make_source(specs, seed, cfg.detection_rate)
+
+            policy = _policy(arm, misfit, source)
             result = simulate(specs, cluster, policy, SimConfig(seed=seed, restart_cost=0.0, restart_cost_large=0.0))
             summary = summarize(result)
             extra = _extra(policy)

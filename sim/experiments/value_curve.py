@@ -267,22 +267,31 @@ def run_value_curve(case: str, out: Path, *, seeds: int = 1, quick: bool = False
             metrics_of = _lucid_metrics(seed)
         fixed_arms = [*spec.baselines, *([spec.oracle] if spec.oracle else [])]
         say(f"{case} seed {seed}: baselines {', '.join(fixed_arms)}")
-        b = cached(f"seed{seed}|baselines", lambda: run(fixed_arms, noisy_oracle_source(0.0, 1.0), 1.0, seed))
-        for a, v in b.items():
-            base.setdefault(a, []).append(v)
+        def baselines_run(arms: list[str] = fixed_arms, seed: int = seed) -> dict[str, float]:
+            return run(arms, noisy_oracle_source(0.0, 1.0), 1.0, seed)
+
+        b = cached(f"seed{seed}|baselines", baselines_run)
+        for a, mean_jct in b.items():
+            base.setdefault(a, []).append(mean_jct)
         for c in cov:
             if not spec.sigma_axis:
                 say(f"{case} seed {seed}: coverage {c:g}")
-                v = cached(f"seed{seed}|cov{c:g}", lambda: run([spec.arm], noisy_oracle_source(0.0, c), c, seed))
+                def coverage_run(c: float = c, seed: int = seed) -> dict[str, float]:
+                    return run([spec.arm], noisy_oracle_source(0.0, c), c, seed)
+
+                v = cached(f"seed{seed}|cov{c:g}", coverage_run)
             for s in sig:
                 if spec.sigma_axis:
                     say(f"{case} seed {seed}: sigma {s:g} coverage {c:g}")
                     make = noisy_oracle_source(s, c, metrics_of=metrics_of)
-                    v = cached(f"seed{seed}|s{s:g}|c{c:g}", lambda: run([spec.arm], make, 1.0, seed))
+                    def sigma_run(make: Any = make, seed: int = seed) -> dict[str, float]:
+                        return run([spec.arm], make, 1.0, seed)
+
+                    v = cached(f"seed{seed}|s{s:g}|c{c:g}", sigma_run)
                 per_point.setdefault((s, c), []).append(v[spec.arm])
                 if jobs_of is not None:
                     quality.setdefault((s, c), []).append(source_quality(jobs_of(seed), seed, s, c))
-    points = []
+    points: list[dict[str, Any]] = []
     for (s, c), vals in sorted(per_point.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         q = quality.get((s, c), [])
         med = [m for m, _ in q if m is not None]
