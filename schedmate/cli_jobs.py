@@ -370,41 +370,23 @@ def advise(
 
 
 def _track_summary(result: Any) -> dict[str, Any]:
-    """Step time (newest, steady), loss, throughput and the slowdown against the earlier regime."""
-    if not result:
-        return {"signal": False, "reason": getattr(result, "reason", "no progress lines")}
-    st, loss, tp = result.step_time, result.loss, result.throughput
-    out: dict[str, Any] = {"signal": True, "method": result.method, "confidence": round(result.confidence, 3),
-                           "step_time_s": st.value if st else None, "last_step_time_s": st.last if st else None,
-                           "loss": loss.value if loss else None,
-                           "throughput": tp.value if tp else (result.steps_per_s if st else None),
-                           "throughput_unit": tp.unit if tp else ("steps/s" if st else None),
-                           "newest_line": None, "slowdown": None, "earlier_step_time_s": None, "regime_since_line": None}
-    newest = [s.lineno for e in (st, loss, tp) if e for s in e.lines if s.lineno is not None]
-    out["newest_line"] = max(newest) if newest else None
-    if st is not None and st.superseded and not st.derived:
-        values = {id(g.line): g.extraction.step_time_s for g in result.lines}
-        earlier = sorted(v for s in st.superseded if (v := values.get(id(s))) is not None)
-        if earlier:
-            before = earlier[len(earlier) // 2]
-            out["earlier_step_time_s"] = before
-            out["slowdown"] = round(st.value / before, 3) if before > 0 else None
-            linenos = [s.lineno for s in (*st.lines, *st.dropped) if s.lineno is not None]
-            out["regime_since_line"] = min(linenos) if linenos else None
-    return out
+    """The tracker's `TrackResult` (agents/tracker/wire.py: what the service and the chat answer too) as JSON."""
+    from schedmate.agents.tracker.wire import track_result_of
+
+    return track_result_of(result).model_dump(mode="json")
 
 
 def _render_track(path: Path, s: dict[str, Any], *, stamp: str = "") -> None:
     for n in s.get("notes") or []:  # how the log was read (decompressed, decoded, a capped line)
         console.print(f"note: {n}", markup=False, highlight=False)
     if not s["signal"]:
-        console.print(f"{stamp}{path}: no progress signal ({s['reason']})", markup=False, highlight=False)
+        console.print(f"{stamp}{path}: no progress signal ({s['note']})", markup=False, highlight=False)
         return
-    parts = [f"step time {_num(s['last_step_time_s'])} s (newest), {_num(s['step_time_s'])} s (steady)"
-             if s["step_time_s"] is not None else "step time -"]
-    parts.append(f"loss {_num(s['loss'])}")
-    if s["throughput"] is not None:
-        parts.append(f"throughput {_num(s['throughput'])} {s['throughput_unit']}")
+    st, loss, tp = s["step_time"], s["loss"], s["throughput"]
+    parts = [f"step time {_num(st['last'])} s (newest), {_num(st['value'])} s (steady)" if st else "step time -"]
+    parts.append(f"loss {_num(loss['value'] if loss else None)}")
+    if tp or s["steps_per_s"] is not None:
+        parts.append(f"throughput {_num(tp['value'])} {tp['unit']}" if tp else f"throughput {_num(s['steps_per_s'])} steps/s")
     line = f"{escape(stamp)}[bold]{escape(path.name)}[/] line {s['newest_line']}: " + "; ".join(parts)
     ratio = s.get("slowdown")
     if ratio is not None:
@@ -493,7 +475,7 @@ def track(
             _follow(log, tracker, interval, timeout, as_json)
             return
         summary = _track_summary(tracker.observe(view.path))
-        summary["notes"] = view.notes + list(summary.get("notes") or [])
+        summary["notes"] = view.notes + summary["notes"]
     _print_json(summary) if as_json else _render_track(log, summary)
 
 

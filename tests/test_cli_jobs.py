@@ -150,10 +150,10 @@ def test_track_reads_step_time_loss_throughput_and_the_slowdown_without_a_model(
     got = run_json(["track", str(log)])
     assert got["signal"] is True and got["method"] == "regex"
     assert got["newest_line"] == 42
-    assert got["last_step_time_s"] == pytest.approx((700 + 40 % 3) / 1000)
-    assert got["step_time_s"] == pytest.approx(0.701, abs=0.002)
-    assert got["loss"] == pytest.approx(5.0 - 0.05 * 40)
-    assert got["throughput_unit"] == "steps/s" and got["throughput"] == pytest.approx(1 / got["step_time_s"])
+    assert got["step_time"]["last"] == pytest.approx((700 + 40 % 3) / 1000)
+    assert got["step_time"]["value"] == pytest.approx(0.701, abs=0.002)
+    assert got["loss"]["value"] == pytest.approx(5.0 - 0.05 * 40) and 42 in got["loss"]["lines"]
+    assert got["throughput"] is None and got["steps_per_s"] == pytest.approx(1 / got["step_time"]["value"])
     assert got["earlier_step_time_s"] == pytest.approx(0.421, abs=0.002)
     assert got["slowdown"] == pytest.approx(0.701 / 0.421, rel=0.01)
     assert got["regime_since_line"] == 2 + 26  # the first 700 ms line
@@ -164,11 +164,11 @@ def test_track_reads_step_time_loss_throughput_and_the_slowdown_without_a_model(
 
 def test_track_steady_log_has_no_slowdown_and_a_log_without_progress_says_so(tmp_path, no_models):
     steady = run_json(["track", str(training_log(tmp_path / "steady.log", fast=20, slow=0))])
-    assert steady["slowdown"] is None and steady["step_time_s"] == pytest.approx(0.421, abs=0.002)
+    assert steady["slowdown"] is None and steady["step_time"]["value"] == pytest.approx(0.421, abs=0.002)
     quiet = tmp_path / "quiet.log"
     quiet.write_text("INFO loading data\nINFO building model\n")
     got = run_json(["track", str(quiet)])
-    assert got["signal"] is False and got["reason"]
+    assert got["signal"] is False and got["note"]
 
 
 def test_track_follow_sees_lines_appended_by_another_thread(tmp_path, no_models):
@@ -187,8 +187,8 @@ def test_track_follow_sees_lines_appended_by_another_thread(tmp_path, no_models)
     writer.join()
     assert result.exit_code == 0, result.output
     updates = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    assert updates[0]["update"] == 1 and updates[0]["step_time_s"] == pytest.approx(0.421, abs=0.002)
-    assert updates[-1]["newest_line"] == 27 and updates[-1]["last_step_time_s"] == pytest.approx(0.901, abs=0.002)
+    assert updates[0]["update"] == 1 and updates[0]["step_time"]["value"] == pytest.approx(0.421, abs=0.002)
+    assert updates[-1]["newest_line"] == 27 and updates[-1]["step_time"]["last"] == pytest.approx(0.901, abs=0.002)
     assert updates[-1]["slowdown"] == pytest.approx(0.901 / 0.421, rel=0.02)
 
 

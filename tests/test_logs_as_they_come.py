@@ -122,7 +122,7 @@ def test_cli_track_reads_a_gzipped_log(tmp_path: Path, monkeypatch: Any) -> None
     res = runner.invoke(app, ["track", str(f), "--json"])
     assert res.exit_code == 0, res.output
     got = json.loads(res.stdout)
-    assert got["signal"] is True and got["step_time_s"] == pytest.approx(0.5)
+    assert got["signal"] is True and got["step_time"]["value"] == pytest.approx(0.5)
     assert got["notes"] == ["log read gzip-decompressed and decoded from utf-16"]
 
 

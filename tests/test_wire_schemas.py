@@ -86,10 +86,10 @@ def test_the_json_schema_is_stable(model: type[Any], snapshot: str) -> None:
 
 
 def test_a_diagnosis_survives_its_own_json() -> None:
-    from schedmate.agents.failure.recovery import RecoveryPlan, RunDiagnostic
+    from schedmate.agents.failure.recovery import Diagnostic, RecoveryPlan, RunDiagnostic
 
     plan = RecoveryPlan(job_id="j1", category=None, component=None,
-                        actions=(RunDiagnostic(diagnostic="dcgm-diag", node="n1"),))  # type: ignore[arg-type]
+                        actions=(RunDiagnostic(diagnostic=Diagnostic.DCGM_DIAG, node="n1"),))
     d = Diagnosis(status="failure_found", line=7, category="infrastructure", reason_code="ECCError", plan=plan)
     assert Diagnosis.model_validate_json(d.model_dump_json()) == d
     assert d.plan_steps == ["Run `dcgm-diag` on node `n1`: DCGM GPU diagnostic (`dcgmi diag -r 3`)."]
@@ -191,13 +191,20 @@ def test_the_chat_reads_the_services_diagnosis_without_its_envelope(core: Any, l
     assert chat.plan_steps == [] and chat.plan_notes  # a script failure: no action, a note saying who must act
 
 
-def test_the_service_and_the_chat_read_the_same_track_result_with_the_logs_line_numbers(core: Any, log: Path) -> None:
+def test_the_cli_the_service_and_the_chat_read_the_same_track_result_with_the_logs_line_numbers(
+        core: Any, log: Path) -> None:
+    from schedmate.cli import app
     from schedmate.deploy.service.chat_route import CoreBackend
 
+    result = CliRunner().invoke(app, ["track", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+    cli = TrackResult.model_validate_json(result.stdout)
     service = TrackResult.model_validate(_post(core, "/v1/track", {"log": str(log)}))
     chat = CoreBackend(core).metrics(log)
     assert service.signal and service.step_time is not None and service.loss is not None
-    assert chat == service
+    assert chat == service == cli
+    assert cli.step_time is not None and cli.steps_per_s == pytest.approx(1 / cli.step_time.value)
+    assert cli.newest_line == PROGRESS  # the newest progress line, counted from 1
     text = log.read_text().splitlines()
     for metric, word in ((service.step_time, "time: 0.250s"), (service.loss, "loss=")):
         assert metric.lines and all(word in text[n - 1] for n in metric.lines)  # line n is the file's n-th line

@@ -38,7 +38,6 @@ from schedmate.deploy.service.models import (
     JobEndRequest,
     JobRegisterRequest,
     MatchOut,
-    MetricOut,
     ResolveFailureRequest,
     ResolveFailureResponse,
     SimilarFailuresRequest,
@@ -289,8 +288,9 @@ class ServiceCore:
 
     def _track_read(self, path: Path, req: TrackRequest) -> TrackResponse:
         from schedmate.agents.tracker.tracker import NoSignal
+        from schedmate.agents.tracker.wire import track_result_of  # the one conversion (1-based lines)
 
-        out = TrackResponse()
+        split: dict[str, Any] = {}
         with self._lock:
             if req.job_id is None and req.split_at is None:
                 result = self._tracker.observe(path)
@@ -299,21 +299,17 @@ class ServiceCore:
                 if req.split_at is not None:
                     cmp = self._registry.throughput_before_after(key, req.split_at,
                                                                  min_after_lines=req.min_after_lines)
-                    out.before = cmp.before.value if cmp.before else None
-                    out.after = cmp.after.value if cmp.after else None
-                    out.ratio, out.unit, out.note = cmp.ratio, cmp.unit, cmp.reason
+                    split = {"before": cmp.before.value if cmp.before else None,
+                             "after": cmp.after.value if cmp.after else None,
+                             "ratio": cmp.ratio, "unit": cmp.unit, "note": cmp.reason}
                     result = self._registry.report(key, poll=False)
                 else:
                     result = self._registry.report(key)
-        out.llm_status = result.llm_status
+        out = TrackResponse(**{**dict(track_result_of(result)), **split})
         if result.llm_fallback:
             out.degraded.append(f"LLM {result.llm_status} ({result.llm_error or 'no detail'}): regex only")
         if isinstance(result, NoSignal) or not result:
             return _default(out, f"no progress signal in the log: {result.reason}")  # type: ignore[union-attr]
-        out.signal = True
-        out.step_time, out.loss, out.throughput = (_metric(result.step_time), _metric(result.loss),
-                                                   _metric(result.throughput))
-        out.confidence, out.method = round(result.confidence, 4), result.method
         return out
 
     def _tail(self, key: str, path: Path) -> str:
@@ -486,12 +482,6 @@ def _status(record: Any) -> str | None:
 
 def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
-
-
-def _metric(est: Any) -> MetricOut | None:
-    from schedmate.agents.tracker.wire import metric_of  # the one conversion (1-based lines)
-
-    return metric_of(est)
 
 
 def _diagnosis(d: Any) -> DiagnoseResponse:
