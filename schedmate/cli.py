@@ -23,6 +23,7 @@ from typer.core import TyperGroup
 
 from schedmate.schedulers.registry import BUILTIN as POLICY_NAMES  # names only: imports no policy
 
+from .cli_experiment import register as register_experiment_commands
 from .cli_jobs import register_job_commands
 from .config import shared_data_dir
 from .errors import BadInput, DependencyUnavailable, NotFound, SchedMateError
@@ -975,6 +976,9 @@ def experiment_suika(
     with ray_points(ray_address) as map_points:
         doc = run_suika_experiment(out, tuple(range(first_seed, first_seed + seeds)), quick, map_points=map_points)
     console.print(f"{_criteria_line(doc)}; wrote {out}/suika.json")
+
+
+register_experiment_commands(experiment_app)  # the adapter experiments and the fail-slow check (cli_experiment.py)
 
 
 def _agent_counts(stats: dict[str, Any]) -> str:

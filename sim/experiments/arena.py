@@ -1,6 +1,6 @@
 """Arena alone vs Arena+SchedMate: throughput models bootstrapped from similar finished jobs.
 
-    python -m schedmate.sim.experiments.arena OUT_DIR [--quick] [--seeds 0,1,2]
+    schedmate experiment arena-adapter --out OUT_DIR [--quick] [--seeds 3]
         [--clusters R2,R1] [--jobs 240] [--load 1.3] [--detection-rate 1] [--no-precomputed]
 
 Workload: Arena's §6 trace (`schedulers.arena.workload.generate`: LM jobs over 6 h, offered load
@@ -28,10 +28,8 @@ bound on what matching gives, not a SchedMate result). `--quick`: R2 only, 3 see
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +57,7 @@ from schedmate.sim.experiments.common import (
     write_experiment,
 )
 
-__all__ = ["ARMS", "ArenaAdapterConfig", "DeclaredModelMatches", "belief_error", "main", "run_arena_adapter_experiment"]
+__all__ = ["ARMS", "ArenaAdapterConfig", "DeclaredModelMatches", "belief_error", "run_arena_adapter_experiment"]
 
 ALONE, SM, SM_MEASURED, EXACT = "arena", "arena+sm", "arena+sm-measured", "arena-exact"
 ARMS = (ALONE, SM, SM_MEASURED, EXACT)
@@ -208,40 +206,3 @@ def summary_line(comparisons: dict[str, dict[str, dict[str, float]]], cfg: Arena
              f"{c['est_err_prior_same_jobs']:.3f} (profiled) -> {c['est_err_bootstrapped']:.3f} (bootstrapped)"
              for arm, comparison in comparisons.items() for t, c in comparison.items()]
     return f"vs Arena ({len(cfg.seeds)} seeds, load {cfg.load:g}, {cfg.n_jobs} jobs): " + "; ".join(parts)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.arena", description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--quick", action="store_true", help="R2 only, no plots")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--clusters", default=None, help="R2,R1 (quick: R2)")
-    ap.add_argument("--jobs", type=int, default=240)
-    ap.add_argument("--load", type=float, default=1.3)
-    ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--history", type=int, default=500)
-    ap.add_argument("--no-precomputed", action="store_true", help="do not save/replay insights under OUT/insights")
-    ap.add_argument("--source", choices=("agents", "declared-model"), default="agents",
-                    help="agents: SemanticSources (reported); declared-model: reference matching (an upper bound)")
-    args = ap.parse_args(argv)
-    base = ArenaAdapterConfig.quick() if args.quick else ArenaAdapterConfig()
-    cfg = replace(base, seeds=tuple(int(s) for s in args.seeds.split(",")), n_jobs=args.jobs, load=args.load,
-                  detection_rate=args.detection_rate,
-                  clusters=tuple(args.clusters.split(",")) if args.clusters else base.clusters)
-    if args.source == "declared-model":
-        result = run_arena_adapter_experiment(args.out_dir, make_source=DeclaredModelMatches.make, config=cfg,
-                                              progress=lambda s: print(s, flush=True))
-        print(result.summary)
-        return 0
-    from schedmate.sim.experiments.sources import SemanticSources
-
-    with SemanticSources(cache_dir=args.out_dir / "cache", history=args.history,
-                         precomputed=None if args.no_precomputed else args.out_dir / "insights") as make:
-        result = run_arena_adapter_experiment(args.out_dir, make_source=make, config=cfg,
-                                              progress=lambda s: print(s, flush=True))
-    print(result.summary)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

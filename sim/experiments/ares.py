@@ -1,6 +1,6 @@
 """Ares alone vs Ares+SchedMate: job lengths from the advisor when the user gives none.
 
-    python -m schedmate.sim.experiments.ares OUT_DIR [--quick] [--seeds 0,1,2]
+    schedmate experiment ares-adapter --out OUT_DIR [--quick] [--seeds 3]
         [--user-share 0.3] [--rhos 1,2] [--detection-rate 1] [--no-precomputed]
 
 Workload: the Ares spec's §6.1 trace (`schedulers.ares.workload.generate_workload`: 160 jobs,
@@ -26,9 +26,7 @@ R-scal-aligned reference (`unfair_fraction`, `worst_ftf`, `mean_ftf`). Writes `a
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -49,7 +47,7 @@ from schedmate.schedulers.policy import Policy
 from schedmate.sim.artefacts import unit_hash
 from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 
-__all__ = ["ARMS", "AresAdapterConfig", "give_user_lengths", "main", "run_ares_adapter_experiment"]
+__all__ = ["ARMS", "AresAdapterConfig", "give_user_lengths", "run_ares_adapter_experiment"]
 
 ALONE, SM, ORACLE = "ares", "ares+sm", "ares-oracle"
 ARMS = (ALONE, SM, ORACLE)
@@ -184,32 +182,3 @@ def summary_line(comparison: dict[str, dict[str, float]], cfg: AresAdapterConfig
              f"unfair {c[f'{ALONE}_unfair']:.3f} -> {c[f'{SM}_unfair']:.3f}" for t, c in comparison.items()]
     return (f"Ares+SM vs Ares (user lengths for {cfg.user_share:.0%} of jobs, {len(cfg.seeds)} seeds, source: "
             f"{' | '.join(names)}): " + "; ".join(parts))
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.ares", description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--quick", action="store_true", help="rho = 1 only, no plots")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--rhos", default=None, help="offered loads (default 1,2; quick: 1)")
-    ap.add_argument("--user-share", type=float, default=0.3)
-    ap.add_argument("--user-sigma", type=float, default=0.0)
-    ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--history", type=int, default=500)
-    ap.add_argument("--no-precomputed", action="store_true", help="do not save/replay insights under OUT/insights")
-    args = ap.parse_args(argv)
-    base = AresAdapterConfig.quick() if args.quick else AresAdapterConfig()
-    cfg = replace(base, seeds=tuple(int(s) for s in args.seeds.split(",")), user_share=args.user_share,
-                  user_sigma=args.user_sigma, detection_rate=args.detection_rate,
-                  rhos=tuple(float(r) for r in args.rhos.split(",")) if args.rhos else base.rhos)
-    from schedmate.sim.experiments.sources import SemanticSources
-
-    with SemanticSources(cache_dir=args.out_dir / "cache", history=args.history,
-                         precomputed=None if args.no_precomputed else args.out_dir / "insights") as make:
-        result = run_ares_adapter_experiment(args.out_dir, make_source=make, config=cfg, progress=lambda s: print(s, flush=True))
-    print(result.summary)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Arnold alone vs Arnold+SchedMate under infrastructure failures: cordon and re-place.
 
-    python -m schedmate.sim.experiments.arnold OUT_DIR [--quick] [--seeds 0,1,2]
+    schedmate experiment arnold-adapter --out OUT_DIR [--quick] [--seeds 3]
         [--detection-rate 1] [--infra-share 0.11]
 
 Workload (`failure_trace`): an Arnold cluster of `minipods` × `nodes_per_minipod` 8-GPU nodes
@@ -28,11 +28,9 @@ on an already-faulty node; failed attempts beyond each job's first). `--quick`: 
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +47,7 @@ from schedmate.schedulers.policy import Policy
 from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 from schedmate.sim.failures import CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld, inject_failures
 
-__all__ = ["ARMS", "ArnoldAdapterConfig", "DiagnosisSources", "FailureWorkload", "failure_trace", "main", "run_arnold_adapter_experiment"]
+__all__ = ["ARMS", "ArnoldAdapterConfig", "DiagnosisSources", "FailureWorkload", "failure_trace", "run_arnold_adapter_experiment"]
 
 ALONE, SM = "arnold", "arnold+sm"
 ARMS = (ALONE, SM)
@@ -265,24 +263,3 @@ def summary_line(c: dict[str, dict[str, float]], cfg: ArnoldAdapterConfig, sourc
             f"mean JCT {pair('mean_jct', H, ' h')}, LPJ JCT {pair('lpj_mean_jct', H, ' h')}, "
             f"wasted {pair('wasted_gpu_hours', fmt='.0f')} GPU-h, failed-run GPU-h {pair('failed_run_gpu_hours', fmt='.0f')}, "
             f"faulty-node failures {pair('repeated_faulty_failures', fmt='.1f')}, repeat failures {pair('repeat_failures', fmt='.1f')}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.arnold", description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--quick", action="store_true", help="a 12 h span with 3 LPJs, no plots")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--infra-share", type=float, default=FailureModel.infra_share)
-    args = ap.parse_args(argv)
-    base = ArnoldAdapterConfig.quick() if args.quick else ArnoldAdapterConfig()
-    cfg = replace(base, seeds=tuple(int(s) for s in args.seeds.split(",")), detection_rate=args.detection_rate,
-                  failures=replace(base.failures, infra_share=args.infra_share))
-    with DiagnosisSources(cache_dir=args.out_dir / "cache") as make:
-        result = run_arnold_adapter_experiment(args.out_dir, make_source=make, config=cfg, progress=lambda s: print(s, flush=True))
-    print(result.summary)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

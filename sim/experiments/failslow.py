@@ -1,7 +1,7 @@
 """Fail-slow in the simulator: nodes that degrade (a throttling GPU, a bad NIC) and the standalone
 SchedMate-SJF with and without acting on the fail-slow detector.
 
-    .venv/bin/python -m schedmate.sim.experiments.failslow OUT [--seeds 3] [--jobs 400]
+    schedmate experiment failslow --out OUT [--seeds 3] [--jobs 400]
 
 **The world** (`DegradedWorld`, a policy wrapper, so the engine is unchanged): during a
 degradation `(node, start, end, factor)` every job with GPUs on that node runs at `factor` x its
@@ -22,7 +22,6 @@ fail-slow counters (detections, migrations, requeues, cordons).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import zlib
@@ -230,17 +229,3 @@ def run_experiment(out: Path, *, seeds: int = 3, jobs: int = 400, nodes: int = 8
                               f"{agg['sjf+failslow']['detected']:.1f} detections, {agg['sjf+failslow']['migrated']:.1f} "
                               f"migrations, {agg['sjf+failslow']['requeued']:.1f} requeues")
     return report
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description="Fail-slow: SJF with and without the detector, degraded nodes.")
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--jobs", type=int, default=400)
-    ap.add_argument("--nodes", type=int, default=8)
-    args = ap.parse_args()
-    print(run_experiment(args.out, seeds=args.seeds, jobs=args.jobs, nodes=args.nodes)["summary_line"])
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Suika alone vs Suika+SchedMate: iteration-time models corrected from similar finished jobs.
 
-    python -m schedmate.sim.experiments.suika OUT_DIR [--quick] [--seeds 0,1,2]
+    schedmate experiment suika-adapter --out OUT_DIR [--quick] [--seeds 3]
         [--misfit-sigma 0.4] [--detection-rate 1] [--no-precomputed]
 
 **The world.** Suika's analytic model assumes every model's code reaches MFU 0.45; here each
@@ -25,8 +25,6 @@ Writes `suika-adapter.json`/`.csv`.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -44,7 +42,6 @@ from schedmate.schedulers.suika.model import Coeffs, Hardware, Plan, coeffs_for,
 from schedmate.schedulers.suika.policy import ElasticPolicy, SuikaJob
 from schedmate.schedulers.suika.timing import cluster_for
 from schedmate.schedulers.suika.workload import TraceConfig, generate_trace
-from schedmate.sim.experiments.arena import DeclaredModelMatches
 from schedmate.sim.experiments.common import (
     ExperimentResult,
     MakeSource,
@@ -55,7 +52,7 @@ from schedmate.sim.experiments.common import (
     write_experiment,
 )
 
-__all__ = ["ARMS", "Misfit", "MisfitWorld", "SuikaAdapterConfig", "main", "run_suika_adapter_experiment"]
+__all__ = ["ARMS", "Misfit", "MisfitWorld", "SuikaAdapterConfig", "run_suika_adapter_experiment"]
 
 ALONE, SM, EXACT = "suika", "suika+sm", "suika-exact"
 ARMS = (ALONE, SM, EXACT)
@@ -260,37 +257,3 @@ def summary_line(comparison: dict[str, dict[str, float]], cfg: SuikaAdapterConfi
              f"doubling-speedup error {c['est_err_speedup_prior_same_jobs']:.3f} -> {c['est_err_speedup_corrected']:.3f}"
              for t, c in comparison.items()]
     return (f"Suika+SM vs Suika ({len(cfg.seeds)} seeds, model misfit sigma {cfg.misfit_sigma:g}): " + "; ".join(parts))
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.suika", description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--quick", action="store_true", help="60 jobs over 4 h, no plots")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--misfit-sigma", type=float, default=0.4)
-    ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--history", type=int, default=500)
-    ap.add_argument("--no-precomputed", action="store_true", help="do not save/replay insights under OUT/insights")
-    ap.add_argument("--source", choices=("agents", "declared-model"), default="agents",
-                    help="agents: SemanticSources (reported); declared-model: reference matching (an upper bound)")
-    args = ap.parse_args(argv)
-    base = SuikaAdapterConfig.quick() if args.quick else SuikaAdapterConfig()
-    cfg = replace(base, seeds=tuple(int(s) for s in args.seeds.split(",")), misfit_sigma=args.misfit_sigma,
-                  detection_rate=args.detection_rate)
-    if args.source == "declared-model":
-        result = run_suika_adapter_experiment(args.out_dir, make_source=DeclaredModelMatches.make, config=cfg,
-                                              progress=lambda s: print(s, flush=True))
-        print(result.summary)
-        return 0
-    from schedmate.sim.experiments.sources import SemanticSources
-
-    with SemanticSources(cache_dir=args.out_dir / "cache", history=args.history,
-                         precomputed=None if args.no_precomputed else args.out_dir / "insights") as make:
-        result = run_suika_adapter_experiment(args.out_dir, make_source=make, config=cfg,
-                                              progress=lambda s: print(s, flush=True))
-    print(result.summary)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,7 +43,6 @@ Runs are cached per (case, seed, point) in `out/cache/` (JSON), so a rerun reuse
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -426,23 +425,3 @@ def plot_value_curve(doc: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=CASES, default="standalone")
-    ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--real", type=Path, default=None)
-    ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args(argv)
-    out = args.out or Path(f"results/value-curve-{args.case}")
-    doc = run_value_curve(args.case, out, seeds=args.seeds, quick=args.quick, real=args.real,
-                          progress=lambda m: print(m, flush=True))
-    print(doc["summary"])
-    print(f"  wrote {out / 'value_curve.json'}, .csv, .png ({doc['wall_seconds']} s)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
