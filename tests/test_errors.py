@@ -32,6 +32,7 @@ def _named_errors() -> dict[str, tuple[type, type]]:
     from schedmate.agents.failure.similar import UnknownFailure
     from schedmate.cli_checks import CliInputError
     from schedmate.cli_jobs import UserError
+    from schedmate.deploy.ray.executor import UnsupportedDecision
     from schedmate.deploy.service.client import ServiceError
     from schedmate.deploy.service.config import PathRefused, ServiceConfigError
     from schedmate.deploy.service.core import DependencyDown, InputError
@@ -67,6 +68,7 @@ def _named_errors() -> dict[str, tuple[type, type]]:
         "ScontrolError": (ScontrolError, DependencyUnavailable), "SlurmStartError": (SlurmStartError, DependencyUnavailable),
         "DependencyDown": (DependencyDown, DependencyUnavailable), "ChatUnavailable": (ChatUnavailable, DependencyUnavailable),
         "QueueFull": (QueueFull, Overloaded), "CallTimeout": (CallTimeout, TimedOut),
+        "UnsupportedDecision": (UnsupportedDecision, Unsupported),
     }  # fmt: skip
 
 

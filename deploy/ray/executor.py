@@ -41,7 +41,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from schedmate.deploy.ray.cluster import RayConfig
-from schedmate.errors import BadInput
+from schedmate.errors import BadInput, Unsupported
 from schedmate.schedulers.cluster import ClusterSpec, NodeSpec
 from schedmate.schedulers.decisions import Decision, Preempt, Refresh, Start
 from schedmate.schedulers.job import JobSpec, JobState, Phase, Placement
@@ -55,7 +55,7 @@ __all__ = ["ExecEvent", "ExecResult", "ExecutorConfig", "ExecutorStalled", "RayE
 _JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class UnsupportedDecision(RuntimeError):
+class UnsupportedDecision(Unsupported):
     """The policy asked for something the Ray executor cannot carry out (it names the policy)."""
 
 
