@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException
 from schedmate.deploy.service.auth import token_check
 from schedmate.deploy.service.config import ServiceConfig
 from schedmate.deploy.service.core import ServiceCore
-from schedmate.deploy.service.http_errors import error_response, internal_error, response_for
+from schedmate.deploy.service.http_errors import OPENAPI_ERRORS, error_response, internal_error, response_for
 from schedmate.deploy.service.limits import BodyLimit, FastReject, WorkQueue
 from schedmate.deploy.service.metrics import HTTPMetrics, QueueCollector, ServiceMetrics
 from schedmate.deploy.service.models import (
@@ -54,7 +54,6 @@ __all__ = ["API_VERSION", "create_app"]
 
 API_VERSION = "v1"
 log = logging.getLogger("schedmate.service")
-_ERRORS = {429: "queue full", 503: "dependency down", 504: "timed out"}
 
 
 def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_models: bool = True,
@@ -113,7 +112,7 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     v1 = APIRouter(prefix=f"/{API_VERSION}", dependencies=[Depends(token_check(config.token))],
-                   responses={code: {"model": ErrorBody, "description": text} for code, text in _ERRORS.items()})
+                   responses=dict(OPENAPI_ERRORS))
 
     async def call(fn: Callable[[Any], Any], req: Any) -> Any:
         t0 = time.perf_counter()

@@ -43,11 +43,10 @@ from schedmate.agents.chat.intent_model import IntentClassifier
 from schedmate.deploy.service.auth import token_check
 from schedmate.deploy.service.config import PathRefused, ServiceConfig
 from schedmate.deploy.service.core import DependencyDown, ServiceCore
-from schedmate.deploy.service.http_errors import error_response, internal_error, response_for
+from schedmate.deploy.service.http_errors import OPENAPI_ERRORS, error_response, internal_error, response_for
 from schedmate.deploy.service.models import (
     AdviseRequest,
     DiagnoseRequest,
-    ErrorBody,
     SimilarFailuresRequest,
     TrackRequest,
 )
@@ -195,7 +194,7 @@ def router(core: ServiceCore, config: ServiceConfig) -> APIRouter:
 
     @api.post("/v1/chat", response_model=ChatAnswer, tags=["chat"],
               dependencies=[Depends(token_check(config.token))],
-              responses={code: {"model": ErrorBody} for code in (400, 403, 429, 503, 504)})
+              responses=dict(OPENAPI_ERRORS))
     async def chat(req: ChatRequest, request: Request) -> Any:
         """Ask about a failed job's log (or a job in the history): the answer cites and quotes the
         log's lines and proposes (never runs) an allow-listed recovery plan."""

@@ -6,9 +6,15 @@ from __future__ import annotations
 from fastapi.responses import JSONResponse
 
 from schedmate.deploy.service.models import ErrorBody
-from schedmate.errors import SchedMateError, http_answer
+from schedmate.errors import HTTP_ANSWERS, SchedMateError, http_answer
 
-__all__ = ["error_response", "internal_error", "response_for"]
+__all__ = ["OPENAPI_ERRORS", "error_response", "internal_error", "response_for"]
+
+OPENAPI_ERRORS: dict[int | str, dict[str, object]] = {
+    a.status: {"model": ErrorBody, "description": a.kind.replace("_", " ")}
+    for a in sorted(HTTP_ANSWERS.values(), key=lambda a: -a.status)
+}
+"""The error answers every route documents in OpenAPI, read off the same table."""
 
 
 def error_response(status: int, reason: str, retry_after_s: float | None = None,
