@@ -346,7 +346,7 @@ class LineClassifier:
         for raw in lines:
             key = _line_key(raw)
             if self.use_cache:
-                hit = self._by_key.get(key) or new_keys.get(key)  # type: ignore[call-overload]
+                hit = self._by_key.get(key) or new_keys.get(key)
                 if hit is not None:
                     self._key_hits += 1
                     entries.append(hit)
@@ -365,7 +365,7 @@ class LineClassifier:
             elif (known := self._by_template.get(template.id)) is not None:
                 self._template_hits += 1
                 entry = (known, indented)
-                self._remember(key, (known, indented))  # type: ignore[arg-type]
+                self._remember(key, (known, indented))
             else:
                 index = todo_by_template.get(template.id)
                 if index is None:
@@ -373,7 +373,7 @@ class LineClassifier:
                     todo.append((template.id, masked, self._embed_text(line.text, masked)))
                 else:
                     self._template_hits += 1
-                entry = new_keys[key] = (index, indented)  # type: ignore[index]
+                entry = new_keys[key] = (index, indented)
             entries.append(entry)
         self._lines += len(entries)
         resolved = self._embed(todo)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AnyStr, BinaryIO
+from typing import AnyStr, BinaryIO, cast
 
 DEFAULT_MAX_CHARS = 2_000
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -76,14 +76,16 @@ def _last_segment(buf: AnyStr, cap: int, lo: int = 0, hi: int | None = None) -> 
     Walks backwards with `rfind` and slices only the capped head, so a huge buffer is never copied.
     Segments holding nothing but escape codes or whitespace count as blank.
     """
-    is_bytes = isinstance(buf, bytes)
-    sep, esc, ansi = (b"\r", b"\x1b", _ANSI_BYTES_RE) if is_bytes else ("\r", "\x1b", _ANSI_RE)
+    if isinstance(buf, bytes):
+        sep, esc, ansi = b"\r", b"\x1b", _ANSI_BYTES_RE
+    else:
+        sep, esc, ansi = "\r", "\x1b", _ANSI_RE
     end = len(buf) if hi is None else hi
     while True:
-        start = max(buf.rfind(sep, lo, end) + 1, lo)  # type: ignore[arg-type]
+        start = max(buf.rfind(sep, lo, end) + 1, lo)
         head = buf[start : min(end, start + cap)]
-        visible = ansi.sub(type(head)(), head) if esc in head else head  # type: ignore[operator]
-        if visible.strip():  # type: ignore[union-attr]
+        visible = ansi.sub(type(head)(), head) if esc in head else head
+        if visible.strip():
             return head, end - start > cap
         if start <= lo:
             return buf[:0], False
@@ -120,8 +122,11 @@ def normalise_line(raw: bytes | str, max_chars: int = DEFAULT_MAX_CHARS) -> LogL
     characters too) and before prefix stripping, so a prefixed junk line is still flagged.
     """
     cap = 4 * max_chars
-    if len(raw) <= cap and (b"\r" if isinstance(raw, bytes) else "\r") not in raw:
+    head: bytes | str
+    if len(raw) <= cap and ("\r" not in raw if isinstance(raw, str) else b"\r" not in raw):
         head, truncated = raw, False  # fast path: the common short plain line
+    elif isinstance(raw, str):
+        head, truncated = _last_segment(raw, cap)
     else:
         head, truncated = _last_segment(raw, cap)
     text = head.decode("utf-8", errors="replace") if isinstance(head, bytes) else head
@@ -225,14 +230,15 @@ def iter_log_lines(
         return
     if hasattr(source, "read"):
         # UTF-8 uses at most 4 bytes per char, so 4*max_chars bytes always covers max_chars chars.
-        for raw in iter_raw_lines(source, 4 * max_chars, chunk_bytes):  # type: ignore[arg-type]
+        stream = cast(BinaryIO, source)  # anything with `read` is taken for a binary stream
+        for raw in iter_raw_lines(stream, 4 * max_chars, chunk_bytes):
             line = normalise_line(raw.data, max_chars)
             if raw.truncated and not line.truncated:
                 line = LogLine(line.text, line.source, line.binary, True)
             if line.text or not skip_blank:
                 yield line
         return
-    for item in source:  # type: ignore[union-attr]
+    for item in source:
         line = normalise_line(item, max_chars)
         if line.text or not skip_blank:
             yield line
