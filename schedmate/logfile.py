@@ -33,7 +33,7 @@ from typing import IO, Any
 from schedmate.errors import BadInput
 
 __all__ = ["DEFAULT_MAX_DECODED_BYTES", "LogView", "NotRegularFile", "StreamDecoder", "describe_mode", "detect_encoding",
-           "open_regular", "pread_exact", "readable_log"]
+           "open_regular", "pread_exact", "readable_log", "sniff_log"]
 
 
 class NotRegularFile(BadInput):
@@ -455,3 +455,14 @@ class StreamDecoder:
                 self._dec = _DECOMPRESSORS[self.compression or ""]()
                 self._rest = not data
         return b"".join(out)
+
+
+def sniff_log(path: str | os.PathLike[str]) -> StreamDecoder:
+    """How the log at `path` reads, from its first 4 KB (`StreamDecoder.sniff`); cheap enough to
+    ask on every request. Raises `NotRegularFile`/`OSError` like `open_regular`."""
+    fd = open_regular(path)
+    try:
+        head = pread_exact(fd, 4096, 0)
+    finally:
+        os.close(fd)
+    return StreamDecoder.sniff(head)

@@ -147,3 +147,29 @@ def test_service_diagnose_reads_utf16_and_says_unreadable(classifier: Any, tmp_p
         got = c.post("/v1/diagnose", json={"log": str(tmp_path / "core.log")}).json()
         assert got["status"] == "unreadable" and got["message"].startswith("unreadable: encoding")
         assert got["fallback"] == "scheduler-default"
+
+
+def test_service_track_reads_compressed_and_utf16_logs_and_says_unreadable(classifier: Any, tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from schedmate.deploy.service import ServiceConfig, create_app
+    from schedmate.deploy.service.core import ServiceCore
+
+    lines = "".join(f"iteration {i:>6}/ 1000 | elapsed time per iteration (ms): 500.0 | lm loss: 2.5E+00 |\n"
+                    for i in range(1, 40))
+    (tmp_path / "train.log.gz").write_bytes(gzip.compress(lines.encode("utf-16")))
+    (tmp_path / "win.log").write_bytes(lines.encode("utf-16-le"))
+    (tmp_path / "core.log").write_bytes(bytes(range(256)) * 64)
+    config = ServiceConfig(allowed_roots=(tmp_path,))
+    core = ServiceCore(config, classifier=classifier)
+    core.load()
+    with TestClient(create_app(config, core)) as c:
+        for name, how in (("train.log.gz", "gzip-decompressed and decoded from utf-16"),
+                          ("win.log", "decoded from utf-16-le")):
+            got = c.post("/v1/track", json={"log": str(tmp_path / name)}).json()
+            assert got["signal"] is True and got["step_time"]["value"] == pytest.approx(0.5), got
+            assert f"log read {how}" in got["notes"]
+        got = c.post("/v1/track", json={"log": str(tmp_path / "core.log")}).json()
+        assert got["signal"] is False and got["reason"].startswith("unreadable: encoding (binary data")
+        assert got["fallback"] == "scheduler-default"

@@ -30,7 +30,7 @@ import fnmatch
 import os
 import stat as stat_mod
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from schedmate.deploy.daemon.model import Batch, Event, FileState
 from schedmate.logfile import StreamDecoder
 
 DEFAULT_IGNORE = (".*",)
+_Entry = tuple[str, os.stat_result]  # a listed file: its path and stat
 _SNIFF_BYTES = 4096  # a log's first 4 KB decide its encoding (a junk block further on does not)
 
 
@@ -86,7 +87,7 @@ class FollowStats:
 class Follower:
     """Directory → `Batch`es. State comes from `restore` (the committed `FileState`s)."""
 
-    def __init__(self, root: str | Path, config: FollowConfig | None = None, *, clock=time.time) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, root: str | Path, config: FollowConfig | None = None, *, clock: Callable[[], float] = time.time) -> None:
         self.root = Path(root)
         self.config = config or FollowConfig()
         self.clock = clock
@@ -163,7 +164,8 @@ class Follower:
                 out[f"{st.st_dev}:{st.st_ino}"] = (e.path, st)
         return out
 
-    def _check_known(self, key: str, f: _File, entry, now: float, *, verify: bool) -> Iterator[Batch]:  # type: ignore[no-untyped-def]
+    def _check_known(self, key: str, f: _File, entry: _Entry | None, now: float, *,
+                     verify: bool) -> Iterator[Batch]:
         if f.state.status == "shadow":
             if entry is not None:
                 f.size = entry[1].st_size
@@ -222,7 +224,7 @@ class Follower:
                 self._files[key] = self._new(state, fd, st, now)
                 yield Batch(state, events=("copy",), forget=(gkey,))
                 return
-        for okey, other in self._files.items():
+        for _okey, other in self._files.items():
             if other.state.status == "active" and other.fd is not None and _is_copy(other, fd, size):
                 state = FileState(key, st.st_dev, st.st_ino, path, other.state.job_id,
                                   Anchor.of(fd, 0, size), status="shadow", shadow_of=_ghost_key(other.state))  # fmt: skip
@@ -247,7 +249,7 @@ class Follower:
         return any(a.head_len >= MIN_HEAD_BYTES and len(text) >= a.head_len and digest(text[: a.head_len]) == a.head
                    for a in known)  # fmt: skip
 
-    def _resolve_shadow(self, key: str, f: _File, entry, now: float) -> Iterator[Batch]:  # type: ignore[no-untyped-def]
+    def _resolve_shadow(self, key: str, f: _File, entry: _Entry | None, now: float) -> Iterator[Batch]:
         """A shadow becomes readable once its original retired: at the original's consumed
         offset when it holds that prefix (copytruncate), else from its start."""
         target = f.state.shadow_of or ""
@@ -264,7 +266,8 @@ class Follower:
         if fd is None:
             return
         f.size = os.fstat(fd).st_size  # fresh: the listing may predate the end of the copy
-        start, forget = 0, ()
+        start: int = 0
+        forget: tuple[str, ...] = ()
         ghost = self._ghosts.get(target)
         if ghost is not None and ghost.anchor.is_prefix_of(fd, f.size):
             start, forget = ghost.anchor.offset, (target,)

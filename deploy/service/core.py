@@ -46,7 +46,7 @@ from schedmate.deploy.service.models import (
     TrackResponse,
 )
 from schedmate.errors import BadInput, DependencyUnavailable, InvalidValue, NotFound
-from schedmate.logfile import readable_log
+from schedmate.logfile import readable_log, sniff_log
 
 __all__ = ["DependencyDown", "InputError", "ServiceCore"]
 
@@ -277,14 +277,30 @@ class ServiceCore:
 
     def track(self, req: TrackRequest) -> TrackResponse:
         path = self._file(req.log, "log")
+        try:  # binary, zstd/zip/lz4: said plainly, never "no progress signal" (schedmate/logfile.py)
+            unreadable = sniff_log(path).unreadable
+        except (OSError, ValueError) as exc:  # vanished, or swapped for a FIFO since the check
+            raise BadInput(f"cannot read log: {getattr(exc, 'strerror', None) or exc}") from None
+        if unreadable:
+            return _default(TrackResponse(note=f"unreadable: {unreadable}"), f"unreadable: {unreadable}")
         self._need_models()
         if req.job_id is None and req.split_at is None:
             # A whole-log reading depends only on the log's bytes: an unchanged log (same device,
             # inode, size, mtime) gets the same answer without being read again, and without
             # waiting for the models. A reading degraded by the LLM is not kept (it may come back).
-            kept = self._readings.get(path, lambda: self._track_read(path, req), keep=lambda r: not r.degraded)
+            kept = self._readings.get(path, lambda: self._whole_read(path, req), keep=lambda r: not r.degraded)
             return kept.model_copy(deep=True)  # the route stamps latency_s on what it returns
         return self._track_read(path, req)
+
+    def _whole_read(self, path: Path, req: TrackRequest) -> TrackResponse:
+        """A whole-log reading; a gzip/bz2/xz or UTF-16/32 log is read decoded (`readable_log`,
+        as the CLI's `track` reads it) and its notes say how."""
+        if not sniff_log(path).transforms:
+            return self._track_read(path, req)  # plain UTF-8: read in place, backwards, bounded
+        with readable_log(path) as view:
+            out = self._track_read(view.path, req)
+        out.notes = [*view.notes, *out.notes]
+        return out
 
     def _track_read(self, path: Path, req: TrackRequest) -> TrackResponse:
         from schedmate.agents.tracker.tracker import NoSignal
