@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from schedmate.defaults import LLM_TIMEOUT_S
+
 if TYPE_CHECKING:
     from schedmate.agents.advisor.estimator import JobEstimate
     from schedmate.llm import LLMConfig
@@ -46,7 +48,7 @@ DEFAULT_THRESHOLD = 0.85
 DEFAULT_TOP_K = 3
 DEFAULT_POOL_K = 12
 ESTIMATORS = ("rate-plan", "mean")  # = agents.advisor.estimator.ESTIMATORS
-DEFAULT_LLM_TIMEOUT_S = 240.0
+DEFAULT_LLM_TIMEOUT_S = LLM_TIMEOUT_S
 LLM_MODULES = ("advisor", "tracker", "failure")
 
 

@@ -26,6 +26,7 @@ from schedmate.schedulers.registry import BUILTIN as POLICY_NAMES  # names only:
 from .cli_experiment import register as register_experiment_commands
 from .cli_jobs import register_job_commands
 from .config import shared_data_dir
+from .defaults import CLI_LLM_TIMEOUT_S
 from .errors import BadInput, DependencyUnavailable, NotFound, SchedMateError
 
 # Piped output (CI logs, files) gets a width that fits the comparison table instead of 80 columns.
@@ -441,7 +442,7 @@ def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -
             from schedmate.llm import LLMConfig, open_chat_model
 
             # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
-            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
+            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=CLI_LLM_TIMEOUT_S, max_retries=0)))
         run = run_failure_eval if suite == "failures" else run_metrics_eval
         summary = run(data, out, llm=model, limit=limit, progress=update)
     console.print(summary["summary_line"])
@@ -490,7 +491,7 @@ def eval_failures(
             from schedmate.llm import LLMConfig, open_chat_model
 
             # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
-            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
+            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=CLI_LLM_TIMEOUT_S, max_retries=0)))
         summary = run_failure_eval(data, out, llm=model, limit=limit, progress=update, devset=folder)
     console.print(summary["summary_line"])
     dev = summary.get("devset") or {}
@@ -545,7 +546,7 @@ def eval_metrics(
             from schedmate.llm import LLMConfig, open_chat_model
 
             # a 1.2k-token window takes ~45 s to read on a busy 2-core CPU: no short timeouts, no retries
-            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=300.0, max_retries=0)))
+            model = stack.enter_context(open_chat_model(LLMConfig(timeout_s=CLI_LLM_TIMEOUT_S, max_retries=0)))
         summary = run_metrics_eval(data, out, llm=model, limit=limit, progress=update)
         real = run_devset_metrics(folder, llm=model, progress=update, limit=limit) if folder is not None else None
     console.print(summary["summary_line"])
@@ -627,8 +628,8 @@ def eval_advisor(
         from schedmate.agents.advisor.agent import AgentConfig
         from schedmate.llm import LLMConfig
 
-        llm_cfg = LLMConfig(max_tokens=256, timeout_s=300.0, ctx=8192)
-        agent_cfg = AgentConfig(timeout_s=300.0, max_tool_calls=3, max_model_calls=6)
+        llm_cfg = LLMConfig(max_tokens=256, timeout_s=CLI_LLM_TIMEOUT_S, ctx=8192)
+        agent_cfg = AgentConfig(timeout_s=CLI_LLM_TIMEOUT_S, max_tool_calls=3, max_model_calls=6)
     progress, update = _count_progress("advisor eval")
     steps = 0
 
@@ -704,7 +705,7 @@ def _sources(out: Path, llm: bool, cache_dir: Path | None, precomputed: bool, hi
     if llm:
         from schedmate.llm import LLMConfig
 
-        llm_cfg = LLMConfig(max_tokens=256, timeout_s=300.0, ctx=8192)
+        llm_cfg = LLMConfig(max_tokens=256, timeout_s=CLI_LLM_TIMEOUT_S, ctx=8192)
     modules = tuple(m.strip() for m in llm_modules.split(",") if m.strip())
     return SemanticSources(cache_dir=cache_dir or out / "cache", history=history, llm=llm_cfg, llm_modules=modules,
                            precomputed=out / "insights" if precomputed else None)

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from schedmate.defaults import CHAT_LLM_TIMEOUT_S
 from schedmate.errors import BadInput, NotFound
 
 __all__ = ["register"]
@@ -206,7 +207,7 @@ def _build_agent(stack: ExitStack, redis_url: str | None, no_redis: bool, no_llm
                             max_tokens=512)
             mode = "drive"
         else:
-            llm = LLMConfig(max_tokens=120, timeout_s=120.0)  # a busy 2-core CPU: tens of seconds
+            llm = LLMConfig(max_tokens=120, timeout_s=CHAT_LLM_TIMEOUT_S)  # a busy 2-core CPU: tens of seconds
             mode = "phrase"
         try:
             model = stack.enter_context(open_chat_model(llm))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from schedmate.defaults import SERVICE_URL, TOKEN_ENV
 from schedmate.errors import BadInput, DependencyUnavailable, NotFound
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ TokenFileOpt = Annotated[Path | None, typer.Option(help="File holding the servic
 
 @slurm_app.command("config")
 def config(
-    url: UrlOpt = "http://127.0.0.1:8642",
+    url: UrlOpt = SERVICE_URL,
     python: Annotated[str, typer.Option(help="Python with SchedMate installed, for the epilog.")] = sys.executable,
     token_file: TokenFileOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds the submit-time call may take (curl --max-time).",
@@ -95,7 +96,7 @@ def _doctor(cfg: HookConfig, user: str | None, as_json: bool = False) -> None:
 
 @slurm_app.command("doctor")
 def doctor(
-    url: UrlOpt = "http://127.0.0.1:8642",
+    url: UrlOpt = SERVICE_URL,
     python: Annotated[str, typer.Option(help="The Python the epilog runs.")] = sys.executable,
     token_file: TokenFileOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds the submit-time call may take.", min=0.1)] = 2.0,
@@ -117,7 +118,7 @@ def estimate(
     script: Annotated[Path, typer.Argument(help="The batch script, as it would be submitted.")],
     work_dir: Annotated[Path | None, typer.Option(help="Where it would be submitted from (default: its folder).")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs (default: from its #SBATCH --gres line).", min=1)] = None,
-    url: UrlOpt = "http://127.0.0.1:8642",
+    url: UrlOpt = SERVICE_URL,
     token_file: TokenFileOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds for the call.", min=0.1)] = 10.0,
     margin: Annotated[float, typer.Option(min=1.0)] = 1.2,
@@ -150,7 +151,7 @@ def estimate(
 @slurm_app.command("epilog")
 def epilog(
     job: Annotated[str, typer.Option("--job", help="Slurm job id (still known to slurmctld).")],
-    url: UrlOpt = "http://127.0.0.1:8642",
+    url: UrlOpt = SERVICE_URL,
     token_file: TokenFileOpt = None,
     timeout: Annotated[float, typer.Option(min=0.1)] = 60.0,
 ) -> None:
@@ -202,7 +203,7 @@ def _token(path: Path | None) -> str | None:
     import os
 
     if path is None:
-        return os.environ.get("SCHEDMATE_TOKEN")
+        return os.environ.get(TOKEN_ENV)
     try:
         return path.read_text().strip()
     except OSError as exc:
@@ -231,7 +232,7 @@ def localcluster_up(
     root: RootOpt = None,
     gpus: Annotated[int, typer.Option(help="Fake GPUs (gres.conf File= entries on empty device files).", min=1)] = 8,
     url: Annotated[str | None, typer.Option(help="Also install SchedMate's job_submit.lua and epilog for this "
-                                                 "service (e.g. http://127.0.0.1:8642).")] = None,
+                                                 f"service (e.g. {SERVICE_URL}).")] = None,
 ) -> None:
     """Start the cluster (needs root and Debian's slurm-wlm + munge); prints the SLURM_CONF to export."""
     from schedmate.deploy.slurm.config import HookConfig, slurm_conf_lines, write_files

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from schedmate.defaults import SERVICE_URL
 from schedmate.deploy.service.models import (
     AdviseRequest,
     AdviseResponse,
@@ -48,7 +49,7 @@ class ServiceError(DependencyUnavailable):
 
 
 class SchedMateClient:
-    def __init__(self, base_url: str = "http://127.0.0.1:8642", *, token: str | None = None, timeout_s: float = 60.0,
+    def __init__(self, base_url: str = SERVICE_URL, *, token: str | None = None, timeout_s: float = 60.0,
                  retries: int = 0, http: httpx.Client | None = None) -> None:
         """`retries`: how often a 429/503 answer is retried after its Retry-After (capped at 5 s)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedmate.agents.stack import AgentStackConfig
+from schedmate.defaults import SERVICE_PORT, TOKEN_ENV
 from schedmate.errors import BadInput, Refused
 from schedmate.llm_local import is_loopback
 
@@ -15,8 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_PORT", "TOKEN_ENV", "ServiceConfig", "ServiceConfigError"]
 
-DEFAULT_PORT = 8642
-TOKEN_ENV = "SCHEDMATE_TOKEN"
+DEFAULT_PORT = SERVICE_PORT
 DEFAULT_MAX_BODY_BYTES = 64 << 10  # requests carry paths and a command line, never file contents
 DEFAULT_MAX_INFLIGHT = 8  # calls admitted at once (running + waiting for the models); more: 429
 DEFAULT_CALL_TIMEOUT_S = 30.0

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schedmate.defaults import SERVICE_URL, TOKEN_ENV
 from schedmate.deploy.slurm.slurmjob import (
     ScontrolError,
     SlurmJob,
@@ -39,7 +40,7 @@ from schedmate.errors import DependencyUnavailable
 __all__ = ["DEFAULT_TIMEOUT_S", "DEFAULT_URL", "Service", "ServiceCallError", "ask_time_limit", "job_key",
            "report_end", "main"]
 
-DEFAULT_URL = "http://127.0.0.1:8642"
+DEFAULT_URL = SERVICE_URL
 DEFAULT_TIMEOUT_S = 2.0  # the submit-time call (job_submit.lua's curl --max-time)
 TIME_LIMIT_PATH = "/v1/slurm/time-limit"
 JOB_PREFIX = "slurm-"  # job ids in SchedMate's history, as `schedmate history ingest` names sacct rows
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "check":
         return check(args)
-    token = os.environ.get("SCHEDMATE_TOKEN")
+    token = os.environ.get(TOKEN_ENV)
     if args.token_file is not None:
         try:
             token = args.token_file.read_text().strip() or token

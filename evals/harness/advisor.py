@@ -56,6 +56,7 @@ from schedmate.agents.advisor.estimator import Estimate, FallbackEstimator, JobQ
 from schedmate.agents.advisor.retriever import HistoricalJob, SimilarJobRetriever, fingerprint_text
 from schedmate.agents.advisor.static_extractor import FIELDS, StaticExtraction, extract_static
 from schedmate.agents.advisor.validation import normalise_field, values_equal
+from schedmate.defaults import CHAT_LLM_TIMEOUT_S
 from schedmate.embeddings.store import JobOutcome, JobStore, Match
 from schedmate.evals.harness import advisor_rate as rate
 from schedmate.evals.harness.advisor_rate import abs_log_ratios, duration_metrics, spearman
@@ -583,7 +584,7 @@ def _agent_eval(ev: _Split, cfg: AdvisorEvalConfig, ret: SimilarJobRetriever, T:
 
     step = max(1, len(ev.new) // cfg.agent_jobs)
     subset = ev.new[::step][: cfg.agent_jobs]
-    llm_cfg = cfg.llm or LLMConfig(max_tokens=256, timeout_s=120, ctx=8192)
+    llm_cfg = cfg.llm or LLMConfig(max_tokens=256, timeout_s=CHAT_LLM_TIMEOUT_S, ctx=8192)
     agent_cfg = cfg.agent or AgentConfig()
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {"jobs": len(subset), "agent_config": agent_cfg.__dict__,
