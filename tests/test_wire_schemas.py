@@ -1,6 +1,7 @@
 """One wire schema per result: the Failure Handler's `Diagnosis` (agents/failure/wire.py) is what the
-CLI's `--json`, the service, the daemon and the chat give for a log, and the Metric Tracker's
-`TrackResult` (agents/tracker/wire.py) what the service and the chat give; line numbers 1-based.
+CLI's `--json`, the service, the daemon and the chat give for a log, the Metric Tracker's
+`TrackResult` (agents/tracker/wire.py) what the CLI, the service and the chat give, the Scheduling
+Advisor's `Advice` (agents/advisor/wire.py) what the service and the chat give; lines 1-based.
 
 The CLI, the service, the daemon and the chat run the real agents (signature rules, MiniLM
 classifier) on the same log here; their answers must be the same model with the same values."""
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from schedmate.agents.advisor.wire import Advice, Estimate, Match
 from schedmate.agents.failure.wire import Diagnosis
 from schedmate.agents.tracker.wire import Metric, TrackResult
 from schedmate.wire import LINE_NUMBERS
@@ -51,12 +53,21 @@ def _normalised(schema: Any) -> Any:
 
 
 def test_every_surface_uses_the_one_model_of_each_result() -> None:
-    from schedmate.agents.chat.facts import DiagnosisFacts, MetricFacts, MetricsFacts
+    from schedmate.agents.chat.facts import DiagnosisFacts, EstimateFacts, MetricFacts, MetricsFacts
     from schedmate.deploy.daemon.model import Diagnosed
-    from schedmate.deploy.service.models import DiagnoseResponse, JobAck, MetricOut, TrackResponse
+    from schedmate.deploy.service.models import (
+        AdviseResponse,
+        DiagnoseResponse,
+        EstimateOut,
+        JobAck,
+        MatchOut,
+        MetricOut,
+        TrackResponse,
+    )
 
     assert DiagnosisFacts is Diagnosis and MetricsFacts is TrackResult and MetricFacts is Metric is MetricOut
     assert issubclass(TrackResponse, TrackResult)
+    assert issubclass(AdviseResponse, Advice) and EstimateFacts is Estimate is EstimateOut and MatchOut is Match
     assert set(TrackResponse.model_fields) - set(TrackResult.model_fields) == {"fallback", "reason", "degraded", "latency_s"}
     assert issubclass(DiagnoseResponse, Diagnosis) and issubclass(Diagnosed, Diagnosis)
     # the service adds only its envelope, the daemon only why and when it diagnosed
@@ -75,7 +86,8 @@ def test_line_numbers_on_the_wire_are_1_based() -> None:
 
 
 @pytest.mark.parametrize(("model", "snapshot"), [(Diagnosis, "wire_diagnosis_schema.json"),
-                                                 (TrackResult, "wire_track_schema.json")])
+                                                 (TrackResult, "wire_track_schema.json"),
+                                                 (Advice, "wire_advice_schema.json")])
 def test_the_json_schema_is_stable(model: type[Any], snapshot: str) -> None:
     """A change of the wire's shape is deliberate: regenerate the snapshots with
     `SCHEDMATE_UPDATE_SCHEMA=1 pytest tests/test_wire_schemas.py` and say so in the change."""

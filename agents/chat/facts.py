@@ -10,6 +10,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schedmate.agents.advisor.wire import Estimate
 from schedmate.agents.failure.similar import SimilarFailure
 from schedmate.agents.failure.wire import Diagnosis
 from schedmate.agents.tracker.wire import Metric, TrackResult
@@ -86,15 +87,8 @@ MetricFacts = Metric
 MetricsFacts = TrackResult
 
 
-class EstimateFacts(_Frozen):
-    """The Scheduling Advisor's estimate from similar past jobs."""
-
-    duration_s: float | None = None
-    duration_p50_s: float | None = None
-    duration_p90_s: float | None = None
-    sm_util: float | None = None
-    n_matches: int = 0
-    note: str = ""
+# The Scheduling Advisor's estimate is its wire model, unchanged (agents/advisor/wire.py).
+EstimateFacts = Estimate
 
 
 class JobFacts(_Frozen):

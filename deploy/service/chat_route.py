@@ -134,11 +134,8 @@ class CoreBackend:
             try:
                 adv = self._call(self.core.advise, AdviseRequest(repo=str(sub["repo"]), command=str(sub["command"]),
                                                                  gpus=sub.get("gpus"), nodes=sub.get("nodes")))
-                e = adv.estimate
-                estimate = EstimateFacts(
-                    duration_s=e.duration_s if e else None, duration_p50_s=e.duration_p50_s if e else None,
-                    duration_p90_s=e.duration_p90_s if e else None, sm_util=e.sm_util if e else None,
-                    n_matches=e.n_matches if e else 0, note=(e.note if e else adv.reason) or "")
+                # the advice's own estimate; without one, an empty one saying why (the envelope's reason)
+                estimate = adv.estimate or EstimateFacts(note=adv.reason or "")
                 if any(mt.job_id == job_id for mt in adv.matches):
                     note = "the advisor's matches include this job's own record"
             except (ChatInputError, ChatUnavailable) as exc:

@@ -33,11 +33,9 @@ from schedmate.deploy.service.models import (
     AdviseResponse,
     DiagnoseRequest,
     DiagnoseResponse,
-    EstimateOut,
     JobAck,
     JobEndRequest,
     JobRegisterRequest,
-    MatchOut,
     ResolveFailureRequest,
     ResolveFailureResponse,
     SimilarFailuresRequest,
@@ -259,18 +257,12 @@ class ServiceCore:
                 return _default(out, f"job store unavailable ({exc.reason})")
             except StoreError as exc:  # redis-py reconnects on the next call once Redis is back
                 return _default(out, f"job store unavailable ({_short(exc)})")
-        out.matches = [MatchOut(job_id=m.job_id, score=round(float(m.score), 4),
-                                duration_s=m.record.outcome.duration if m.record else None,
-                                sm_util=m.record.outcome.sm_util if m.record else None,
-                                final_status=_status(m.record)) for m in est.similar]
+        from schedmate.agents.advisor.wire import estimate_of, match_of  # the one conversion
+
+        out.matches = [match_of(m) for m in est.similar]
         if not est.estimated:
             return _default(out, est.note or "no similar past job")
-        # one deployed estimate (`agents.stack.estimate_job`): `duration_top3_s`, which SJF-style
-        # callers read, is that same estimate, as in the simulator
-        out.estimate = EstimateOut(
-            duration_s=est.duration_s, duration_p50_s=est.duration_p50_s, duration_p90_s=est.duration_p90_s,
-            duration_top3_s=est.duration_s, sm_util=est.sm_util, gpu_memory_gb=est.gpu_memory_gb,
-            n_matches=len(est.based_on), note=f"{est.method}: {est.note}")
+        out.estimate = estimate_of(est)  # the one deployed estimate (`agents.stack.estimate_job`)
         return out
 
     # ------------------------------------------------------------------------- track
@@ -488,12 +480,6 @@ class ServiceCore:
 def _default(out: Any, reason: str) -> Any:
     out.fallback, out.reason = SCHEDULER_DEFAULT, reason
     return out
-
-
-def _status(record: Any) -> str | None:
-    if record is None or record.outcome.final_status is None:
-        return None
-    return record.outcome.final_status.value
 
 
 def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:

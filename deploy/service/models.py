@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schedmate.agents.advisor.wire import Advice, Estimate, Match
 from schedmate.agents.failure.wire import Diagnosis
 from schedmate.agents.tracker.wire import Metric, TrackResult
 
@@ -56,35 +57,15 @@ class AdviseRequest(_In):
     user: str | None = Field(None, max_length=256)
 
 
-class MatchOut(BaseModel):
-    job_id: str
-    score: float
-    duration_s: float | None = None
-    sm_util: float | None = None
-    final_status: str | None = None
+MatchOut = Match  # the advisor's wire models (agents/advisor/wire.py)
+EstimateOut = Estimate
 
 
-class EstimateOut(BaseModel):
-    """Duration and utilisation of the matches: mean with a p50-p90 interval, and the top-3 mean."""
+class AdviseResponse(_Out, Advice):
+    """The Scheduling Advisor's `Advice` (agents/advisor/wire.py, as the chat reads its estimate)
+    inside the service's envelope (`fallback`, `reason`, `degraded`, `latency_s`)."""
 
-    duration_s: float | None
-    duration_p50_s: float | None = None
-    duration_p90_s: float | None = None
-    duration_top3_s: float | None = None
-    sm_util: float | None = None
-    sm_util_p50: float | None = None
-    sm_util_p90: float | None = None
-    gpu_memory_gb: float | None = None
-    n_matches: int = 0
-    note: str = ""
-
-
-class AdviseResponse(_Out):
-    metadata: dict[str, Any] = Field(default_factory=dict, description="extracted fingerprint (None = unknown)")
-    sources: dict[str, str] = Field(default_factory=dict, description="field -> static / llm / agree / none")
-    matches: list[MatchOut] = Field(default_factory=list)
-    estimate: EstimateOut | None = None
-    llm_status: str = "disabled"
+    model_config = ConfigDict(frozen=False)
 
 
 # ------------------------------------------------------------------------------------- track
