@@ -308,7 +308,8 @@ class StandaloneSchedMate(_SchedMate):
         else:  # the user resubmitted it after a failure: a new arrival with the same estimate
             ready = view.now
             state = self._jobs[job.job_id]
-        state.key = (state.estimate, view.now, job.job_id)  # type: ignore[assignment]
+        assert state.estimate is not None  # SJF predicts every job when it arrives
+        state.key = (state.estimate, view.now, job.job_id)
         if not self._hold(job, ready, view):
             self._enqueue(job)
 
@@ -320,7 +321,8 @@ class StandaloneSchedMate(_SchedMate):
     def _enqueue(self, job: JobState) -> None:
         self._seq += 1
         state = self._jobs[job.job_id]
-        heapq.heappush(self._heap, (state.key, self._seq, job.job_id))  # type: ignore[arg-type]
+        assert state.key is not None  # set before a job is queued
+        heapq.heappush(self._heap, (state.key, self._seq, job.job_id))
         state.seq = self._seq  # marks the live entry; older ones are dropped as stale
 
     def _refresh_fallbacks(self, view: ClusterView) -> None:
@@ -348,7 +350,8 @@ class StandaloneSchedMate(_SchedMate):
         self._apply_cordons(plan)
         if self.config.failslow:
             self._failslow(plan, view)
-        heap, skipped = self._heap, []
+        heap = self._heap
+        skipped: list[tuple[SJFKey, int, str]] = []
         while heap and plan.free_total > 0:
             entry = heap[0]
             job = view.job(entry[2])

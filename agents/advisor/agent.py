@@ -73,7 +73,7 @@ AgentAnswer: type[BaseModel] = create_model(
     task_type=(str | None, Field(description="task, e.g. image-classification, instruction-finetuning")),
     dataset=(str | None, Field(description="training dataset, name or path as written")),
     iterations=(int | None, Field(description="training length, in units of iteration_type")),
-    iteration_type=(Literal["steps", "epochs"] | None, Field(description="steps or epochs")),
+    iteration_type=(Literal["steps", "epochs"] | None, Field(description="steps or epochs")),  # type: ignore[arg-type,maybe-unrecognized-str-typeform]  # a type as a value: pydantic reads it at run time
     batch_size=(int | None, Field(description="batch size as the config states it")),
     learning_rate=(float | None, Field(description="learning rate")),
     num_workers=(int | None, Field(description="dataloader workers")),
@@ -199,7 +199,7 @@ class ScriptedToolChoice(BaseChatModel):
     def _llm_type(self) -> str:
         return f"scripted-{getattr(self.inner, '_llm_type', 'chat')}"
 
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> ScriptedToolChoice:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> ScriptedToolChoice:
         return self.model_copy(update={"bound_tools": list(tools)})
 
     def _choice(self, messages: list[BaseMessage]) -> str:
@@ -214,7 +214,7 @@ class ScriptedToolChoice(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         choice = self._choice(messages)
-        bound = self.inner.bind_tools(self.bound_tools, tool_choice={"type": "function", "function": {"name": choice}})
+        bound = self.inner.bind_tools(self.bound_tools, tool_choice={"type": "function", "function": {"name": choice}})  # type: ignore[arg-type]  # OpenAI's dict form; the base class types only str
         msg = bound.invoke([_with_text(m) for m in messages], stop=stop)
         if not isinstance(msg, AIMessage):
             msg = AIMessage(content=str(getattr(msg, "content", msg)))
@@ -247,7 +247,7 @@ class _Deadline(AgentMiddleware):
         self.hit = False
 
     @hook_config(can_jump_to=["end"])
-    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:  # type: ignore[override]
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         if time.monotonic() >= self.deadline:
             self.hit = True
             return {"jump_to": "end", "messages": [AIMessage(content="deadline reached")]}
@@ -294,6 +294,7 @@ def merge_with_static(static: StaticExtraction, proposal: dict[str, Any] | None,
             decisions[fld] = base.model_copy(update={**upd, "value": l_val, "source": "llm", "evidence": where,
                                                      "reason": f"LLM value grounded ({why})"})
         else:
+            assert s_ev is not None  # else the static evidence counts as weak
             decisions[fld] = base.model_copy(update={
                 **upd, "reason": f"conflict: static {s_val!r} from {s_ev.kind} ({s_ev.source}) outranks LLM {l_val!r}"})
     # iteration_type follows whichever source won iterations
@@ -358,14 +359,16 @@ class MetadataExtractor:
         if cfg.tool_choice == "scripted":
             model = ScriptedToolChoice(inner=model, reads=max(0, cfg.max_tool_calls - 1))
         deadline = _Deadline(time.monotonic() + cfg.timeout_s)
+        # langchain's middleware generics are invariant in the agent state: the list is typed loosely
+        middleware: list[Any] = [
+            ModelCallLimitMiddleware(run_limit=cfg.max_model_calls, exit_behavior="end"),
+            ToolCallLimitMiddleware(run_limit=cfg.max_tool_calls, exit_behavior="continue"),
+            deadline,
+        ]
         agent = create_agent(
             model, tools, system_prompt=SYSTEM_PROMPT,
             response_format=ToolStrategy(AgentAnswer, handle_errors=True),
-            middleware=[
-                ModelCallLimitMiddleware(run_limit=cfg.max_model_calls, exit_behavior="end"),
-                ToolCallLimitMiddleware(run_limit=cfg.max_tool_calls, exit_behavior="continue"),
-                deadline,
-            ],
+            middleware=middleware,
         )
         box: dict[str, Any] = {}
         collected: list[BaseMessage] = []
@@ -433,9 +436,9 @@ def _proposal(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
                 if call.get("name") == ANSWER_TOOL and isinstance(call.get("args"), dict):
                     return dict(call["args"])
             for bad in m.invalid_tool_calls or ():
-                if bad.get("name") == ANSWER_TOOL and isinstance(bad.get("args"), str):
+                if bad.get("name") == ANSWER_TOOL and isinstance(args := bad.get("args"), str):
                     try:
-                        obj = json.loads(bad["args"])
+                        obj = json.loads(args)
                     except json.JSONDecodeError:
                         continue
                     if isinstance(obj, dict):

@@ -108,7 +108,7 @@ def find_config_file(repo: Path, value: str, limit: int = 4000) -> str | None:
 _WORLD = re.compile(r"^(?:world_size|num_gpus|n_gpus?|ngpus?|num_processes|nproc(?:s|_per_node)?|gpus)$")
 
 
-def _lookup_from(facts: list[Fact], world_size: int | None = None):  # type: ignore[no-untyped-def]
+def _lookup_from(facts: list[Fact], world_size: int | None = None):
     """Resolve a dotted name the code reads (`args.lr`, `cfg.train.batch_size`, `learning_rate`) to the
     value the configuration states for it: the longest matching key suffix, else the leaf. The number of
     processes (`world_size`, `dist.get_world_size()`) is the job's GPU count when the scheduler gives it."""

@@ -24,7 +24,7 @@ simulator all answer with (`schedmate.agents.stack.estimate_job` retrieves its p
    (issue 27: an ImportError after 0 s pulled a Slurm time limit down; their wall time says
    when they stopped, not how long the work takes; a record without a status counts). When
    every similar job ended early, their mean stands (it is what such a job does; the note says
-   so), and the Slurm time-limit rule refuses to set a limit from it (`deploy/slurm/route.py`);
+   so), and the Slurm time-limit rule refuses to set a limit from it (`deploy/service/slurm_route.py`);
 3. else no estimate: the scheduler keeps its default.
 """
 
@@ -121,8 +121,9 @@ def estimate_from_matches(
     """
     usable = [m for m in matches if m.record is not None and m.record.outcome.duration is not None]
     if usable and reason is None:
-        d = _stats([m.record.outcome.duration for m in usable])  # type: ignore[union-attr]
-        u = _stats([m.record.outcome.sm_util for m in usable if m.record.outcome.sm_util is not None])  # type: ignore[union-attr]
+        outcomes = [m.record.outcome for m in usable if m.record is not None]  # all of them (`usable`)
+        d = _stats([o.duration for o in outcomes if o.duration is not None])
+        u = _stats([o.sm_util for o in outcomes if o.sm_util is not None])
         mem = _stats([m.record.outcome.gpu_memory for m in usable if m.record.outcome.gpu_memory is not None])  # type: ignore[union-attr]
         return Estimate(
             job_id=job.job_id, source="history", n_matches=len(usable), match_ids=[m.job_id for m in usable],
@@ -319,7 +320,7 @@ def estimate_from_pool(fields: Mapping[str, Any], gpus: int | None, pool: Sequen
         outs = [m.record.outcome for m in usable if m.record is not None]
         note = f"mean of {len(usable)} similar historical job(s)" + (
             "" if finished else ", all failed or cancelled (their run times say when they stopped)")
-        _, p50, p90 = _stats([o.duration for o in outs])
+        _, p50, p90 = _stats([o.duration for o in outs if o.duration is not None])  # all (`usable`)
         why = (f"no measured step time to scale by the plan: {note}",) if estimator == "rate-plan" else (note,)
         return JobEstimate(
             method=MEAN_OF_MATCHES, duration_s=_mean([o.duration for o in outs]),

@@ -581,13 +581,13 @@ def _follow(script: ShellScript, repo: Path, launch: Launch, env: dict[str, str]
             made = _make_script(repo, argv, local_env) if depth < MAX_SCRIPT_DEPTH else None
             if made is None:
                 continue
-            rel, text, make_env = made
+            rel, recipe_text, make_env = made
             launch.scripts.append(rel)
-            launch.texts[rel] = text
+            launch.texts[rel] = recipe_text
             recipe_env = {**local_env, **make_env}
             for k in make_env:
                 launch.env_source.setdefault(k, rel)
-            sub = read_shell(text, rel, env=recipe_env, reader=lambda r: _read_text(repo, r))
+            sub = read_shell(recipe_text, rel, env=recipe_env, reader=lambda r: _read_text(repo, r))
             if _follow(sub, repo, launch, recipe_env, rel, depth + 1):
                 return True
             continue

@@ -276,7 +276,7 @@ def dataclass_defaults(tree: ast.Module) -> dict[str, dict[str, Any]]:
         fields: dict[str, Any] = {}
         for st in node.body:
             if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
-                value = st.value
+                value: ast.expr | None = st.value
                 if isinstance(value, ast.Call) and dotted(value.func).rsplit(".", 1)[-1] == "field":
                     value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
                 v = evaluate(value, {}) if value is not None else MISSING

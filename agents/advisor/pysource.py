@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,9 @@ def literal(node: ast.AST | None, names: dict[str, Any] | None = None, env: dict
             try:
                 if fn == "bool" and isinstance(inner, str):
                     return inner.strip().lower() in ("1", "true", "yes", "y")
-                return {"int": lambda v: int(float(v)), "float": float, "str": str, "bool": bool}[fn](inner)
+                convert: dict[str, Callable[[Any], Any]] = {"int": lambda v: int(float(v)), "float": float, "str": str,
+                                                            "bool": bool}
+                return convert[fn](inner)
             except (ValueError, TypeError):
                 return _MISSING
         if fn in ("os.environ.get", "os.getenv", "environ.get", "getenv") and node.args:

@@ -390,11 +390,11 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         for k, lit in dfields.items():
             if lit.value is not None:
                 facts.append(Fact(k, lit.value, rel, lit.snippet, "dataclass_default"))
-        for key, lit in codefacts.attribute_defaults(tree, text).items():
-            facts.append(Fact(key, lit[0], rel, lit[1], "dataclass_default"))
+        for key, (default, quote) in codefacts.attribute_defaults(tree, text).items():
+            facts.append(Fact(key, default, rel, quote, "dataclass_default"))
         if "configurable" in text:
-            for key, lit in codefacts.configurable_defaults(tree, text).items():
-                facts.append(Fact(key, lit[0], rel, lit[1], "dataclass_default"))
+            for key, (default, quote) in codefacts.configurable_defaults(tree, text).items():
+                facts.append(Fact(key, default, rel, quote, "dataclass_default"))
         configurator = rel == launch.entry and codefacts.CONFIGURATOR.search(text) is not None
         for name, lit in pys.module_constants(tree, text, launch.env).items():
             if rel == launch.entry and not name.isupper() and not configurator and not _script_style(tree):
@@ -560,13 +560,13 @@ def _extract_static(repo: Path, command: str, *, world_size: int | None = None) 
         else:
             (py_configs if found.endswith(".py") else config_files).append(found)
     overrides = kept
-    for dest, rel, arg in fn_configs:
-        values = getconfig.run_get_config(repo, rel, arg, env=launch.env)
+    for dest, rel, get_arg in fn_configs:
+        values = getconfig.run_get_config(repo, rel, get_arg, env=launch.env)
         if not values:
             py_configs.append(rel)
             continue
         files.append(rel)
-        call = f"get_config({arg!r})" if arg is not None else "get_config()"
+        call = f"get_config({get_arg!r})" if get_arg is not None else "get_config()"
         for key, value in codefacts.flat_items(values):
             facts.append(Fact(f"{dest}.{key}", value, rel, f"{call}: {key} = {value!r}"[:200], "config"))
     for rel in py_configs:
@@ -788,7 +788,7 @@ def _derived_lengths(eff: dict[str, Fact], epochs: tuple[Fact, Any] | None) -> l
                     if k in by_leaf), None)
     gbs = next((by_leaf[k] for k in ("global_batch_size", "global_train_batch_size") if k in by_leaf), None)
     n, b = (as_int(samples.value, 1), as_int(gbs.value, 1)) if samples and gbs else (None, None)
-    if n and b:
+    if n and b and samples and gbs:  # n and b come from samples and gbs
         low = min((samples, gbs), key=lambda f: f.rank)  # as strong as the weaker of the two statements
         out.append((Fact("train_iters", n // b, low.source, f"{samples.snippet} // {gbs.snippet}", low.kind),
                     n // b, 9))
@@ -796,7 +796,7 @@ def _derived_lengths(eff: dict[str, Fact], epochs: tuple[Fact, Any] | None) -> l
                 "official_epoch_length", "epoch_length", "iterations_per_epoch"):  # DINOv2: fixed-length 'epochs'
         cap = by_leaf.get(key)
         per = as_int(cap.value, 1) if cap is not None and cap.kind != "derived" else None
-        if not per:  # a count the code derives (ceil(samples / batch)) is an epoch's size, not a cap
+        if not per or cap is None:  # a count the code derives (ceil(samples / batch)) is an epoch's size, not a cap
             continue
         if epochs is None:
             out.append((cap, per, 6))
@@ -831,7 +831,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         return [(f, f.value) for f in facts if f.leaf in keys and eff.get(f.key) is not f]
     evidence: dict[str, FieldEvidence] = {}
 
-    def numeric(group: str, conv) -> list[tuple[Fact, Any, int]]:  # type: ignore[no-untyped-def]
+    def numeric(group: str, conv) -> list[tuple[Fact, Any, int]]:
         out = []
         for f, spec in _candidates(eff, group):
             v = conv(f.value)
@@ -855,7 +855,7 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         best = _pick(cands)
         if best is None and fld == "batch_size":  # fairseq/Megatron-style token budgets: the only batch stated
             tokens = [(f, as_int(f.value, 1), 1) for f in eff.values() if f.leaf in _TOKEN_BATCH and as_int(f.value, 1)]
-            best = _pick(tokens)  # type: ignore[arg-type]
+            best = _pick(tokens)
         if best:
             fields[fld] = best[1]
             evidence[fld] = _evidence(best[0], best[1], [(c[0], c[1]) for c in cands] + overridden(group))
@@ -937,10 +937,10 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
     # `model.type` is a generic wrapper (EncoderDecoder) or the backbone alone would be read
     top_py = [f for f in cfg_files if f.endswith(".py")]
     if top_py and "model.type" in eff:
-        named = _openmmlab_model(Path(top_py[-1]).stem)
-        if named is not None and named[0] != fields["model_name"]:
-            fields["model_name"] = named[0]
-            evidence["model_name"] = FieldEvidence(value=named[0], raw=named[1], source=top_py[-1],
+        mm_named = _openmmlab_model(Path(top_py[-1]).stem)
+        if mm_named is not None and mm_named[0] != fields["model_name"]:
+            fields["model_name"] = mm_named[0]
+            evidence["model_name"] = FieldEvidence(value=mm_named[0], raw=mm_named[1], source=top_py[-1],
                                                    kind="name:config file", snippet=Path(top_py[-1]).name)
 
     # an image tower named the open_clip way ('ViT-L-14') in a CLIP codebase is the CLIP model
@@ -972,40 +972,40 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                 s = s.rsplit(".", 1)[-1]  # litgpt.data.Alpaca2k -> Alpaca2k
             if s is None or generic_name(s):
                 continue
-            known = known_dataset(s)
-            ds_cands.append((f, known or dataset_name(s), spec, 1 if known else 0))
+            ds_known = known_dataset(s)
+            ds_cands.append((f, ds_known or dataset_name(s), spec, 1 if ds_known else 0))
         if fld == "dataset":
             for f in eff.values():
                 m = _MIXTURE.match(f.key)
                 if m and parse_number(f.value) and not generic_name(m.group(1)):
-                    known = known_dataset(m.group(1))
-                    ds_cands.append((f, known or dataset_name(m.group(1)), 6, 1 if known else 0))
+                    ds_known = known_dataset(m.group(1))
+                    ds_cands.append((f, ds_known or dataset_name(m.group(1)), 6, 1 if ds_known else 0))
         if ds_cands:
             best_d = max(ds_cands, key=lambda c: (c[3], c[0].rank, c[2]))
             fields[fld] = best_d[1]
             evidence[fld] = _evidence(best_d[0], best_d[1], [(c[0], c[1]) for c in ds_cands])
     if fields["dataset"] is None:  # `--task sst2`: a task setting that names a public dataset (GLUE tasks)
         for f, _ in sorted(_candidates(eff, "task_type"), key=lambda c: -c[0].rank):
-            known = known_dataset(str(f.value)) if as_str(f.value) else None
-            if known:
-                fields["dataset"] = known
-                evidence["dataset"] = _evidence(f, known, [])
+            ds_known = known_dataset(str(f.value)) if as_str(f.value) else None
+            if ds_known:
+                fields["dataset"] = ds_known
+                evidence["dataset"] = _evidence(f, ds_known, [])
                 break
     if fields["dataset"] is None and launch.entry in texts:  # named in the entry's docstring
         m = re.match(r'\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', texts[launch.entry], re.S)
         doc = m.group(1) if m else ""
-        known = next((k for w in re.findall(r"[A-Za-z][\w.-]*\w", doc) if (k := known_dataset(w))), None)
-        if known:
-            fields["dataset"] = known
-            evidence["dataset"] = FieldEvidence(value=known, raw=doc[:200], source=launch.entry, kind="mention",
+        ds_known = next((k for w in re.findall(r"[A-Za-z][\w.-]*\w", doc) if (k := known_dataset(w))), None)
+        if ds_known:
+            fields["dataset"] = ds_known
+            evidence["dataset"] = FieldEvidence(value=ds_known, raw=doc[:200], source=launch.entry, kind="mention",
                                                 snippet=doc[:200])
     if fields["dataset"] is None:
         for src, text in list(launch.texts.items()) + list(texts.items()):
             for tok in re.findall(r"[A-Za-z0-9_./-]{3,}", text):
-                known = known_dataset(tok) if "/" in tok else None
-                if known:
-                    fields["dataset"] = known
-                    evidence["dataset"] = FieldEvidence(value=known, raw=tok, source=src, kind="mention", snippet=tok)
+                ds_known = known_dataset(tok) if "/" in tok else None
+                if ds_known:
+                    fields["dataset"] = ds_known
+                    evidence["dataset"] = FieldEvidence(value=ds_known, raw=tok, source=src, kind="mention", snippet=tok)
                     break
             if fields["dataset"]:
                 break
@@ -1053,9 +1053,9 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
         evidence["model_size_b"] = FieldEvidence(value=named[0], raw=fields["model_name"], source="<model name>",
                                                  kind="derived", snippet=named[1])
     elif fields["model_size_b"] is None and dims is not None:
-        fields["model_size_b"], why, src = dims
-        evidence["model_size_b"] = FieldEvidence(value=fields["model_size_b"], raw=why, source=src, kind="derived",
-                                                 snippet=why)
+        fields["model_size_b"], size_why, size_src = dims
+        evidence["model_size_b"] = FieldEvidence(value=fields["model_size_b"], raw=size_why, source=size_src, kind="derived",
+                                                 snippet=size_why)
     elif fields["model_size_b"] is None and (rnn := _word_lm_size(eff, fields)) is not None:
         fields["model_size_b"] = rnn[0]
         evidence["model_size_b"] = FieldEvidence(value=rnn[0], raw=rnn[1], source=rnn[2], kind="derived",
@@ -1066,8 +1066,8 @@ def _choose(repo: Path, launch: Launch, facts: list[Fact], files: list[str], tex
                                                  kind="derived", snippet=named[1])
     tiers: dict[str, str] = {}
     for fld, ev in evidence.items():
-        src = evidence.get("iterations", ev) if fld == "iteration_type" else ev  # the type is as sure as the count
-        tiers[fld] = evidence_tier(fld, src.kind, src.source)
+        tier_ev = evidence.get("iterations", ev) if fld == "iteration_type" else ev  # the type is as sure as the count
+        tiers[fld] = evidence_tier(fld, tier_ev.kind, tier_ev.source)
     conf = {fld: confidence(fld, tier) for fld, tier in tiers.items() if fields.get(fld) is not None}
     return StaticExtraction(fields=fields, evidence=evidence, launch=launch, files=list(dict.fromkeys(files)),
                             facts=facts, errors=errors, tiers=tiers, confidence=conf)
@@ -1175,6 +1175,7 @@ def _scaling_rule_lr(facts: list[Fact], launch: Launch, world_size: int | None) 
         return []
     ratio = bs * n / denom
     lr = float(f"{b * (math.sqrt(ratio) if m.group(1).lower() == 'sqrt' else ratio):.4g}")  # as a log prints it
+    assert base is not None  # b was read from it
     why = f"{base.value} x {m.group(1)}({bs} x {n} GPUs / {m.group(2)}) ({rule.value})"
     return [Fact(f"{parent}.lr" if parent else "lr", lr, rule.source, why, "derived")]
 

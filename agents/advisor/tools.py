@@ -360,14 +360,14 @@ def make_repo_tools(sandbox: RepoSandbox, *, path_choices: bool = False) -> list
         if 0 < len(files) <= 150:
             read_schema = create_model(
                 "FileReadArgs",
-                path=(Literal[tuple(files)], Field(description="file to read, relative to the repository root")),  # type: ignore[valid-type]
+                path=(Literal[tuple(files)], Field(description="file to read, relative to the repository root")),  # type: ignore[arg-type]  # a Literal built at run time
                 start_line=(int, Field(1, description="first line to return (1-based)")),
                 end_line=(int | None, Field(None, description="last line to return (inclusive)")),
             )
             dirs = sorted({"."} | {f.rsplit("/", 1)[0] for f in files if "/" in f})
             tree_schema = create_model(
                 "FileTreeArgs",
-                path=(Literal[tuple(dirs)], Field(".", description="folder to list ('.' = repository root)")),  # type: ignore[valid-type]
+                path=(Literal[tuple(dirs)], Field(".", description="folder to list ('.' = repository root)")),  # type: ignore[arg-type]  # a Literal built at run time
                 max_depth=(int, Field(4, description="how many folder levels to show (1-8)")),
             )
     tree_tool = StructuredTool.from_function(

@@ -145,9 +145,9 @@ def grounded(field: str, raw: Any, value: Any, text: str, *, iteration_type: str
         if _token_present(str(value).replace("-", " "), low.replace("-", " ").replace("_", " ")):
             return str(value)
         for rx, weight in TASK_CUES.get(str(value), ()):
-            m = re.search(rx, text)
-            if m and weight >= 2:
-                return m.group(0)
+            cue = re.search(rx, text)
+            if cue and weight >= 2:
+                return cue.group(0)
         return None
     if field in ("model_name", "dataset", "valid_dataset"):
         if str(value).lower() in _GENERIC or (isinstance(raw, str) and raw.strip().lower() in _GENERIC):

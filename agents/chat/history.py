@@ -70,7 +70,7 @@ class RedisSessionStore:
         except redis.RedisError as exc:
             raise ChatUnavailable(f"Redis: {type(exc).__name__}: {exc}") from None
         messages = messages_from_dict([json.loads(r) for r in raw])
-        context = {k.decode(): v.decode() for k, v in ctx.items()}
+        context = {_text(k): _text(v) for k, v in ctx.items()}
         return Session(session_id, messages, context)
 
     def save_turn(self, session_id: str, messages: list[BaseMessage], context: dict[str, str]) -> None:
@@ -81,7 +81,7 @@ class RedisSessionStore:
                 pipe.rpush(messages_key, *(json.dumps(m) for m in messages_to_dict(messages)))
                 pipe.ltrim(messages_key, -self.max_messages, -1)
             if context:
-                pipe.hset(context_key, mapping=context)
+                pipe.hset(context_key, mapping={k: v for k, v in context.items()})
             pipe.expire(messages_key, self.ttl_s)
             pipe.expire(context_key, self.ttl_s)
             pipe.execute()
@@ -107,3 +107,8 @@ class MemorySessionStore:
         s = self._sessions.setdefault(check_session_id(session_id), Session(session_id))
         s.messages.extend(messages)
         s.context.update(context)
+
+
+def _text(value: bytes | str) -> str:
+    """A Redis reply as text (the client returns bytes: it is not asked to decode)."""
+    return value.decode() if isinstance(value, bytes) else value

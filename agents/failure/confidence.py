@@ -106,7 +106,7 @@ def finish(verdict: FailureVerdict, lines: Sequence[str | bytes], block: int, ro
         # no evidence beyond the reason the rules filled in: the learned classifier's category read
         # the context, the rules' class only its Acme prior, so the category stays the learned one
         ev = Evidence(verdict.category, verdict.component or ev.component, None, "learned-context",
-                      f"the learned classifier's category from the context; the rules name the reason {reason_in.value}",
+                      f"the learned classifier's category from the context; the rules name the reason {reason_in}",
                       "", None, "prior")  # fmt: skip
     calibration = calibration or load_calibration()
     reason = ev.reason or reason_in

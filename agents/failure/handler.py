@@ -283,8 +283,7 @@ class FailureHandler:
             span.set_attribute("schedmate.failure.found", located is not None)
         if located is None:
             reason = "empty log" if len(index) == 0 else "no failure line in the log's tail"
-            calls = self.locator.last_calls
-            return Diagnosis(**base, status="no_failure_found", message=reason, classifier_calls=calls,
+            return Diagnosis(**base, status="no_failure_found", message=reason, classifier_calls=self.locator.last_calls,
                              remediation=remediation_for("none", basis="none"))
         base.update(located=located, classifier_calls=located.calls)
 
@@ -349,7 +348,7 @@ class FailureHandler:
         )
 
     def _ask_llm(
-        self, window: list[str], focus: int, fallbacks: list[str], calls: list[CallCounts] | None = None
+        self, window: Sequence[str | bytes], focus: int, fallbacks: list[str], calls: list[CallCounts] | None = None
     ) -> tuple[LLMVerdict | None, LLMStatus]:
         if self.llm is None:
             return None, "disabled"
@@ -363,7 +362,7 @@ class FailureHandler:
             calls.append(_counts_of(status))
         return verdict, status
 
-    def _ask_llm_once(self, window: list[str], focus: int, fallbacks: list[str]) -> tuple[LLMVerdict | None, LLMStatus]:
+    def _ask_llm_once(self, window: Sequence[str | bytes], focus: int, fallbacks: list[str]) -> tuple[LLMVerdict | None, LLMStatus]:
         assert self.llm is not None
         left = time_left()
         if left is not None and left <= 0:

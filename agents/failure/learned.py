@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -309,7 +309,7 @@ class LearnedFailureClassifier:
         self.folds = folds
         self.seed = seed
         self.temperature = 1.0
-        self._model: object | None = None
+        self._model: Any = None  # a fitted scikit-learn classifier (no type stubs)
         self._classes: list[tuple[FailureReason, FailureCategory]] = []
 
     # -- features ----------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ class LearnedFailureClassifier:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
+                np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub takes **kwds for allow_pickle: bool
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only cache folder costs time, not correctness
@@ -501,7 +501,7 @@ class LearnedFailureClassifier:
 
     def predict_many(self, windows: Sequence[RootCauseWindow]) -> list[LearnedVerdict]:
         self.ensure_fitted()
-        logits = self._model.decision_function(self.features(windows))  # type: ignore[attr-defined]
+        logits = self._model.decision_function(self.features(windows))
         probs = _softmax(np.atleast_2d(logits) / self.temperature)
         return [self._verdict(p, w) for p, w in zip(probs, windows, strict=True)]
 
@@ -509,7 +509,7 @@ class LearnedFailureClassifier:
         by_cat = {c: float(sum(p[i] for i, (_, k) in enumerate(self._classes) if k is c)) for c in FailureCategory}
         category = max(by_cat, key=by_cat.__getitem__)
         order = np.argsort(-p)
-        candidates = tuple(Candidate(*self._classes[i], float(p[i])) for i in order[:5])
+        candidates = tuple(Candidate(*self._classes[int(i)], float(p[i])) for i in order[:5])
         best = next(c for c in candidates if c.category is category) if any(c.category is category for c in candidates) else None
         reason = best.reason if best is not None and best.probability >= self.min_reason else None
         if reason is not None:

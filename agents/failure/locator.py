@@ -214,10 +214,10 @@ def root_cause_lines(
             # nothing but the launcher's report follows: the kill or signal it reports is the cause
             # (`exitcode: -9` under `Root Cause (first observed failure)`)
             if (cascade and not signal) or weak:
-                j = next((j for j in range(root + 1, min(len(cleaned), root + 1 + (limit if cascade else _WEAK_LOOKAHEAD)))
-                          if _signal_only(cleaned[j].text, rules)), None)  # fmt: skip
-                if j is not None:
-                    block = root = j
+                sig = next((j for j in range(root + 1, min(len(cleaned), root + 1 + (limit if cascade else _WEAK_LOOKAHEAD)))
+                            if _signal_only(cleaned[j].text, rules)), None)  # fmt: skip
+                if sig is not None:
+                    block = root = sig
     echo = first_echo(index, first + owner[root], cleaned[root], rules)
     if echo is not None:
         return echo, echo

@@ -257,8 +257,7 @@ def execute_plan(plan: RecoveryPlan, meta: JobMeta, executor: RecoveryExecutor |
                 ok = executor.diagnostics.run_diagnostic(action.diagnostic, action.node)
                 if not ok:
                     failed_nodes.add(action.node)
-                status = "passed" if ok else "failed"
-                out.append(ActionOutcome(action.kind, action.node, status, action.diagnostic.value))
+                out.append(ActionOutcome(action.kind, action.node, "passed" if ok else "failed", action.diagnostic.value))
             elif isinstance(action, CordonNode):
                 if action.when == "diagnostic_failed" and action.node not in failed_nodes:
                     out.append(ActionOutcome(action.kind, action.node, "skipped", "diagnostics passed"))

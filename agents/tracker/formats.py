@@ -494,9 +494,9 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
         # `12.3s per 100 iterations`: an interval's time over its stated number of steps
         step_time, explicit, rule, interval = iv[0] / iv[1], True, "interval", None
     if rate is None and "/s" in text and (m := _BARE_RATE.search(text)):
-        unit = _rate_unit(Field("", "", float(m.group(1).replace(",", "")), m.group(2), m.start()))
-        if unit not in (None, "it/s"):
-            rate, rate_unit = float(m.group(1).replace(",", "")), unit
+        bare_unit = _rate_unit(Field("", "", float(m.group(1).replace(",", "")), m.group(2), m.start()))
+        if bare_unit not in (None, "it/s"):
+            rate, rate_unit = float(m.group(1).replace(",", "")), bare_unit
     if step_time is None and batch is not None and rate is not None and rate_unit in _PER_SAMPLE_UNITS:
         # `batch_size: 32 ... samples/s: 64`: the line states both, so a step takes batch / rate
         # (not when either is per device or per micro-batch: the two may count different GPUs)

@@ -315,9 +315,9 @@ def key_value(text: str) -> Extraction | None:
             break
     step_time = None
     rule: TimeRule | None = None
-    if m := _KV_PER_STEP.search(text):
-        v = _pos(m.group("v"))
-        step_time = v * TIME_SCALE_S[m.group("unit").lower()] if v is not None else None
+    if per := _KV_PER_STEP.search(text):
+        v = _pos(per.group("v"))
+        step_time = v * TIME_SCALE_S[per.group("unit").lower()] if v is not None else None
         rule = "per_step_unit"
     else:
         for m in _KV_TIME.finditer(text):
@@ -329,10 +329,10 @@ def key_value(text: str) -> Extraction | None:
                 rule = "named_per_step" if named else "bare_time"
                 break
     rate, rate_unit = None, None
-    if m := _KV_RATE.search(text):
-        rate, rate_unit = _pos(m.group("v")), _rate_unit(m.group("unit"))
-    elif m := _KV_RATE_KEY.search(text):
-        rate, rate_unit = _pos(m.group("v")), _rate_unit(m.group("key"))
+    if kv := _KV_RATE.search(text):
+        rate, rate_unit = _pos(kv.group("v")), _rate_unit(kv.group("unit"))
+    elif kv := _KV_RATE_KEY.search(text):
+        rate, rate_unit = _pos(kv.group("v")), _rate_unit(kv.group("key"))
     if step_m is None and not (step_time is not None and _KV_PER_STEP.search(text)):
         return None  # without a step counter, only an explicit per-step time is trusted
     ex = Extraction(

@@ -356,8 +356,8 @@ class MetricTracker:
             span.set_attribute(ATTR_SOURCE, "file" if is_path else "lines")
             state = self._new_state()
             t0 = time.perf_counter()
-            if is_path:
-                result = self._observe_file(Path(source), state, max_lines)  # type: ignore[arg-type]
+            if isinstance(source, (str, Path)):  # is_path
+                result = self._observe_file(Path(source), state, max_lines)
             else:
                 lines = source if isinstance(source, Sequence) else list(source)
                 raw = [(i + 1, None, lines[i]) for i in range(len(lines) - 1, -1, -1)]
@@ -473,7 +473,7 @@ class MetricTracker:
                     batch.evaluation += 1  # validation/test progress: never the training step time
                 else:
                     rows.append((lineno, offset, norm.text, observed, regex_extract(norm.text)))
-                if (b"\r" if isinstance(raw, bytes) else "\r") in raw:
+                if ("\r" in raw) if isinstance(raw, str) else (b"\r" in raw):
                     # HF Trainer prints its metrics dict over the training bar: the newest bar
                     # redraw on the same physical line carries the step time.
                     bar = bar_in_redraws(raw, skip_last=True)
@@ -565,9 +565,10 @@ class MetricTracker:
             if cand.regex is not None and cand.regex.has_metric:
                 ex, how = cand.regex, "regex"
             else:
-                ex, how = self._llm(cand, state), "llm"
-                if ex is None:
+                read = self._llm(cand, state)
+                if read is None:
                     continue
+                ex, how = read, "llm"
             if ex.step is not None:  # N ranks, or a line re-printed: one line per (shape, step)
                 shape = shape_key(cand.text)
                 # (per rank: interleaved devices each print every step; `_step_time_from_stamps` keeps one rank)
@@ -728,7 +729,7 @@ class MetricTracker:
         st.outliers_dropped = sum(len(e.dropped) for e in estimates)
         used = {id(s) for e in estimates for s in e.lines}
         methods = {g.method for g in good if id(g.line) in used}
-        method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
+        method: Method = "mixed" if len(methods) > 1 else methods.pop()
         primary = step_time or throughput or loss
         assert primary is not None
         return TrackerReport(
@@ -736,7 +737,7 @@ class MetricTracker:
             state.llm_status, state.llm_error, notes,
         )  # fmt: skip
 
-    def _estimate(self, good: list[LineMetrics], get, unit: str, *, current: bool = False) -> MetricEstimate | None:  # type: ignore[no-untyped-def]
+    def _estimate(self, good: list[LineMetrics], get, unit: str, *, current: bool = False) -> MetricEstimate | None:
         """Robust mean of one metric over the lines of ONE format family (`_pick_family`): a
         tqdm bar and Megatron's timer, or a training and an evaluation bar, time different
         loops, so their values are never averaged together. `current` (the loss): the value is
@@ -771,7 +772,7 @@ class MetricTracker:
         summary = robust_mean([v for _, v in rows], self.mad_k)
         kept = [rows[i][0] for i in summary.kept]
         methods = {g.method for g in kept}
-        method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
+        method: Method = "mixed" if len(methods) > 1 else methods.pop()
         # the loss: the newest printed value, outlier or not (a spike is news, not noise)
         value = rows[0][1] if current else summary.mean
         return MetricEstimate(
@@ -940,7 +941,7 @@ def _step_time_from_stamps(good: list[LineMetrics], min_lines: int = 2, min_tick
             last = (t1 - tj) / (s1 - sj)
             break
     methods = {r[3].method for r in rows}
-    method: Method = "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[assignment]
+    method: Method = "mixed" if len(methods) > 1 else methods.pop()
     lines = tuple(r[3].line for r in sorted(rows, key=lambda r: -r[1]))
     return MetricEstimate(value, "s", value, 0.0, lines, (), method, f"{fam}+timestamps", last=last)
 
@@ -1011,7 +1012,7 @@ def _unwrap_days(rows: list[tuple[int, float, float, LineMetrics]]) -> list[tupl
 
 def _method(lines: Sequence[LineMetrics]) -> Method:
     methods = {g.method for g in lines}
-    return "mixed" if len(methods) > 1 else methods.pop()  # type: ignore[return-value]
+    return "mixed" if len(methods) > 1 else methods.pop()
 
 
 @dataclass(slots=True)
@@ -1109,7 +1110,7 @@ def _renumber(g: LineMetrics, base: int | None, lines_read: int) -> LineMetrics:
 
 
 def _windows(
-    lines: Iterator[tuple[int | None, int | None, str | bytes]], size: int
+    lines: Iterable[tuple[int | None, int | None, str | bytes]], size: int
 ) -> Iterator[list[tuple[int | None, int | None, str | bytes]]]:
     batch: list[tuple[int | None, int | None, str | bytes]] = []
     for item in lines:
@@ -1121,7 +1122,7 @@ def _windows(
         yield batch
 
 
-def _count_newlines(fh, end: int, chunk: int = 1 << 20) -> int:  # type: ignore[no-untyped-def]
+def _count_newlines(fh, end: int, chunk: int = 1 << 20) -> int:
     fh.seek(0)
     count, left = 0, end
     while left > 0:
@@ -1142,7 +1143,7 @@ class _ReverseLines:
     counted in `long_lines`; memory stays bounded by one block plus one capped line.
     """
 
-    def __init__(self, fh, size: int, max_scan_bytes: int, max_line_bytes: int, block: int = 1 << 18) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, fh, size: int, max_scan_bytes: int, max_line_bytes: int, block: int = 1 << 18) -> None:
         self.fh, self.size = fh, size
         self.max_scan_bytes, self.max_line_bytes, self.block = max_scan_bytes, max_line_bytes, block
         self.lines_read = 0
