@@ -144,7 +144,7 @@ def test_sacct_rows_with_bad_fields_are_row_errors(tmp_path: Path, redis_url: st
 
 def test_no_slurm_time_limit_from_runs_that_all_failed() -> None:
     from schedmate.deploy.service.models import AdviseResponse, EstimateOut
-    from schedmate.deploy.slurm.route import decide
+    from schedmate.deploy.service.slurm_route import decide
 
     class Req:
         margin, max_minutes = 1.2, None

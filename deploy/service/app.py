@@ -48,6 +48,7 @@ from schedmate.deploy.service.models import (
     TrackRequest,
     TrackResponse,
 )
+from schedmate.deploy.service.slurm_route import router as slurm_router
 from schedmate.errors import SchedMateError, http_answer
 
 __all__ = ["API_VERSION", "create_app"]
@@ -177,8 +178,6 @@ def create_app(config: ServiceConfig, core: ServiceCore | None = None, *, load_m
     from schedmate.deploy.service.chat_route import router as chat_router
 
     app.include_router(chat_router(core, config))
-    from schedmate.deploy.slurm.route import router as slurm_router
-
     app.include_router(slurm_router(core, config))  # what job_submit.lua asks (deploy/slurm/)
     return app
 

@@ -7,6 +7,10 @@ command of the script, the GPUs, the advisor, the time-limit rule) happens here,
 work queue like every /v1 call. Every failure is an answer `SKIP <why>` with status 200, so the
 plugin has one path for "leave the job to Slurm"; only the token check (401) and the service's
 own guards (413, 429 before parsing) answer otherwise, and the plugin reads those as SKIP too.
+
+It lives with the service (like `chat_route`): it reads the service's core, token check and wire
+models, while `deploy/slurm/` holds what Slurm itself runs (plugin, hook, time-limit rule) and
+never imports the service, so the dependency goes one way.
 """
 
 from __future__ import annotations
