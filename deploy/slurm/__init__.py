@@ -2,7 +2,8 @@
 
 - `job_submit.lua` (rendered by `config`): runs in slurmctld; for a batch job without --time it
   asks the service with one bounded `curl` and sets the answer as the time limit.
-- `route`: the service's `POST /v1/slurm/time-limit` (one line of text for the Lua plugin).
+- the service answers it at `POST /v1/slurm/time-limit` (`deploy/service/slurm_route.py`, one line of text
+  for the Lua plugin); nothing here imports the service.
 - `timelimit`: the rule, ceil(margin x p90 of similar jobs' durations), capped by the partition.
 - `hook`: what EpilogSlurmctld runs (stdlib only), and the client of the submit-time call.
 - `slurmjob`: `scontrol show job` parsing, final status, GPUs, the launch command of a script.
