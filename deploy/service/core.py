@@ -317,7 +317,7 @@ class ServiceCore:
         if result.llm_fallback:
             out.degraded.append(f"LLM {result.llm_status} ({result.llm_error or 'no detail'}): regex only")
         if isinstance(result, NoSignal) or not result:
-            return _default(out, f"no progress signal in the log: {result.reason}")  # type: ignore[union-attr]
+            return _default(out, f"no progress signal in the log: {result.reason}")
         return out
 
     def _tail(self, key: str, path: Path) -> str:
