@@ -269,12 +269,6 @@ class ServiceCore:
 
     def track(self, req: TrackRequest) -> TrackResponse:
         path = self._file(req.log, "log")
-        try:  # binary, zstd/zip/lz4: said plainly, never "no progress signal" (schedmate/logfile.py)
-            unreadable = sniff_log(path).unreadable
-        except (OSError, ValueError) as exc:  # vanished, or swapped for a FIFO since the check
-            raise BadInput(f"cannot read log: {getattr(exc, 'strerror', None) or exc}") from None
-        if unreadable:
-            return _default(TrackResponse(note=f"unreadable: {unreadable}"), f"unreadable: {unreadable}")
         self._need_models()
         if req.job_id is None and req.split_at is None:
             # A whole-log reading depends only on the log's bytes: an unchanged log (same device,
@@ -285,9 +279,18 @@ class ServiceCore:
         return self._track_read(path, req)
 
     def _whole_read(self, path: Path, req: TrackRequest) -> TrackResponse:
-        """A whole-log reading; a gzip/bz2/xz or UTF-16/32 log is read decoded (`readable_log`,
-        as the CLI's `track` reads it) and its notes say how."""
-        if not sniff_log(path).transforms:
+        """A whole-log reading (kept while the file is unchanged, so the 4 KB sniff is paid once per
+        version): a gzip/bz2/xz or UTF-16/32 log is read decoded (`readable_log`, as the CLI's
+        `track` reads it) and its notes say how; binary, zstd/zip/lz4 is said plainly
+        (`unreadable: <why>`), never "no progress signal"."""
+        try:
+            decoder = sniff_log(path)
+        except (OSError, ValueError) as exc:  # vanished, or swapped for a FIFO since the check
+            raise BadInput(f"cannot read log: {getattr(exc, 'strerror', None) or exc}") from None
+        if decoder.unreadable:
+            why = f"unreadable: {decoder.unreadable}"
+            return _default(TrackResponse(note=why), why)
+        if not decoder.transforms:
             return self._track_read(path, req)  # plain UTF-8: read in place, backwards, bounded
         with readable_log(path) as view:
             out = self._track_read(view.path, req)
@@ -317,7 +320,7 @@ class ServiceCore:
         if result.llm_fallback:
             out.degraded.append(f"LLM {result.llm_status} ({result.llm_error or 'no detail'}): regex only")
         if isinstance(result, NoSignal) or not result:
-            return _default(out, f"no progress signal in the log: {result.reason}")
+            return _default(out, f"no progress signal in the log: {result.reason}")  # type: ignore[union-attr]
         return out
 
     def _tail(self, key: str, path: Path) -> str:
