@@ -781,15 +781,35 @@ def experiment_sia(
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 0,
+    source: Annotated[str, typer.Option(help="agents (the real agents: reported runs) or rule (same application and "
+                                             "batch size, spec §8.2, no agents).")] = "agents",
+    newtrace: Annotated[bool, typer.Option("--newtrace", help="Also run newtrace/workload-1.csv (960 jobs).")] = False,
+    arms: Annotated[str, typer.Option(help="Comma-separated arms.")] = "sia-fifo,sia,sia+sm",
+    t_prof_sweep: Annotated[str, typer.Option(help="e.g. 60,300: extra sia@t / sia+sm@t arms.")] = "",
+    jitter: Annotated[float, typer.Option(help="Submit-time jitter U(0, s) per seed.")] = 60.0,
 ) -> None:
     """Sia vs Sia+SchedMate (bootstrapping from similar jobs) vs a FIFO baseline on Sia's workloads."""
-    from schedmate.sim.experiments.sia import DEFAULT_WORKLOADS, SiaExperimentConfig, run_sia_experiment
+    from schedmate.sim.experiments.sia import (
+        DEFAULT_WORKLOADS,
+        NEWTRACE,
+        SiaExperimentConfig,
+        rule_source,
+        run_sia_experiment,
+    )
 
     out = out or Path("results/experiment-sia")
     _check_experiment(out, seeds, limit=limit, rate=detection_rate, first_seed=first_seed)
+    chosen = tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS
     cfg = SiaExperimentConfig(
-        workloads=tuple(w.strip() for w in workloads.split(",")) if workloads else DEFAULT_WORKLOADS,
-        seeds=tuple(range(first_seed, first_seed + seeds)), detection_rate=detection_rate, t_prof=t_prof, limit=limit)
+        workloads=chosen + ((NEWTRACE,) if newtrace else ()), seeds=tuple(range(first_seed, first_seed + seeds)),
+        arms=tuple(a.strip() for a in arms.split(",") if a.strip()),
+        t_prof_sweep=tuple(float(t) for t in t_prof_sweep.split(",") if t.strip()), jitter_s=jitter,
+        detection_rate=detection_rate, t_prof=t_prof, limit=limit)
+    if source == "rule":
+        console.print(str(run_sia_experiment(out, make_source=rule_source, config=cfg, progress=_say())))
+        return
+    if source != "agents":
+        raise BadInput(f"--source must be agents or rule, got {source!r}")
     with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
         result = run_sia_experiment(out, make_source=make, config=cfg, progress=_say())
         console.print(f"agents: {_agent_counts(make.stats())}")
@@ -814,20 +834,45 @@ def experiment_standalone(
     cache_dir: ExpCache = None,
     precomputed: ExpPre = True,
     history: ExpHistory = 500,
+    source: Annotated[str, typer.Option(help="agents (the real agents: reported runs); calibrated (spec §8's "
+                                             "knobs, SENSITIVITY ONLY) or null (history fallback only).")] = "agents",
+    days: Annotated[float, typer.Option(help="Philly window length (days).")] = 7.0,
+    detection_rate: Annotated[float, typer.Option("--detection-rate", help="Share of jobs SchedMate sees "
+                                                                            "(headline rows).")] = 1.0,
 ) -> None:
     """Standalone SchedMate (SJF and SRPT on the 3 most similar jobs, + Failure Handler) vs FIFO, QSSF, Tiresias
     and oracles, with infrastructure hazards, faulty nodes and application errors."""
-    from schedmate.sim.experiments.standalone import ARMS, run_standalone_experiment
+    from schedmate.sim.experiments.standalone import (
+        ARMS,
+        FAIL_RATES,
+        StandaloneSetup,
+        calibrated_source,
+        null_source,
+        run_standalone_experiment,
+    )
+    from schedmate.sim.failures import FailureModel
 
     def floats(text: str) -> list[float]:
         return [float(x) for x in text.split(",") if x.strip()]
 
     out = out or Path("results/experiment-standalone")
-    _check_experiment(out, seeds, limit=limit, jobs=jobs, gpus=gpus)
+    _check_experiment(out, seeds, limit=limit, jobs=jobs, gpus=gpus, rate=detection_rate)
     chosen = [a.strip() for a in arms.split(",") if a.strip()] if arms else list(ARMS)
+    setup = StandaloneSetup(detection_rate=detection_rate, failures=FailureModel(fail_rate=FAIL_RATES.get(trace, 0.305)))
+    if source in ("calibrated", "null"):
+        make_other, label = ((calibrated_source(), "calibrated knobs (SENSITIVITY ONLY, not the real modules)")
+                             if source == "calibrated" else (null_source, "null (history fallback only)"))
+        result = run_standalone_experiment(out, make_source=make_other, source_label=label, trace=trace, days=days,
+                                           limit=limit, n_jobs=jobs, seeds=seeds, gpus=gpus, arms=chosen, setup=setup,
+                                           resubmit_delays=floats(resubmit_delays),
+                                           detection_rates=floats(detection_rates), progress=_say())
+        console.print(str(result))
+        return
+    if source != "agents":
+        raise BadInput(f"--source must be agents, calibrated or null, got {source!r}")
     with _sources(out, llm, cache_dir, precomputed, history, llm_modules) as make:
-        result = run_standalone_experiment(out, make_source=make, source_label=make.label, trace=trace, limit=limit,
-                                           n_jobs=jobs, seeds=seeds, gpus=gpus, arms=chosen,
+        result = run_standalone_experiment(out, make_source=make, source_label=make.label, trace=trace, days=days,
+                                           limit=limit, n_jobs=jobs, seeds=seeds, gpus=gpus, arms=chosen, setup=setup,
                                            resubmit_delays=floats(resubmit_delays),
                                            detection_rates=floats(detection_rates), progress=_say())
         console.print(f"agents: {_agent_counts(make.stats())}")
@@ -926,14 +971,20 @@ def ray_points(address: str | None) -> Iterator[Any]:
 @experiment_app.command("ares")
 def experiment_ares(
     out: ExpOut = None, seeds: ExpSeeds = 3, first_seed: int = 0, quick: RefQuick = False, ray_address: RayOpt = None,
+    jobs: Annotated[int | None, typer.Option(help="Jobs per trace (default 160).")] = None,
+    gpus: Annotated[int | None, typer.Option(help="Cluster GPUs, a multiple of 4 (default 64).")] = None,
 ) -> None:
     """Ares (elastic fair queuing) against the spec's baselines: JCT, finish-time fairness, criteria."""
     from schedmate.schedulers.ares.experiment import AresExperimentConfig, run_ares_experiment
 
     out = out or Path("results/experiment-ares")
-    _check_experiment(out, seeds, first_seed=first_seed)
+    _check_experiment(out, seeds, first_seed=first_seed, jobs=jobs, gpus=gpus)
     cfg = AresExperimentConfig.quick() if quick else AresExperimentConfig()
     cfg = replace(cfg, seeds=tuple(range(first_seed, first_seed + seeds)))
+    if jobs:
+        cfg = replace(cfg, n_jobs=jobs)
+    if gpus:
+        cfg = replace(cfg, gpus=gpus)
     with ray_points(ray_address) as map_points:
         result = run_ares_experiment(out, cfg, progress=lambda m: console.log(m), map_points=map_points)
     console.print(str(result))

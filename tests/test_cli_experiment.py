@@ -37,9 +37,10 @@ def _has_main_block(path: Path) -> bool:
     return False
 
 
-def test_the_adapter_experiments_have_no_python_m_entry_point_of_their_own() -> None:
+def test_the_experiments_have_no_python_m_entry_point_of_their_own() -> None:
     modules = [ROOT / "sim" / "experiments" / f"{m}.py" for m in ("ares", "arena", "arnold", "suika", "failslow",
-                                                                   "value_curve")]
+                                                                   "value_curve", "sia", "standalone")]
+    modules += [ROOT / "schedulers" / m / "experiment.py" for m in ("ares", "arnold")]
     assert [p.name for p in modules if _has_main_block(p)] == []
 
 
@@ -83,3 +84,44 @@ def test_an_adapter_experiment_runs_the_seeds_asked_with_the_source_asked(tmp_pa
 def test_a_bad_seed_count_is_refused_before_any_run(tmp_path: Path) -> None:
     res = runner.invoke(app, ["experiment", "failslow", "--seeds", "0", "--out", str(tmp_path / "o")])
     assert res.exit_code != 0 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("source", "label"), [("calibrated", "calibrated knobs (SENSITIVITY ONLY, not the real modules)"),
+                                               ("null", "null (history fallback only)")])
+def test_the_standalone_sensitivity_sources_run_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 source: str, label: str) -> None:
+    import schedmate.sim.experiments.standalone as standalone
+
+    seen: list[dict[str, object]] = []
+
+    def run(out: Path, **kw: object) -> str:
+        seen.append(kw)
+        return "standalone result"
+
+    monkeypatch.setattr(standalone, "run_standalone_experiment", run)
+    res = runner.invoke(app, ["experiment", "standalone", "--source", source, "--trace", "synthetic", "--seeds", "1",
+                              "--detection-rate", "0.5", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    (kw,) = seen
+    assert kw["source_label"] == label and kw["trace"] == "synthetic"
+    assert kw["setup"] == standalone.StandaloneSetup(detection_rate=0.5,
+                                                     failures=standalone.FailureModel(fail_rate=standalone.FAIL_RATES["synthetic"]))
+
+
+def test_sia_runs_the_rule_source_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import schedmate.sim.experiments.sia as sia
+
+    seen: list[dict[str, object]] = []
+
+    def run(out: Path, **kw: object) -> str:
+        seen.append(kw)
+        return "sia result"
+
+    monkeypatch.setattr(sia, "run_sia_experiment", run)
+    res = runner.invoke(app, ["experiment", "sia", "--source", "rule", "--seeds", "1", "--jitter", "0",
+                              "--t-prof-sweep", "60,300", "--newtrace", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    (kw,) = seen
+    cfg = kw["config"]
+    assert isinstance(cfg, sia.SiaExperimentConfig) and kw["make_source"] is sia.rule_source
+    assert cfg.jitter_s == 0.0 and cfg.t_prof_sweep == (60.0, 300.0) and cfg.workloads[-1] == sia.NEWTRACE

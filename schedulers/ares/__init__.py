@@ -4,7 +4,7 @@ Pure model (no engine): `scaling` (curves at a fixed global batch), `virtual_tim
 over linear GPS), `elastic` (scale-out caps and the earliest-virtual-finish allocation pass),
 `fairness` (finish-time fairness against the R-scal / R-lin references) and `baselines` (the
 spec's comparison allocators). On the engine: `policy` (`Ares` and the baseline arms), and the
-reproduction check in `experiment` (`python -m schedmate.schedulers.ares.experiment OUT`).
+reproduction check in `experiment` (`schedmate experiment ares --out OUT`).
 """
 
 from .config import AresConfig

@@ -1,6 +1,6 @@
 """Ares reproduction check (spec §6): Ares against the spec's baselines on the synthetic trace.
 
-    python -m schedmate.schedulers.ares.experiment OUT_DIR [--quick] [--seeds 0,1,2]
+    schedmate experiment ares --out OUT_DIR [--quick] [--seeds 3] [--jobs 160] [--gpus 64]
 
 For each offered load ρ ∈ {0.5, 1, 2} and seed, one §6.1 trace (160 jobs, 64 GPUs in 16 × 4,
 60 s rounds, per-model restart costs) is replayed under every arm on the engine, with the same true
@@ -22,14 +22,12 @@ jobs on 32 GPUs Ares's worst FTF at ρ = 1 exceeded the rigid baselines': a max 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +43,7 @@ from .fairness import fairness_report, reference_finish_times
 from .policy import Ares, EfsInt, FifoRigid, LasRigid, OptimusLike, SrtfRigid
 from .workload import AresWorkload, generate_workload
 
-__all__ = ["ARMS", "AresExperimentConfig", "evaluate_criteria", "run_ares_experiment", "main"]
+__all__ = ["ARMS", "AresExperimentConfig", "evaluate_criteria", "run_ares_experiment"]
 
 H = 3600.0
 ARES, FILL, EFS, OPTIMUS = "ares", "ares+fill", "efs-int", "optimus"
@@ -363,27 +361,3 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, np.bool_):
         return bool(v)
     return v
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--quick", action="store_true", help="skip the plots (same traces, seeds and arms)")
-    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2)")
-    ap.add_argument("--jobs", type=int, default=None, help="jobs per trace (default 160)")
-    ap.add_argument("--gpus", type=int, default=None, help="cluster GPUs, a multiple of 4 (default 64)")
-    args = ap.parse_args(argv)
-    cfg = AresExperimentConfig.quick() if args.quick else AresExperimentConfig()
-    if args.seeds:
-        cfg = replace(cfg, seeds=tuple(int(s) for s in args.seeds.split(",")))
-    if args.jobs:
-        cfg = replace(cfg, n_jobs=args.jobs)
-    if args.gpus:
-        cfg = replace(cfg, gpus=args.gpus)
-    result = run_ares_experiment(args.out, cfg, progress=lambda m: print(m, file=sys.stderr))
-    print(result.summary)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

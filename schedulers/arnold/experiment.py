@@ -6,12 +6,11 @@ and B, `criteria`: each spec criterion with `measured` and `pass`), `arnold.csv`
 `arnold.png`, plus `decision_time` (one round's wall time at 64 and 1,024 GPUs, `timing.py`).
 `quick=True` times the raw MIP on the paper's alphas only.
 
-Regenerate: `python -m schedmate.schedulers.arnold.experiment OUT_DIR [--quick]`.
+Regenerate: `schedmate experiment arnold --out OUT_DIR [--quick]`.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -169,21 +168,3 @@ def run_arnold_experiment(
     doc["wall_seconds"] = time.perf_counter() - t0
     (out / "arnold.json").write_text(json.dumps(doc, indent=2, default=str))
     return doc
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--seeds", type=int, default=3)
-    args = ap.parse_args(argv)
-    doc = run_arnold_experiment(args.out_dir, tuple(range(args.seeds)), args.quick)
-    for name, c in doc["criteria"].items():
-        print(f"{'PASS' if c['pass'] else 'FAIL'}  {name}: {json.dumps(c['measured'], default=str)}  (expected {c['expected']})")
-    for d in doc["decision_time"]:
-        print(f"decision time @ {d['gpus']} GPUs: median {d['median_s'] * 1e3:.2f} ms, max {d['max_s'] * 1e3:.2f} ms over {d['rounds']} rounds")
-    print(f"{doc['passed']}/{doc['total']} criteria pass; {doc['wall_seconds']:.1f} s")
-
-
-if __name__ == "__main__":
-    main()

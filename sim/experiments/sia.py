@@ -1,7 +1,7 @@
 """Case 2 (spec §8.2): Sia vs Sia+SchedMate on Sia's workloads, with a FIFO baseline.
 
-    python -m schedmate.sim.experiments.sia OUT_DIR [--workloads philly/workload-1.csv ...]
-        [--seeds 0,1,2] [--t-prof 120] [--t-prof-sweep 60,300] [--detection-rate 1] [--limit N]
+    schedmate experiment sia --out OUT_DIR [--workloads philly/workload-1.csv,...] [--seeds 3]
+        [--t-prof 120] [--t-prof-sweep 60,300] [--detection-rate 1] [--limit N] [--source agents|rule]
 
 Cluster: Sia's 64 GPUs of 3 types (6×4 T4, 2×8 A100, 3×8 2080Ti). Workloads: `philly` and
 `saturn` workload-1..3 (160 jobs each; `newtrace/workload-1.csv`, 960 jobs, on request), paths
@@ -30,8 +30,6 @@ name is recorded in the results and the summary line.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -64,7 +62,6 @@ __all__ = [
     "SameConfigInsights",
     "SiaExperimentConfig",
     "jitter_submits",
-    "main",
     "rule_source",
     "run_sia_experiment",
 ]
@@ -327,45 +324,6 @@ def plot_table(rows: Sequence[RunRow], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-# ================================================================================= command line
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(t) for t in text.split(",") if t.strip())
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m schedmate.sim.experiments.sia", description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--workloads", nargs="+", default=list(DEFAULT_WORKLOADS))
-    ap.add_argument("--newtrace", action="store_true", help=f"also run {NEWTRACE} (960 jobs)")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--arms", default="sia-fifo,sia,sia+sm")
-    ap.add_argument("--t-prof", type=float, default=120.0)
-    ap.add_argument("--t-prof-sweep", default="", help="e.g. 60,300: extra sia@t / sia+sm@t arms")
-    ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--jitter", type=float, default=60.0)
-    ap.add_argument("--limit", type=int, default=None)
-    args = ap.parse_args(argv)
-    cfg = SiaExperimentConfig(
-        workloads=tuple(args.workloads) + ((NEWTRACE,) if args.newtrace else ()),
-        seeds=tuple(int(s) for s in args.seeds.split(",")),
-        arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
-        t_prof=args.t_prof,
-        t_prof_sweep=_floats(args.t_prof_sweep),
-        detection_rate=args.detection_rate,
-        jitter_s=args.jitter,
-        limit=args.limit,
-    )
-    result = run_sia_experiment(args.out_dir, config=cfg, progress=lambda s: print(s, flush=True))
-    print(result.summary)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def _change(cut: float, digits: int = 1) -> str:

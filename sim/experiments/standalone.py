@@ -47,7 +47,6 @@ Setup, and where it reads something into the spec:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -122,7 +121,6 @@ __all__ = [
     "StandaloneSetup",
     "calibrated_source",
     "load_jobs",
-    "main",
     "null_source",
     "run_standalone_experiment",
 ]
@@ -843,50 +841,3 @@ def _summary_line(rows: Sequence[RunRow], details: dict[str, Any], n_seeds: int,
         + "".join(f"; {arm} {quality_line(q)}" for arm, q in details.get("advisor_quality", {}).items()
                   if arm == "schedmate-srpt")
     )
-
-
-# ================================================================================= command line
-
-
-def _floats(text: str) -> list[float]:
-    return [float(x) for x in text.split(",") if x.strip()]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m schedmate.sim.experiments.standalone [--trace acme --n-jobs N ...]`
-    with the calibrated stand-in (SENSITIVITY ONLY) or the null source; the reported runs use
-    `schedmate experiment standalone` (real agents)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", choices=TRACES, default="acme")
-    ap.add_argument("--days", type=float, default=7.0)
-    ap.add_argument("--limit", type=int, default=None, help="keep the earliest N jobs of the Philly week")
-    ap.add_argument("--n-jobs", type=int, default=2000, help="synthetic trace size")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--gpus", type=int, default=None, help="fix the cluster size (skip sizing)")
-    ap.add_argument("--source", choices=("calibrated", "null"), default="calibrated")
-    ap.add_argument("--detection-rate", type=float, default=1.0)
-    ap.add_argument("--resubmit-delays", default="600,1800,3600,14400")
-    ap.add_argument("--detection-rates", default="0,0.5,1")
-    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
-    ap.add_argument("--out", type=Path, default=Path("results/standalone"))
-    args = ap.parse_args(argv)
-    make, label = {
-        "calibrated": (calibrated_source(), "calibrated knobs (SENSITIVITY ONLY, not the real modules)"),
-        "null": (null_source, "null (history fallback only)"),
-    }[args.source]
-    setup = StandaloneSetup(detection_rate=args.detection_rate,
-                            failures=FailureModel(fail_rate=FAIL_RATES.get(args.trace, 0.305)))
-    result = run_standalone_experiment(
-        args.out, make_source=make, source_label=label, trace=args.trace, days=args.days, limit=args.limit,
-        n_jobs=args.n_jobs, seeds=args.seeds, gpus=args.gpus, arms=[a.strip() for a in args.arms.split(",") if a.strip()],
-        setup=setup, resubmit_delays=_floats(args.resubmit_delays), detection_rates=_floats(args.detection_rates),
-        progress=lambda m: print(m, flush=True),
-    )
-    print(result.summary)
-    for f in result.files:
-        print(f"  wrote {f}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
