@@ -13,7 +13,6 @@ start` uses), started for the command when none runs there and stopped (with a s
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -410,6 +409,7 @@ def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as
     line where the slowdown began) when the detector raises one. Ctrl-C (or `timeout`) ends cleanly."""
     from schedmate.agents.tracker.failslow import FailSlowMonitor
     from schedmate.agents.tracker.registry import JobLogRegistry
+    from schedmate.agents.tracker.wire import failslow_alert_of
 
     reg = JobLogRegistry(tracker, attach_bytes=None)
     reg.register("job", path, start="begin")
@@ -426,7 +426,7 @@ def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as
             if last is None or polled.new_progress_lines or alerts:
                 summary = _track_summary(reg.report("job", poll=False))
                 if slow.detector.alerts:  # the newest fail-slow alert rides along in each JSON update
-                    summary["failslow"] = dataclasses.asdict(slow.detector.current())
+                    summary["failslow"] = failslow_alert_of(slow.detector.current()).model_dump(mode="json")
                 if summary != last:
                     updates += 1
                     summary["update"] = updates

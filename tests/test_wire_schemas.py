@@ -221,3 +221,32 @@ def test_the_cli_the_service_and_the_chat_read_the_same_track_result_with_the_lo
     for metric, word in ((service.step_time, "time: 0.250s"), (service.loss, "loss=")):
         assert metric.lines and all(word in text[n - 1] for n in metric.lines)  # line n is the file's n-th line
     assert max(service.step_time.lines) == PROGRESS  # the newest progress line, counted from 1
+
+
+# ------------------------------------------------------------------------------ fail-slow alert
+
+
+def _slowed_log(path: Path, n: int = 400, slow_from: int = 250, factor: float = 1.5) -> Path:
+    lines = [f"iter {step}: loss {2.0 + 1 / step:.4f}, time {500 * (factor if step >= slow_from else 1) * (1 + 0.01 * (step % 3)):.2f}ms"
+             for step in range(1, n + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_fail_slow_alert_on_the_wire_numbers_its_lines_from_1(tmp_path: Path) -> None:
+    from schedmate.agents.tracker.failslow import detect_lines
+    from schedmate.agents.tracker.wire import FailSlowAlert, failslow_alert_of
+    from schedmate.cli import app
+
+    log = _slowed_log(tmp_path / "slow.log")
+    alerts = detect_lines(log.read_text().splitlines())
+    assert alerts, "a 50% job-wide slowdown must be flagged"
+    wire = failslow_alert_of(alerts[0])
+    assert wire.ratio == pytest.approx(1.5, abs=0.1) and wire.scope == "job" and wire.summary == alerts[0].describe()
+    assert abs(wire.since_line - 250) <= 2  # line n is the file's n-th line: step n (the slowdown starts at step 250)
+    # `track --follow --json` carries the same model in each update once the alert is raised
+    result = CliRunner().invoke(app, ["track", str(log), "--follow", "--interval", "0.1", "--timeout", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert FailSlowAlert.model_validate(last["failslow"]).since_line == wire.since_line
+    assert TrackResult.model_validate(last).failslow == FailSlowAlert.model_validate(last["failslow"])

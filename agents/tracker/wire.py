@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from schedmate.wire import LINE_NUMBERS
 
 if TYPE_CHECKING:
+    from schedmate.agents.tracker import failslow
     from schedmate.agents.tracker.tracker import MetricEstimate, NoSignal, TrackerReport
 
-__all__ = ["MAX_LINES", "Metric", "TrackResult", "metric_of", "track_result_of"]
+__all__ = ["MAX_LINES", "FailSlowAlert", "Metric", "TrackResult", "failslow_alert_of", "metric_of", "track_result_of"]
 
 MAX_LINES = 20  # lines cited per metric: the newest the estimate read
 
@@ -31,6 +32,26 @@ class Metric(BaseModel):
     unit: str
     last: float | None = None
     lines: list[int] = Field([], description=f"lines the value came from, {LINE_NUMBERS}")
+
+
+class FailSlowAlert(BaseModel):
+    """A sustained slowdown the fail-slow detector raised (`agents.tracker.failslow`): how much
+    slower (`ratio`: step time since the onset / baseline), where it began and how sure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int = Field(description=f"the observation that raised the alarm, {LINE_NUMBERS}")
+    since_line: int = Field(description=f"first line of the slowed regime (the estimated onset), {LINE_NUMBERS}")
+    since_step: int | None = None
+    step: int | None = None
+    ratio: float
+    confidence: float
+    baseline_s: float
+    scope: str = Field("job", description="job (job-wide), rank (one rank named) or host")
+    stream: str = "job"
+    rank: int | None = None
+    host: str | None = None
+    summary: str = Field("", description="the alert in one line, as the CLI prints it")
 
 
 class TrackResult(BaseModel):
@@ -58,6 +79,7 @@ class TrackResult(BaseModel):
     earlier_step_time_s: float | None = None
     regime_since_line: int | None = Field(None, description=f"first line of the newest regime, {LINE_NUMBERS}")
     notes: list[str] = Field([], description="how the log was read (decompressed, decoded, a capped line)")
+    failslow: FailSlowAlert | None = Field(None, description="the newest fail-slow alert (`track --follow`)")
 
 
 def metric_of(est: MetricEstimate | None) -> Metric | None:
@@ -89,3 +111,9 @@ def track_result_of(result: TrackerReport | NoSignal) -> TrackResult:
                        confidence=round(result.confidence, 4), method=result.method, llm_status=result.llm_status,
                        steps_per_s=result.steps_per_s, newest_line=max(newest) if newest else None,
                        slowdown=slowdown, earlier_step_time_s=before, regime_since_line=since)
+
+
+def failslow_alert_of(alert: failslow.FailSlowAlert) -> FailSlowAlert:
+    return FailSlowAlert(line=alert.line, since_line=alert.since_line, since_step=alert.since_step, step=alert.step,
+                         ratio=alert.ratio, confidence=alert.confidence, baseline_s=alert.baseline_s, scope=alert.scope,
+                         stream=alert.stream, rank=alert.rank, host=alert.host, summary=alert.describe())
