@@ -1,7 +1,8 @@
-"""`schedmate experiment <policy>-adapter` and `schedmate experiment failslow`: the SchedMate
-adapters on the reference policies (Ares, Arnold, Arena, Suika) and the fail-slow check.
+"""`schedmate experiment <policy>-adapter`, `failslow` and `sia-reference`: the SchedMate adapters
+on the reference policies (Ares, Arnold, Arena, Suika), the fail-slow check, and Sia alone.
 
-These were reachable only through `python -m schedmate.sim.experiments.<name>`; each is now a
+These were reachable only through `python -m` (`schedmate.sim.experiments.<name>`,
+`schedmate.schedulers.sia`); each is now a
 subcommand of `schedmate experiment`, with the same options and defaults, registered on the
 experiment group by `register(experiment_app)` (`schedmate.cli`). `--seeds N --first-seed S`
 runs the seeds S..S+N-1 (the old `--seeds 0,1,2` is `--seeds 3`).
@@ -155,3 +156,24 @@ def register(app: typer.Typer) -> None:
         _seeds(0, seeds)
         out = out or Path("results/experiment-failslow")
         typer.echo(run_experiment(out, seeds=seeds, jobs=jobs, nodes=nodes)["summary_line"])
+
+    @app.command("sia-reference")
+    def sia_reference(
+        workloads: Annotated[list[str], typer.Argument(help="Workload files (relative to <shared data>/sia/workloads "
+                                                            "unless they exist as given).")],
+        policies: Annotated[str, typer.Option(help="Comma-separated: sia, sia-fifo, sia-fifo+bf.")] = "sia,sia-fifo",
+        limit: Annotated[int | None, typer.Option(help="First N jobs of each workload.")] = None,
+        cluster: Annotated[str | None, typer.Option(help="Cluster spec (default Sia's 64 GPUs of 3 types).")] = None,
+        profile_seconds: Annotated[float, typer.Option(help="Sia's profiling seconds per GPU type.")] = 0.0,
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write the rows as JSON here.")] = None,
+    ) -> None:
+        """Sia and its FIFO baseline alone on Sia workload files: mean/p99 JCT, makespan, wall time."""
+        import json
+
+        from schedmate.schedulers.sia.profiles import SIA_CLUSTER
+        from schedmate.schedulers.sia.reference import run_reference
+
+        rows = run_reference(workloads, policies=[p for p in policies.split(",") if p.strip()], limit=limit,
+                             cluster=cluster or SIA_CLUSTER, profile_seconds=profile_seconds, say=typer.echo)
+        if json_out is not None:
+            json_out.write_text(json.dumps(rows, indent=2))

@@ -15,14 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
 EXPERIMENTS = ("lucid", "sia", "standalone", "slurm", "value-curve", "ares", "arnold", "arena", "suika",
-               "ares-adapter", "arnold-adapter", "arena-adapter", "suika-adapter", "failslow")
+               "ares-adapter", "arnold-adapter", "arena-adapter", "suika-adapter", "failslow", "sia-reference")
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_each_experiment_has_a_subcommand_with_help(name: str) -> None:
     res = runner.invoke(app, ["experiment", name, "--help"])
     assert res.exit_code == 0, res.output
-    assert "--out" in res.output
+    assert f"experiment {name}" in res.output
 
 
 def test_the_experiment_group_lists_every_experiment() -> None:
@@ -41,6 +41,7 @@ def test_the_experiments_have_no_python_m_entry_point_of_their_own() -> None:
     modules = [ROOT / "sim" / "experiments" / f"{m}.py" for m in ("ares", "arena", "arnold", "suika", "failslow",
                                                                    "value_curve", "sia", "standalone")]
     modules += [ROOT / "schedulers" / m / "experiment.py" for m in ("ares", "arnold")]
+    assert not (ROOT / "schedulers" / "sia" / "__main__.py").exists()  # now `experiment sia-reference`
     assert [p.name for p in modules if _has_main_block(p)] == []
 
 
