@@ -1,7 +1,7 @@
 """Ares decision time per scheduling round at a given cluster size (spec §3.7: the paper measured
 under 0.06 s per decision at 2048 GPUs and 640 jobs/h).
 
-    python -m schedmate.schedulers.ares.bench [--gpus 64,1024] [--rho 1.0]
+    python bench/bench_policy_rounds.py --policies ares [--gpus 64,1024]   # JSON result + summary line
 
 The §6.1 workload is scaled with the cluster (2.5 jobs per GPU, same ρ) so the active set grows
 with it; each allocation pass is timed (`AllocationStats.per_decision`).
@@ -9,9 +9,6 @@ with it; each allocation pass is timed (`AllocationStats.per_decision`).
 
 from __future__ import annotations
 
-import argparse
-import json
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +18,7 @@ from ..engine import simulate
 from .policy import Ares
 from .workload import generate_workload
 
-__all__ = ["bench_decisions", "main"]
+__all__ = ["bench_decisions"]
 
 
 def bench_decisions(
@@ -47,17 +44,3 @@ def bench_decisions(
         "max_active_jobs": int(active.max()),
         "sim_wall_s": result.wall_seconds,
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Ares decision time per round")
-    ap.add_argument("--gpus", default="64,1024")
-    ap.add_argument("--rho", type=float, default=1.0)
-    args = ap.parse_args(argv)
-    for g in (int(x) for x in args.gpus.split(",")):
-        print(json.dumps(bench_decisions(g, rho=args.rho)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
