@@ -335,8 +335,14 @@ class StandaloneSchedMate(_SchedMate):
         for job, est in zip(fallback, self.model.predict_many([j.spec for j in fallback]), strict=True):
             state = self._jobs[job.job_id]
             state.estimate = est
-            state.key = (est, *state.key[1:])  # type: ignore[index]
-        self._heap = [(self._jobs[j.job_id].key, seq, j.job_id) for seq, j in live]  # type: ignore[misc]
+            assert state.key is not None  # a queued job has its key
+            state.key = (est, state.key[1], state.key[2])
+        heap: list[tuple[SJFKey, int, str]] = []
+        for seq, j in live:
+            key = self._jobs[j.job_id].key
+            assert key is not None  # a queued job has its key
+            heap.append((key, seq, j.job_id))
+        self._heap = heap
         heapq.heapify(self._heap)
 
     def _live(self, seq: int, job: JobState) -> bool:

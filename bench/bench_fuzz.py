@@ -163,7 +163,7 @@ def bench_adversarial(classifier: Any, n: int, methods: list[str], hang_s: float
 
     out: dict[str, Any] = {}
     for method in methods:
-        handler = FailureHandler(classifier, config=FailureHandlerConfig(method=method, time_budget_s=hang_s)).prepare()  # type: ignore[arg-type]
+        handler = FailureHandler(classifier, config=FailureHandlerConfig(method=method, time_budget_s=hang_s)).prepare()
         target = Target(f"adversarial/{method}", hang_s)
         counts = Counter[str]()
 

@@ -110,7 +110,7 @@ def main() -> None:
 def _run(model: object, messages: list, tracer: object) -> StepStats | None:
     """One extraction with no re-ask: the validated object, or None on LLMOutputError."""
     try:
-        return extract(model, StepStats, messages, retries=0, tracer=tracer)  # type: ignore[arg-type]
+        return extract(model, StepStats, messages, retries=0, tracer=tracer)
     except LLMOutputError:
         return None
 

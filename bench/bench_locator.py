@@ -49,7 +49,7 @@ def fresh_locator(embedder: FlagEmbedder, chunk: int) -> FailureLocator:
     return FailureLocator(LineClassifier(embedder), chunk=chunk)
 
 
-def timed(fn, *args):  # type: ignore[no-untyped-def]
+def timed(fn, *args):
     start = time.perf_counter()
     out = fn(*args)
     return out, time.perf_counter() - start

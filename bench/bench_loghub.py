@@ -51,7 +51,7 @@ def scores(pred: list[bool], truth: list[bool]) -> dict:
     }
 
 
-def evaluate(path: Path, embedder) -> dict:  # type: ignore[no-untyped-def]
+def evaluate(path: Path, embedder) -> dict:
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     contents = [row["Content"] for row in rows]

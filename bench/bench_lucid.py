@@ -42,7 +42,7 @@ from schedmate.schedulers.policies import make_policy
 from schedmate.schedulers.traces import generate_trace, load_trace
 
 
-def run(name: str, jobs, cluster, policy, interference) -> dict:  # type: ignore[no-untyped-def]
+def run(name: str, jobs, cluster, policy, interference) -> dict:
     started = time.perf_counter()
     result = Simulator(jobs, cluster, policy, SimConfig(record_timeline=False), interference=interference).run()
     s = summarize(result)

@@ -69,13 +69,13 @@ def _tiresias(gpus: int) -> dict[str, Any]:
     times: list[float] = []
     inner = policy.schedule
 
-    def timed(view):  # type: ignore[no-untyped-def]
+    def timed(view):
         t0 = time.perf_counter()
         out = inner(view)
         times.append(time.perf_counter() - t0)
         return out
 
-    policy.schedule = timed  # type: ignore[method-assign]
+    policy.schedule = timed
     Simulator(jobs, ClusterSpec.homogeneous(gpus // 8, 8), policy, SimConfig(seed=0, max_time=6 * 3600.0)).run()
     arr = np.array(times or [float("nan")])
     return {"round_s_median": float(np.median(arr)), "round_s_max": float(arr.max()), "what": "LAS scheduling pass",

@@ -25,7 +25,7 @@ from schedmate.deploy.ray.sweep import RayMap, SweepConfig, run_sweep
 
 
 def _rows(result: object) -> list[dict[str, object]]:
-    return [{k: v for k, v in r.flat().items() if k != "wall_seconds"} for r in result.rows]  # type: ignore[attr-defined]
+    return [{k: v for k, v in r.flat().items() if k != "wall_seconds"} for r in result.rows]
 
 
 def bench_pool(actors: int, requests: int) -> dict[str, object]:
@@ -61,7 +61,7 @@ def bench_pool(actors: int, requests: int) -> dict[str, object]:
     there = pool.map("track", reqs)
     pool_s = time.perf_counter() - t0
     pool.close()
-    same = [a.model_dump() for a in here] == [b.model_dump() for b in there]  # type: ignore[union-attr]
+    same = [a.model_dump() for a in here] == [b.model_dump() for b in there]
     return {"actors": actors, "requests": requests, "pool_load_s": round(pool_load, 2), "local_load_s": round(local_load, 2),
             "local_s": round(local_s, 3), "pool_s": round(pool_s, 3), "local_rps": round(requests / local_s, 1),
             "pool_rps": round(requests / pool_s, 1), "same_answers": same}

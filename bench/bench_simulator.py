@@ -35,7 +35,7 @@ TRACES = {
 }
 
 
-def size_cluster(jobs, load: float) -> ClusterSpec:  # type: ignore[no-untyped-def]
+def size_cluster(jobs, load: float) -> ClusterSpec:
     span = max(1.0, jobs[-1].submit_time - jobs[0].submit_time)
     offered = sum(j.duration * j.num_gpus for j in jobs) / span
     nodes = max(2, math.ceil(offered / load / 8))
@@ -55,7 +55,7 @@ def heap_baseline(n_events: int) -> float:
     return time.perf_counter() - start
 
 
-def run_one(name: str, jobs, policy: str, load: float) -> dict:  # type: ignore[no-untyped-def]
+def run_one(name: str, jobs, policy: str, load: float) -> dict:
     cluster = size_cluster(jobs, load)
     sim = Simulator(jobs, cluster, make_policy(policy), SimConfig(record_timeline=False))
     result = sim.run()

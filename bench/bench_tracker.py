@@ -129,7 +129,7 @@ def corpus_local(out: Path, n: int, seed: int, padded: float, max_lines: int, n_
 # -- run ----------------------------------------------------------------------------------------
 
 
-def _pure_llm_row(llm, case: Case) -> dict:  # type: ignore[no-untyped-def]
+def _pure_llm_row(llm, case: Case) -> dict:
     """The pure-LLM baseline on one log: step time as answered and as validated, with errors."""
     from schedmate.agents.tracker.llm_baseline import llm_tail_metrics
 

@@ -249,7 +249,8 @@ class FlagEmbedder:
             span.set_attribute(ATTR_BATCH_SIZE, len(chunk))
             span.set_attribute(ATTR_CACHE_HITS, hits)
             span.set_attribute(ATTR_CACHE_MISSES, len(todo))
-            return np.stack(rows) if rows else np.empty((0, self._dim), dtype=np.float32)  # type: ignore[arg-type]
+            filled = [r for r in rows if r is not None]  # every row: from the cache or just embedded
+            return np.stack(filled) if filled else np.empty((0, self._dim), dtype=np.float32)
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, int]:
         """One forward pass: FlagModel's tokenizer, model and pooling, then L2 normalisation."""
@@ -267,10 +268,10 @@ class FlagEmbedder:
 def make_embedder(config: EmbedderConfig | None = None, tracer: Tracer | None = None) -> FlagEmbedder:
     """Build the configured embedder from local weights; raises EmbedderUnavailable otherwise."""
     config = config or EmbedderConfig()
-    common = {"batch_size": config.batch_size, "cache_size": config.cache_size, "tracer": tracer}
     if config.kind == "minilm":
         path = _check_model_dir(config.path, "MiniLM path") if config.path else minilm_model_dir()
-        return FlagEmbedder(path, MINILM_MODEL_NAME, "mean", config.max_length or 256, **common)
+        return FlagEmbedder(path, MINILM_MODEL_NAME, "mean", config.max_length or 256,
+                            batch_size=config.batch_size, cache_size=config.cache_size, tracer=tracer)
     if config.path is None:
         raise EmbedderUnavailable(
             f"embedder kind {config.kind!r} needs EmbedderConfig.path pointing at local weights; "
@@ -278,7 +279,9 @@ def make_embedder(config: EmbedderConfig | None = None, tracer: Tracer | None = 
         )
     if config.kind == "bge-m3":
         path = _check_model_dir(config.path, "BGE-m3 path")
-        return FlagEmbedder(path, BGE_M3_MODEL_NAME, "cls", config.max_length or 512, **common)
+        return FlagEmbedder(path, BGE_M3_MODEL_NAME, "cls", config.max_length or 512,
+                            batch_size=config.batch_size, cache_size=config.cache_size, tracer=tracer)
     path = _check_model_dir(config.path, "embedding model path")
     pooling = config.pooling or detect_pooling(path)
-    return FlagEmbedder(path, path.name, pooling, config.max_length or 512, **common)
+    return FlagEmbedder(path, path.name, pooling, config.max_length or 512,
+                        batch_size=config.batch_size, cache_size=config.cache_size, tracer=tracer)

@@ -306,7 +306,7 @@ def _client(info: RedisServerInfo, timeout_s: float) -> redis.Redis:
         port=info.port,
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
-        retry=None,
+        retry=None,  # type: ignore[arg-type]  # None: no retries (redis-py accepts it; its stub does not)
         protocol=2,
     )
 

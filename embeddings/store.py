@@ -17,7 +17,7 @@ import json
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import redis
@@ -193,7 +193,7 @@ class JobStore:
     @property
     def path(self) -> Literal["exact", "server"]:
         """Which search path this store uses."""
-        return self._search.name  # type: ignore[return-value]
+        return self._search.name
 
     def close(self) -> None:
         self._client.close()
@@ -220,8 +220,8 @@ class JobStore:
                 batch = records[start : start + batch_size]
                 pipe = self._client.pipeline(transaction=True)
                 for record, vec in zip(batch, unit[start : start + batch_size], strict=True):
-                    mapping = {b"vector": vector_to_bytes(vec), b"record": _record_json(record)}
-                    pipe.hset(self.keys.job(record.job_id), mapping=mapping)
+                    pipe.hset(self.keys.job(record.job_id),
+                              mapping={b"vector": vector_to_bytes(vec), b"record": _record_json(record)})
                 ids = [r.job_id for r in batch]
                 pipe.sadd(self.keys.ids, *ids)
                 self._log_change(pipe, "put", ids)
@@ -232,7 +232,7 @@ class JobStore:
         """The stored record (its vector is the normalised one), or None."""
         with self._span("store.get", {"store.job_id": job_id}), self._translate_errors():
             raw = self._client.hgetall(self.keys.job(job_id))
-        return _record_from(raw) if raw else None
+        return _record_from(cast(dict[bytes, bytes], raw)) if raw else None  # bytes: no decode_responses
 
     def get_many(self, job_ids: list[str]) -> list[JobRecord | None]:
         with self._span("store.get", {"store.records": len(job_ids)}), self._translate_errors():
@@ -284,8 +284,7 @@ class JobStore:
 
     def _log_change(self, pipe: redis.client.Pipeline, op: str, job_ids: list[str]) -> None:
         """One change-stream entry and one version step, inside the caller's MULTI (see store_search)."""
-        entry = {b"op": op, b"ids": json.dumps(job_ids)}
-        pipe.xadd(self.keys.stream, entry, maxlen=self.stream_maxlen, approximate=True)
+        pipe.xadd(self.keys.stream, {b"op": op, b"ids": json.dumps(job_ids)}, maxlen=self.stream_maxlen, approximate=True)
         pipe.incr(self.keys.version)
         # after a FLUSHALL the first write restores these; a fresh epoch tells mirrors to reload
         pipe.set(self.keys.epoch, uuid.uuid4().hex, nx=True)

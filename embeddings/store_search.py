@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import redis
@@ -105,7 +106,7 @@ def has_vector_search(client: redis.Redis) -> bool:
 class ServerSearch:
     """KNN by the server's search module (FLAT is exact, HNSW approximate and faster at scale)."""
 
-    name = "server"
+    name: Literal["exact", "server"] = "server"
 
     def __init__(self, client: redis.Redis, keys: StoreKeys, dim: int, algorithm: str = "HNSW") -> None:
         self._client = client
@@ -160,7 +161,7 @@ class ServerSearch:
 class ExactSearch:
     """In-process exact index mirrored from Redis through the change stream (see module doc)."""
 
-    name = "exact"
+    name: Literal["exact", "server"] = "exact"
 
     def __init__(self, client: redis.Redis, keys: StoreKeys, dim: int) -> None:
         self._client = client

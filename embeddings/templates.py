@@ -56,7 +56,8 @@ def _replace(match: re.Match[str]) -> str:
     kind = match.lastgroup
     if kind == "GLOG":
         return match.group(0)[0] + "<NUM>"
-    return _REPLACEMENT[kind]  # type: ignore[index]
+    assert kind is not None  # every alternative of the pattern is a named group
+    return _REPLACEMENT[kind]
 
 
 @dataclass(frozen=True, slots=True)

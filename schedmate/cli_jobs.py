@@ -177,7 +177,7 @@ def _record_ids(url: str, prefix: str) -> list[str]:
 
     client = redis.Redis.from_url(url, protocol=2, socket_timeout=5.0, socket_connect_timeout=5.0)
     try:
-        return sorted(x.decode() for x in client.smembers(StoreKeys(prefix).ids))  # type: ignore[union-attr]
+        return sorted(x.decode() if isinstance(x, bytes) else x for x in client.smembers(StoreKeys(prefix).ids))
     finally:
         client.close()
 
@@ -191,7 +191,7 @@ def _stored_dim(url: str, prefix: str) -> int | None:
     client = redis.Redis.from_url(url, protocol=2, socket_timeout=5.0, socket_connect_timeout=5.0)
     try:
         raw = client.hget(StoreKeys(prefix).meta, "dim")
-        return int(raw) if raw else None  # type: ignore[arg-type]
+        return int(raw) if raw else None
     finally:
         client.close()
 
@@ -222,7 +222,9 @@ def _open_llm(stack: ExitStack, notes: list[str], config: Any = None) -> Any:
     from schedmate.llm import open_chat_model
 
     try:
-        return stack.enter_context(open_chat_model(config if config is not None else AgentStackConfig().with_llm().llm))
+        llm_config = config if config is not None else AgentStackConfig().with_llm().llm
+        assert llm_config is not None  # with_llm() sets it
+        return stack.enter_context(open_chat_model(llm_config))
     except Exception as exc:  # noqa: BLE001 -- no LLM is a degraded answer, not a failed command
         notes.append(f"LLM unavailable ({type(exc).__name__}: {str(exc)[:160]}): answered without it")
         return None
@@ -425,8 +427,9 @@ def _follow(path: Path, tracker: Any, interval: float, timeout: float | None, as
             alerts = slow.poll()
             if last is None or polled.new_progress_lines or alerts:
                 summary = _track_summary(reg.report("job", poll=False))
-                if slow.detector.alerts:  # the newest fail-slow alert rides along in each JSON update
-                    summary["failslow"] = failslow_alert_of(slow.detector.current()).model_dump(mode="json")
+                # the newest fail-slow alert rides along in each JSON update
+                if slow.detector.alerts and (alert := slow.detector.current()) is not None:
+                    summary["failslow"] = failslow_alert_of(alert).model_dump(mode="json")
                 if summary != last:
                     updates += 1
                     summary["update"] = updates
@@ -575,7 +578,7 @@ def diagnose(
         except ValidationError as exc:
             raise UserError(f"bad job metadata: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
         notes: list[str] = []
-        config = AgentStackConfig(failure_method=method, record_failures=record)  # type: ignore[arg-type]
+        config = AgentStackConfig(failure_method=method, record_failures=record)  # type: ignore[arg-type]  # a CLI string; AgentStackConfig validates it
         config = config.with_llm() if llm else config
         chat = _open_llm(stack, notes, config.llm) if llm else None
         if method == "llm" and chat is None:

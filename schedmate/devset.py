@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -70,7 +70,10 @@ class ProgressItem(_Item):
     throughput_unit: str | None = Field(default=None, description="e.g. samples/s, tokens/s, it/s")
 
 
-def _iter(folder: Path, model: type[_Item]) -> Iterator[tuple[Path, _Item]]:
+_ItemT = TypeVar("_ItemT", bound=_Item)
+
+
+def _iter(folder: Path, model: type[_ItemT]) -> Iterator[tuple[Path, _ItemT]]:
     for labels in sorted(folder.glob("labels*.jsonl")):
         for n, line in enumerate(labels.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
@@ -85,7 +88,7 @@ def _iter(folder: Path, model: type[_Item]) -> Iterator[tuple[Path, _Item]]:
             yield path, item
 
 
-def _load(folder: Path | str, model: type[_Item]) -> list[tuple[Path, _Item]]:
+def _load(folder: Path | str, model: type[_ItemT]) -> list[tuple[Path, _ItemT]]:
     items = list(_iter(Path(folder), model))
     seen: set[str] = set()
     for _, item in items:
@@ -97,9 +100,9 @@ def _load(folder: Path | str, model: type[_Item]) -> list[tuple[Path, _Item]]:
 
 def load_failure_items(folder: Path | str) -> list[tuple[Path, RealFailureItem]]:
     """(excerpt path, labels) for every item under `folder` (e.g. `evals/devset/failures`)."""
-    return _load(folder, RealFailureItem)  # type: ignore[return-value]
+    return _load(folder, RealFailureItem)
 
 
 def load_progress_items(folder: Path | str) -> list[tuple[Path, ProgressItem]]:
     """(excerpt path, labels) for every item under `folder` (e.g. `evals/devset/progress`)."""
-    return _load(folder, ProgressItem)  # type: ignore[return-value]
+    return _load(folder, ProgressItem)

@@ -202,8 +202,8 @@ class LocalLLMServer:
         t0 = time.perf_counter()
         fixed_port = self.port is not None
         for attempt in range(1 if fixed_port else 2):
-            port = self.port if fixed_port else free_port(self.host)
-            self._spawn(int(port))  # type: ignore[arg-type]
+            port = self.port if self.port is not None else free_port(self.host)  # fixed_port
+            self._spawn(int(port))
             self.port = port
             try:
                 self._wait_ready()

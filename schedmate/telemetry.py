@@ -24,7 +24,7 @@ import signal
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from opentelemetry import _logs as otel_logs
 from opentelemetry import metrics, trace
@@ -83,7 +83,7 @@ def _exporters(text: str, where: str) -> tuple[Exporter, ...]:
     bad = [n for n in names if n not in EXPORTERS]
     if bad:
         raise TelemetryConfigError(f"{where}: unknown exporter {bad[0]!r}; expected one of {', '.join(EXPORTERS)}")
-    return tuple(n for n in dict.fromkeys(names) if n != "none")  # type: ignore[misc]
+    return tuple(cast(Exporter, n) for n in dict.fromkeys(names) if n != "none")  # checked against EXPORTERS above
 
 
 @dataclass
@@ -139,7 +139,7 @@ class Telemetry:
         try:
             from opentelemetry.instrumentation.logging.handler import LoggingHandler
         except ImportError:  # pragma: no cover -- older installs
-            from opentelemetry.sdk._logs import LoggingHandler  # type: ignore[assignment]
+            from opentelemetry.sdk._logs import LoggingHandler  # type: ignore[assignment]  # the SDK's older class of the same API
         return LoggingHandler(level=level, logger_provider=self.logger_provider)
 
     def flush_on_signal(self, *signals: signal.Signals) -> None:

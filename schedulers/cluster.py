@@ -148,7 +148,7 @@ class ClusterSpec:
     def eligible_mask(self, gpu_types: tuple[str, ...] | None, vc: str | None) -> np.ndarray:
         """Nodes a job may use: allowed GPU types, and its VC when the cluster defines that VC."""
         key = (gpu_types, vc)
-        cached = self._masks.get(key)  # type: ignore[attr-defined]
+        cached = self._masks.get(key)  # type: ignore[attr-defined]  # a cache __post_init__ sets on the frozen instance, not a field
         if cached is not None:
             return cached
         mask = np.ones(len(self.nodes), dtype=bool)
@@ -158,7 +158,7 @@ class ClusterSpec:
         if vc and vc in self.vcs:
             mask &= np.array([n.vc == vc for n in self.nodes])
         mask.setflags(write=False)
-        self._masks[key] = mask  # type: ignore[attr-defined]
+        self._masks[key] = mask  # type: ignore[attr-defined]  # a cache __post_init__ sets on the frozen instance, not a field
         return mask
 
     # -- topology -------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class ClusterSpec:
         """Per node, an integer id of its group at `level` (equal ids = same group; read-only).
 
         A node that names no switch (or pod) is a group of its own at that level."""
-        cached = self._groups.get(level)  # type: ignore[attr-defined]
+        cached = self._groups.get(level)  # type: ignore[attr-defined]  # a cache __post_init__ sets on the frozen instance, not a field
         if cached is not None:
             return cached
         if level is Level.NODE:
@@ -182,7 +182,7 @@ class ClusterSpec:
                 out.append(names.setdefault(key, len(names)) if key is not None else -1 - i)
             ids = np.array(out, dtype=np.int64)
         ids.setflags(write=False)
-        self._groups[level] = ids  # type: ignore[attr-defined]
+        self._groups[level] = ids  # type: ignore[attr-defined]  # a cache __post_init__ sets on the frozen instance, not a field
         return ids
 
     def level_of(self, nodes: Iterable[int] | Placement) -> Level:

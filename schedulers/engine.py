@@ -15,6 +15,7 @@ import math
 import time as wallclock
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -179,7 +180,8 @@ class Simulator:
             do_round = False
             while heap and heap[0][0] <= t and heap[0][1] == _END:
                 _, _, _, job_id, version = heapq.heappop(heap)
-                changed |= self._on_end(self.jobs[job_id], version)  # type: ignore[index]
+                assert job_id is not None  # an end event names its job
+                changed |= self._on_end(self.jobs[job_id], version)
             while ai < n_jobs and arrivals[ai].spec.submit_time <= t:
                 self._on_arrival(arrivals[ai])
                 ai += 1
@@ -188,7 +190,8 @@ class Simulator:
                 _, kind, _, job_id, _ = heapq.heappop(heap)
                 self.events += 1
                 if kind == _RESUBMIT:
-                    self._on_resubmit(self.jobs[job_id])  # type: ignore[index]
+                    assert job_id is not None  # a resubmission names its job
+                    self._on_resubmit(self.jobs[job_id])
                     changed = True
                 elif kind == _WAKE:
                     self._wake_times.discard(t)
@@ -608,21 +611,22 @@ class Simulator:
         self.cordoned[d.node] = isinstance(d, Cordon)
 
 
-_HANDLERS: dict[type, Callable[[Simulator, Decision], None]] = {
-    Start: Simulator._do_start,  # type: ignore[dict-item]
-    Preempt: Simulator._do_preempt,  # type: ignore[dict-item]
-    Evict: Simulator._do_preempt,  # type: ignore[dict-item]
-    Resize: Simulator._do_move,  # type: ignore[dict-item]
-    Migrate: Simulator._do_move,  # type: ignore[dict-item]
-    Colocate: Simulator._do_colocate,  # type: ignore[dict-item]
-    Refresh: Simulator._do_refresh,  # type: ignore[dict-item]
-    Cordon: Simulator._do_cordon,  # type: ignore[dict-item]
-    Uncordon: Simulator._do_cordon,  # type: ignore[dict-item]
+# each handler takes its own decision type (the dict is keyed by it)
+_HANDLERS: dict[type, Callable[[Simulator, Any], None]] = {
+    Start: Simulator._do_start,
+    Preempt: Simulator._do_preempt,
+    Evict: Simulator._do_preempt,
+    Resize: Simulator._do_move,
+    Migrate: Simulator._do_move,
+    Colocate: Simulator._do_colocate,
+    Refresh: Simulator._do_refresh,
+    Cordon: Simulator._do_cordon,
+    Uncordon: Simulator._do_cordon,
 }
 
 
 def simulate(
-    jobs: Iterable[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig | None = None, **kwargs: object
+    jobs: Iterable[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig | None = None, **kwargs: Any
 ) -> SimResult:
     """Run one simulation to the end (convenience wrapper)."""
-    return Simulator(jobs, cluster, policy, config, **kwargs).run()  # type: ignore[arg-type]
+    return Simulator(jobs, cluster, policy, config, **kwargs).run()

@@ -110,7 +110,6 @@ _PHASE_VALUE = {phase: phase.value for phase in Phase}
 
 def _record(job: JobState, jct: float | None, ftf: float | None) -> JobResult:
     spec = job.spec
-    ran = job.first_start is not None
     note = "rejected" if job.cancel_reason == REJECTED else (job.cancel_reason or "")
     return JobResult(
         job_id=spec.job_id,
@@ -121,7 +120,7 @@ def _record(job: JobState, jct: float | None, ftf: float | None) -> JobResult:
         first_start=job.first_start,
         end_time=job.end_time,
         jct=jct,
-        queueing_delay=(job.first_start - spec.submit_time) if ran else None,  # type: ignore[operator]
+        queueing_delay=(job.first_start - spec.submit_time) if job.first_start is not None else None,
         restarts=job.restarts,
         failures=job.failures,
         gpu_time=job.attained_gpu_time,

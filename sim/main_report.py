@@ -51,7 +51,7 @@ class Change:
     jobs: int
 
     @property
-    def tone(self) -> str:
+    def tone(self) -> Tone:
         return "good" if self.hi < 0 else "bad" if self.lo > 0 else "neutral"
 
     def text(self) -> str:
@@ -154,11 +154,11 @@ def _verdict(c1: Change | None, c3: Change | None, diag: dict[str, Any] | None, 
     if c1 is not None:
         word = {"good": "helps Lucid", "bad": "slows Lucid", "neutral": "makes no measurable difference to Lucid"}[c1.tone]
         parts.append(f"SchedMate {word} here ({_pct(c1.change)} mean JCT)")
-        metrics.append(Metric("Lucid+SchedMate vs Lucid", _pct(c1.change), f"95% CI {_pct(c1.lo)} to {_pct(c1.hi)}", c1.tone))  # type: ignore[arg-type]
+        metrics.append(Metric("Lucid+SchedMate vs Lucid", _pct(c1.change), f"95% CI {_pct(c1.lo)} to {_pct(c1.hi)}", c1.tone))
     if c3 is not None:
         word = {"good": "beats", "bad": "trails", "neutral": "matches"}[c3.tone]
         parts.append(f"standalone `{c3.new}` {word} the best baseline `{c3.base}` ({_pct(c3.change)})")
-        metrics.append(Metric(f"`{c3.new}` vs `{c3.base}`", _pct(c3.change), f"95% CI {_pct(c3.lo)} to {_pct(c3.hi)}", c3.tone))  # type: ignore[arg-type]
+        metrics.append(Metric(f"`{c3.new}` vs `{c3.base}`", _pct(c3.change), f"95% CI {_pct(c3.lo)} to {_pct(c3.hi)}", c3.tone))
     if diag:
         right = diag.get("reason_code") == (diag.get("truth") or {}).get("reason")
         near = diag.get("line") is not None and (diag.get("truth") or {}).get("first_error_line") is not None and \
@@ -169,7 +169,8 @@ def _verdict(c1: Change | None, c3: Change | None, diag: dict[str, Any] | None, 
                               "good" if right and near else "bad"))
     failed = [n for n, s in steps.items() if s.get("status") != "ok"]
     if not parts:
-        headline, tone = "No comparison could be made: the simulation steps did not finish", "bad"
+        tone: Tone = "bad"
+        headline = "No comparison could be made: the simulation steps did not finish"
     else:
         headline = "; ".join(parts)
         headline = headline[0].upper() + headline[1:]
@@ -181,7 +182,7 @@ def _verdict(c1: Change | None, c3: Change | None, diag: dict[str, Any] | None, 
               "(`schedmate experiment lucid` runs 3).")
     if failed:
         detail += f"\n\n**Steps that failed:** {', '.join(failed)} (see the last section)."
-    return Verdict(headline, tone, detail, metrics)  # type: ignore[arg-type]
+    return Verdict(headline, tone, detail, metrics)
 
 
 AGENT_LABELS = {

@@ -364,8 +364,8 @@ class SimulationInsights(SimulatedWorld):
         self._cache = ContentCache.open(self.config.cache_dir)
         self._agents = _Agents(embedder=embedder, classifier=classifier, chat=chat_model)
         self._own_work_dir = self.config.work_dir is None
-        self._work_dir = Path(tempfile.mkdtemp(prefix="schedmate-sim-")) if self._own_work_dir else Path(
-            self.config.work_dir)  # type: ignore[arg-type]
+        work_dir = self.config.work_dir
+        self._work_dir = Path(tempfile.mkdtemp(prefix="schedmate-sim-")) if work_dir is None else Path(work_dir)
         self._jobs: dict[str, _Job] = {}
         self._artefacts: dict[str, Artefact] = {}
         self._repo_hashes: dict[str, str] = {}

@@ -124,7 +124,7 @@ def estimate_from_matches(
         outcomes = [m.record.outcome for m in usable if m.record is not None]  # all of them (`usable`)
         d = _stats([o.duration for o in outcomes if o.duration is not None])
         u = _stats([o.sm_util for o in outcomes if o.sm_util is not None])
-        mem = _stats([m.record.outcome.gpu_memory for m in usable if m.record.outcome.gpu_memory is not None])  # type: ignore[union-attr]
+        mem = _stats([o.gpu_memory for o in outcomes if o.gpu_memory is not None])
         return Estimate(
             job_id=job.job_id, source="history", n_matches=len(usable), match_ids=[m.job_id for m in usable],
             scores=[round(m.score, 4) for m in usable], duration_s=d[0], duration_p50_s=d[1], duration_p90_s=d[2],

@@ -158,8 +158,8 @@ def _segment(text: str, node: ast.AST) -> str:
         _LINES_CACHE[id(text)] = cached
     lines = cached[1]
     try:
-        l0, l1 = node.lineno - 1, (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]
-        c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        l0, l1 = node.lineno - 1, (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]  # any ast node; one without a position raises (caught)
+        c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]  # as above
     except AttributeError:
         return ""
     if l0 == l1:

@@ -141,6 +141,6 @@ def sbatch_world(launch: Launch) -> int | None:
         if m:
             per = int(m.group(1))
             break
-    if per is None and re.search(r"(\d+)$", sb.get("gpus", "")):
-        return int(re.search(r"(\d+)$", sb["gpus"]).group(1))  # type: ignore[union-attr]
+    if per is None and (count := re.search(r"(\d+)$", sb.get("gpus", ""))):
+        return int(count.group(1))
     return nodes * per if per else None

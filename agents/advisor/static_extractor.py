@@ -706,13 +706,14 @@ def _candidates(eff: dict[str, Fact], group: str) -> list[tuple[Fact, int]]:
     return out or fallback
 
 
-def _pick(cands: list[tuple[Fact, Any, int]], *, prefer_known: bool = False) -> tuple[Fact, Any] | None:
-    """Highest (rank, known?, specificity); `cands` are (fact, converted value, specificity)."""
+def _pick(cands: Sequence[tuple[Any, ...]], *, prefer_known: bool = False) -> tuple[Fact, Any] | None:
+    """Highest (rank, known?, specificity); `cands` are (fact, converted value, specificity), with
+    a fourth item, known (0/1), where the caller prefers known names (`prefer_known`)."""
     if not cands:
         return None
-    def score(c: tuple[Fact, Any, int]) -> tuple:
-        fact, _, spec = c
-        return (fact.rank, c[3] if len(c) > 3 else 0, spec) if not prefer_known else (c[3], fact.rank, spec)  # type: ignore[misc]
+    def score(c: tuple[Any, ...]) -> tuple:
+        fact, spec = c[0], c[2]
+        return (fact.rank, c[3] if len(c) > 3 else 0, spec) if not prefer_known else (c[3], fact.rank, spec)
     best = max(cands, key=score)
     return best[0], best[1]
 
@@ -769,9 +770,12 @@ def _auto_scale_lr(facts: list[Fact], launch: Launch, world_size: int | None) ->
     if not (base and batch and lrs and n):
         return []
     lr = max(lrs, key=lambda f: f.rank)
-    scaled = as_lr(lr.value) * n * batch / base  # type: ignore[operator]
+    lr_value, switch = as_lr(lr.value), flag or enable
+    if lr_value is None or switch is None:  # neither happens: lrs hold readable rates, one switch is set
+        return []
+    scaled = lr_value * n * batch / base
     why = f"{lr.value} x ({n} GPUs x {batch}) / {base} (auto_scale_lr)"
-    return [Fact(lr.key, scaled, (flag or enable).source, why, "derived")]  # type: ignore[union-attr]
+    return [Fact(lr.key, scaled, switch.source, why, "derived")]
 
 
 def _derived_lengths(eff: dict[str, Fact], epochs: tuple[Fact, Any] | None) -> list[tuple[Fact, Any, int]]:
@@ -1340,9 +1344,9 @@ def _arch_extras(eff: dict[str, Fact], width: Fact, h: int, model_name: str | No
     if ffn is not None and ffn_f is not None and ffn_f.leaf == "hidden_dim" and width.leaf == "hidden_dim":
         ffn = None
     mult = stated(("multiple_of",))
-    if ffn is None and mult is not None and as_int(mult.value, 1):  # Meta's Llama ModelArgs / torchtitan
+    if ffn is None and mult is not None and (multiple := as_int(mult.value, 1)):  # Meta's Llama ModelArgs / torchtitan
         fdm = stated(("ffn_dim_multiplier",))
-        ffn = llama_ffn(h, as_int(mult.value, 1), parse_number(fdm.value) if fdm is not None else None)  # type: ignore[arg-type]
+        ffn = llama_ffn(h, multiple, parse_number(fdm.value) if fdm is not None else None)
         out["gated"] = True
     if ffn is not None and 0.5 * h <= ffn <= 16 * h:
         out["ffn"] = ffn

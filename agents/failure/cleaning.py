@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, overload
 
 # Level names a record prefix may carry, mapped to one spelling.
 _LEVELS = {
@@ -142,36 +143,42 @@ def see_through(text: str) -> SeenLine:
     return SeenLine(seen.text, seen.level, decorated)
 
 
-def split_interleaved(raw: str | bytes) -> list[str | bytes]:
+@overload
+def split_interleaved(raw: str) -> list[str]: ...
+@overload
+def split_interleaved(raw: bytes) -> list[bytes]: ...
+def split_interleaved(raw: str | bytes) -> list[Any]:
     """Split one physical line where another rank's tagged output (or a traceback header) was
     glued onto it. Most lines have no such point and come back as `[raw]`.
 
     A tag equal to the one the line starts with is not another rank: the launcher re-tagged one
     rank's output at a write boundary (`[1,3]<stderr>:RuntimeError[1,3]<stderr>:: NCCL ...`), so
     the tag is dropped and the text joined."""
-    pattern = _MIDLINE_BYTES_RE if isinstance(raw, bytes) else _MIDLINE_RE
-    cuts = [m.start() for m in pattern.finditer(raw)]  # type: ignore[arg-type]
+    matches = _MIDLINE_BYTES_RE.finditer(raw) if isinstance(raw, bytes) else _MIDLINE_RE.finditer(raw)
+    cuts = [m.start() for m in matches]
     if not cuts:
         return [raw]
-    lead = (_LEAD_TAG_BYTES_RE if isinstance(raw, bytes) else _LEAD_TAG_RE).match(raw)  # type: ignore[arg-type]
+    lead = _LEAD_TAG_BYTES_RE.match(raw) if isinstance(raw, bytes) else _LEAD_TAG_RE.match(raw)
     if lead is not None:
         tag = lead.group(0)
         same = [c for c in cuts if raw[c : c + len(tag)] == tag]
         if same:
-            kept, prev = [], 0
+            kept: list[Any] = []  # pieces of `raw`: all str or all bytes
+            prev = 0
             for c in same:
                 kept.append(raw[prev:c])
                 prev = c + len(tag)
             kept.append(raw[prev:])
-            joined = raw[:0].join(kept)  # type: ignore[arg-type]
+            joined = raw[:0].join(kept)
             return split_interleaved(joined) if has_interleaving(joined) and joined != raw else [joined]
     bounds = [0, *cuts, len(raw)]
     return [raw[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if raw[a:b].strip()]
 
 
 def has_interleaving(raw: str | bytes) -> bool:
-    pattern = _MIDLINE_BYTES_RE if isinstance(raw, bytes) else _MIDLINE_RE
-    return pattern.search(raw) is not None  # type: ignore[arg-type]
+    if isinstance(raw, bytes):
+        return _MIDLINE_BYTES_RE.search(raw) is not None
+    return _MIDLINE_RE.search(raw) is not None
 
 
 def looks_like_instruction(text: str) -> bool:

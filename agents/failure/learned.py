@@ -350,7 +350,7 @@ class LearnedFailureClassifier:
 
     # -- fitting -----------------------------------------------------------------------------------
 
-    def _new_model(self) -> object:
+    def _new_model(self) -> Any:  # scikit-learn has no type stubs
         from sklearn.linear_model import LogisticRegression
 
         return LogisticRegression(C=self.c, max_iter=2000, random_state=self.seed)
@@ -406,12 +406,12 @@ class LearnedFailureClassifier:
         logits, _ = self._out_of_fold(x, y, np.array(groups))
         self.temperature = _fit_temperature(logits, y, self._oof_classes)
         model = self._new_model()
-        model.fit(x, y)  # type: ignore[attr-defined]
+        model.fit(x, y)
         self._model = model
-        self._classes = [_unlabel(c) for c in model.classes_]  # type: ignore[attr-defined]
+        self._classes = [_unlabel(c) for c in model.classes_]
         if path is not None:
-            self._cache_save(path, coef=model.coef_, intercept=model.intercept_,  # type: ignore[attr-defined]
-                             classes=np.array(model.classes_, dtype=str), temperature=np.array(self.temperature),  # type: ignore[attr-defined]
+            self._cache_save(path, coef=model.coef_, intercept=model.intercept_,
+                             classes=np.array(model.classes_, dtype=str), temperature=np.array(self.temperature),
                              oof_classes=np.array(self._oof_classes, dtype=str))
         return self
 
@@ -423,10 +423,10 @@ class LearnedFailureClassifier:
         except (OSError, ValueError, KeyError):
             return False
         model = self._new_model()
-        model.coef_, model.intercept_ = coef, intercept  # type: ignore[attr-defined]
-        model.classes_ = classes.astype(object)  # type: ignore[attr-defined]
-        model.n_features_in_ = coef.shape[1]  # type: ignore[attr-defined]
-        model.n_iter_ = np.zeros(1, dtype=np.int32)  # type: ignore[attr-defined]
+        model.coef_, model.intercept_ = coef, intercept
+        model.classes_ = classes.astype(object)
+        model.n_features_in_ = coef.shape[1]
+        model.n_iter_ = np.zeros(1, dtype=np.int32)
         self._model, self.temperature, self._oof_classes = model, temperature, oof
         self._classes = [_unlabel(str(c)) for c in classes]
         return True
@@ -446,9 +446,9 @@ class LearnedFailureClassifier:
         splitter = StratifiedGroupKFold(n_splits=self.folds, shuffle=True, random_state=self.seed)
         for k, (tr, te) in enumerate(splitter.split(x, y, groups)):
             model = self._new_model()
-            model.fit(x[tr], y[tr])  # type: ignore[attr-defined]
-            cols = [classes.index(c) for c in model.classes_]  # type: ignore[attr-defined]
-            logits[np.ix_(te, cols)] = model.decision_function(x[te])  # type: ignore[attr-defined]
+            model.fit(x[tr], y[tr])
+            cols = [classes.index(c) for c in model.classes_]
+            logits[np.ix_(te, cols)] = model.decision_function(x[te])
             fold_of[te] = k
         return logits, fold_of
 

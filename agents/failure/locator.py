@@ -57,7 +57,7 @@ from types import TracebackType
 from typing import Literal
 
 import numpy as np
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Span, Tracer
 
 from schedmate.agents.failure.cleaning import (
     WARNING_LEVELS,
@@ -295,7 +295,7 @@ def classification_view(index: LogIndex, located: Located, lines: int = 200) -> 
     first_seg: list[int] = []
     for raw in window:
         first_seg.append(len(out))
-        out.extend(split_interleaved(raw) if has_interleaving(raw) else [raw])  # type: ignore[arg-type]
+        out.extend(split_interleaved(raw) if has_interleaving(raw) else [raw])
     first_seg.append(len(out))
 
     def pick(phys: int) -> int:
@@ -886,13 +886,13 @@ class FailureLocator:
             block_line=block,
         )
 
-    def _annotate(self, span: object, index: LogIndex, result: Located | None) -> None:
-        span.set_attribute("schedmate.failure.lines", len(index))  # type: ignore[attr-defined]
-        span.set_attribute("schedmate.failure.found", result is not None)  # type: ignore[attr-defined]
+    def _annotate(self, span: Span, index: LogIndex, result: Located | None) -> None:
+        span.set_attribute("schedmate.failure.lines", len(index))
+        span.set_attribute("schedmate.failure.found", result is not None)
         if result is not None:
-            span.set_attribute("schedmate.failure.line_no", result.line_no)  # type: ignore[attr-defined]
-            span.set_attribute("schedmate.failure.classifier_calls", result.calls)  # type: ignore[attr-defined]
-            span.set_attribute("schedmate.failure.lines_classified", result.lines_classified)  # type: ignore[attr-defined]
+            span.set_attribute("schedmate.failure.line_no", result.line_no)
+            span.set_attribute("schedmate.failure.classifier_calls", result.calls)
+            span.set_attribute("schedmate.failure.lines_classified", result.lines_classified)
 
 
 class _Search:

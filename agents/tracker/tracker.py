@@ -92,6 +92,8 @@ from schedmate.structured import Method as LLMMethod
 from schedmate.tracing import get_tracer
 
 _PER_STEP_RULES = frozenset({"named_per_step", "per_step_unit", "inverse_rate"})
+_REGEX: Literal["regex", "llm"] = "regex"  # how a line was read (LineMetrics.method)
+_LLM: Literal["regex", "llm"] = "llm"
 Method = Literal["regex", "llm", "mixed"]
 TimestampSource = Literal["line", "observed"]
 
@@ -563,12 +565,12 @@ class MetricTracker:
                 st.injection_rejected += 1
                 continue
             if cand.regex is not None and cand.regex.has_metric:
-                ex, how = cand.regex, "regex"
+                ex, how = cand.regex, _REGEX
             else:
                 read = self._llm(cand, state)
                 if read is None:
                     continue
-                ex, how = read, "llm"
+                ex, how = read, _LLM
             if ex.step is not None:  # N ranks, or a line re-printed: one line per (shape, step)
                 shape = shape_key(cand.text)
                 # (per rank: interleaved devices each print every step; `_step_time_from_stamps` keeps one rank)
@@ -586,7 +588,7 @@ class MetricTracker:
                 continue
             st.regex_lines += how == "regex"
             st.llm_lines += how == "llm"
-            good.append(LineMetrics(cand.source, ex, how))  # type: ignore[arg-type]
+            good.append(LineMetrics(cand.source, ex, how))
             if has_timing:
                 per_family.setdefault(family, _FamilyStats()).add(ex.step)
                 best = _pick_family(per_family)

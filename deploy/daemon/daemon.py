@@ -47,7 +47,7 @@ class DaemonConfig:
     def stack_config(self) -> AgentStackConfig:
         if self.failure_method is None:
             return self.agents
-        return replace(self.agents, failure_method=self.failure_method)  # type: ignore[arg-type]
+        return replace(self.agents, failure_method=self.failure_method)  # type: ignore[arg-type]  # a config string; AgentStackConfig validates it
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ class _Tick:
 def default_handler_factory(classifier: Any, config: AgentStackConfig | str) -> Callable[[], Any]:
     """Builds the agent stack's Failure Handler when the first job fails (`config`: the stack's
     config, or just a failure method over the deployed defaults)."""
-    cfg = config if isinstance(config, AgentStackConfig) else AgentStackConfig(failure_method=config)  # type: ignore[arg-type]
+    cfg = config if isinstance(config, AgentStackConfig) else AgentStackConfig(failure_method=config)  # type: ignore[arg-type]  # a config string; AgentStackConfig validates it
 
     def build() -> Any:
         clf = classifier.get() if isinstance(classifier, LazyClassifier) else classifier

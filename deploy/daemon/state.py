@@ -80,7 +80,7 @@ class DaemonState:
         return JobStatus.model_validate_json(raw) if raw else None
 
     def jobs(self) -> dict[str, JobStatus]:
-        return {k.decode(): JobStatus.model_validate_json(v) for k, v in self.client.hgetall(self.jobs_key).items()}
+        return {_text(k): JobStatus.model_validate_json(v) for k, v in self.client.hgetall(self.jobs_key).items()}
 
     def slowed_down(self, threshold: float = 1.2) -> dict[str, float]:
         """Running jobs whose steady step time is at least `threshold` x their own baseline
@@ -99,17 +99,17 @@ class DaemonState:
     # -- the daemon's side ------------------------------------------------------------------
 
     def files(self) -> list[FileState]:
-        return [FileState.from_json(k.decode(), json.loads(v)) for k, v in self.client.hgetall(self.files_key).items()]
+        return [FileState.from_json(_text(k), json.loads(v)) for k, v in self.client.hgetall(self.files_key).items()]
 
     def progress(self, job_id: str) -> list[tuple[float, bytes]]:
         out = []
         for item in self.client.lrange(self.progress_key(job_id), 0, -1):
-            ts, _, line = item.partition(b"\t")
+            ts, _, line = _raw(item).partition(b"\t")
             out.append((float(ts), line))
         return out
 
     def tail(self, job_id: str) -> list[bytes]:
-        return list(self.client.lrange(self.tail_key(job_id), 0, -1))
+        return [_raw(item) for item in self.client.lrange(self.tail_key(job_id), 0, -1)]
 
     def pending_ends(self, limit: int = 100) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.client.lrange(self.ends_key, 0, limit - 1)]
@@ -153,3 +153,12 @@ class DaemonState:
         if sink is not None and batch is not None:
             sink(pipe, batch)
         pipe.execute()
+
+
+# The client is not asked to decode replies: they are bytes (the helpers say so to the type checker).
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _raw(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()

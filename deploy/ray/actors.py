@@ -98,7 +98,7 @@ class RayServiceCore:
         self.config = config
         self.timeout_s = timeout_s if timeout_s is not None else config.call_timeout_s
         remote = ray.remote(num_cpus=cpus_per_actor, max_restarts=1)(_CoreActor)
-        self._actors = [remote.remote(config) for _ in range(actors)]  # type: ignore[attr-defined]
+        self._actors: list[Any] = [remote.remote(config) for _ in range(actors)]  # Ray actor handles
         self._next = itertools.cycle(range(actors))
         self._ready = False
         self._load_error: str | None = None
@@ -118,6 +118,7 @@ class RayServiceCore:
     def load(self) -> None:
         """Load the models in every actor (waits for `start_loading`); the first failure is raised."""
         self.start_loading()
+        assert self._loading is not None  # start_loading set it
         errors = [e for e in ray.get(self._loading) if e]
         if errors:
             self._load_error = errors[0]

@@ -217,7 +217,7 @@ class RayExecutor:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         cluster, self.node_ids = ray_cluster_spec(self.config.ray.gpu_resource, self.config.gpu_slice)
         self.state = _Live(cluster, placer or Consolidate(), seed)
-        self.view = ClusterView(self.state)  # type: ignore[arg-type] -- duck-typed engine state
+        self.view = ClusterView(self.state)  # type: ignore[arg-type]  # _Live duck-types the engine's state
         self.observe, self.diagnose = observe, diagnose
         self._task = ray.remote(max_retries=0)(_run_job)
         self._runs: dict[str, _Run] = {}

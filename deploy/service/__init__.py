@@ -18,7 +18,7 @@ from schedmate.deploy.service.live_source import JobRef, LiveInsights
 __all__ = ["JobRef", "LiveInsights", "SchedMateClient", "ServiceConfig", "ServiceError", "create_app"]
 
 
-def create_app(*args, **kwargs):  # type: ignore[no-untyped-def]
+def create_app(*args, **kwargs):
     """`app.create_app`, imported on use so the client side never imports FastAPI."""
     from schedmate.deploy.service.app import create_app as factory
 

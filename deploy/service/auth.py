@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 __all__ = ["token_check"]
 
 
-def token_check(token: str | None):  # type: ignore[no-untyped-def]
+def token_check(token: str | None):
     """A FastAPI dependency that accepts `Authorization: Bearer <token>` (anything when None)."""
 
     async def check(request: Request) -> None:

@@ -100,5 +100,5 @@ def serve(
         telemetry = stack.enter_context(
             telemetry_session(otel, span_processors=[GenAISpanProcessor(metrics.observe_llm)]))
         telemetry.flush_on_signal()  # uvicorn re-raises SIGTERM after its graceful shutdown
-        uvicorn.run(create_app(config, core, metrics=metrics), host=host, port=port,  # type: ignore[arg-type]
+        uvicorn.run(create_app(config, core, metrics=metrics), host=host, port=port,  # type: ignore[arg-type]  # RayServiceCore duck-types ServiceCore
                     log_level="warning", timeout_graceful_shutdown=10)

@@ -76,7 +76,8 @@ class LiveInsights(InsightSource):
             resp = self.client.advise(ref.repo, ref.command, gpus=job.spec.num_gpus, job_id=job.job_id,
                                       user=job.spec.user)
         except ServiceError as exc:
-            return self._error("advise", exc)
+            self._error("advise", exc)
+            return None
         latency = time.perf_counter() - t0
         if not resp.matches:
             self._counts["advise_unmatched"] += 1
@@ -98,7 +99,8 @@ class LiveInsights(InsightSource):
         try:
             resp = self.client.track(ref.log, job_id=job.job_id, split_at=event_at)
         except ServiceError as exc:
-            return self._error("track", exc)
+            self._error("track", exc)
+            return None
         if resp.ratio is None:  # no signal on one side, too few lines after, or no common unit
             self._counts["track_no_signal"] += 1
             return None
@@ -141,7 +143,8 @@ class LiveInsights(InsightSource):
         try:
             resp = self.client.diagnose(str(log), job_id=job.job_id, num_gpus=job.spec.num_gpus)
         except ServiceError as exc:
-            return self._error("diagnose", exc)
+            self._error("diagnose", exc)
+            return None
         if resp.status != "failure_found" or resp.category is None:
             self._counts["diagnose_no_failure_found"] += 1
             return None

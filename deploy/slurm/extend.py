@@ -168,7 +168,7 @@ def read_progress(path: Path, *, tracker: Any = None, now: float | None = None) 
     if not stepped:
         return None
     newest = max(stepped, key=lambda lm: (lm.extraction.step, lm.line.lineno or 0))
-    step = int(newest.extraction.step)  # type: ignore[arg-type]
+    step = int(newest.extraction.step)
     return Progress(step=step, planned=_planned(newest.line.text, step, newest.extraction.total),
                     step_time_s=result.step_time_s, lines=len(result.lines), last_line_age_s=max(0.0, age))
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from schedmate.errors import DependencyUnavailable
 
@@ -197,9 +198,9 @@ def _wait_gone(pids: list[int], timeout_s: float) -> bool:
 
 
 @contextmanager
-def running_cluster(root: Path, **kwargs: object) -> Iterator[LocalSlurm]:
+def running_cluster(root: Path, **kwargs: Any) -> Iterator[LocalSlurm]:
     """A started cluster in `root`, stopped (by pid files) however the block ends."""
-    cluster = LocalSlurm(root, **kwargs)  # type: ignore[arg-type]
+    cluster = LocalSlurm(root, **kwargs)
     cluster.write_config()
     try:
         cluster.start()

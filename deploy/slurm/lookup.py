@@ -41,9 +41,10 @@ def _recorded(url: str, key: str) -> JobLog | None:
     finally:
         client.close()
     for prefix, source in ((FAILURE_PREFIX, "failure history"), (DEFAULT_PREFIX, "job history")):
-        if not dims[prefix]:
+        dim = dims[prefix]
+        if not dim:
             continue
-        with JobStore.connect(url, int(dims[prefix]), prefix=prefix) as store:  # type: ignore[arg-type]
+        with JobStore.connect(url, int(dim), prefix=prefix) as store:
             record = store.get(key)
         log = record.submitted.get("log") if record is not None else None
         if log:

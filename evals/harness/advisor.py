@@ -199,7 +199,7 @@ def _corpus(path: Path, n: int, seed: int, say: Callable[[str], None], users_mod
         if len(m) == n and m.seed == seed and m.users_mode == users_mode:
             return m
     say(f"generating {n} jobs (seed {seed}, users {users_mode}) in {path}")
-    return generate_job_corpus(path, n, seed, users_mode=users_mode)  # type: ignore[arg-type]
+    return generate_job_corpus(path, n, seed, users_mode=users_mode)  # type: ignore[arg-type]  # a config string; the generator validates it
 
 
 def _split(m: JobCorpusManifest, n_new: int) -> tuple[list[CorpusJob], list[CorpusJob]]:

@@ -132,7 +132,7 @@ def score_devset_repos(folder: Path | str = DEFAULT_REPOS, splits: tuple[str, ..
     jobs = load_repo_jobs(folder, splits)
     right: Counter[str] = Counter()
     scored: Counter[str] = Counter()
-    per_job = []
+    per_job: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for job in jobs:
         try:

@@ -47,7 +47,7 @@ def fmt_value(v: Any) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, Number):
-        x = float(v)  # type: ignore[arg-type]
+        x = float(v)  # type: ignore[arg-type]  # a numbers.Number that is not complex (the table holds measurements)
         return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
     return str(v)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Any
 
 DELTA_S = 300.0  # scheduling interval Δ [P]
 T_CKPT_S = 120.0  # checkpoint-resume when moving a running job [I]
@@ -98,17 +99,17 @@ class ArenaConfig:
             return 0.0
         return t_search_artifact(n) if self.artifact_search_cost else t_search_pruned(n)
 
-    def with_(self, **changes: object) -> ArenaConfig:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def with_(self, **changes: Any) -> ArenaConfig:
+        return replace(self, **changes)
 
 
-def _baseline(name: str, view: View, **options: object) -> ArenaConfig:
+def _baseline(name: str, view: View, **options: Any) -> ArenaConfig:
     """A §5.1 baseline on Arena's driver: executes with AP at full speed (the paper runs baselines
     with AP), pays the full AP search on every (re)start, never suspends an admitted job, and its
     profiling (if any) is a prepended delay. `name` is "arena-" + the spec's name (registry rule)."""
     base = ArenaConfig(f"arena-{name}", view, exec_factor=1.0, full_search_cost=True, preempt_opportunistic=False,
                        profiling=Profiling.DELAY, profile_s=0.0)
-    return replace(base, **options)  # type: ignore[arg-type]
+    return replace(base, **options)
 
 
 BASELINES: dict[str, ArenaConfig] = {

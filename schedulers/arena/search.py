@@ -232,7 +232,7 @@ def _downgrade_ops(
                 out.append((snap, (g, n // 2), 0.0))
             else:
                 s2 = snap.copy()
-                s2.move(best[1], best[2])  # type: ignore[arg-type]
+                s2.move(best[1], best[2])  # type: ignore[arg-type]  # best[1] is not None in this branch
                 out.append((s2, cfg, best[0]))
     if spec.allow_type_change:
         best_tc: tuple[float, str | None, Alloc | None, Config] | None = None

@@ -11,6 +11,7 @@ has one, `CostedSimulator` overrides the two private hooks and asks the policy's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..cluster import ClusterSpec
 from ..engine import SimConfig, SimResult, Simulator
@@ -24,8 +25,8 @@ class CostedSimulator(Simulator):
     """`Simulator` whose restart cost, and first-launch cost, is `downtime(job, gpus)`."""
 
     def __init__(self, jobs: Iterable[JobSpec], cluster: ClusterSpec, policy: Policy, downtime: Downtime,
-                 config: SimConfig | None = None, **kwargs: object) -> None:
-        super().__init__(jobs, cluster, policy, config, **kwargs)  # type: ignore[arg-type]
+                 config: SimConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(jobs, cluster, policy, config, **kwargs)
         self._downtime = downtime
 
     def _restart_cost(self, job: JobState, num_gpus: int) -> float:

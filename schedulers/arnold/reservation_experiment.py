@@ -80,8 +80,8 @@ def _row(arm: str, seed: int, result: SimResult, policy: ArnoldPolicy, w: Reserv
     tl = result.timeline
     alloc = tl[:, 1] / result.cluster.total_gpus
     jobs = [j for j in result.jobs if j.end_time is not None and j.first_start is not None]
-    jct = np.array([j.end_time - j.spec.submit_time for j in jobs])  # type: ignore[operator]
-    queue = np.array([j.first_start - j.spec.submit_time for j in jobs])  # type: ignore[operator]
+    jct = np.array([j.end_time - j.spec.submit_time for j in jobs if j.end_time is not None])  # all of them
+    queue = np.array([j.first_start - j.spec.submit_time for j in jobs if j.first_start is not None])  # all of them
     lpj = policy.lpjs["lpj"]
     return ReservationRow(
         "C", arm, seed,

@@ -283,13 +283,14 @@ class Lucid(Policy):
                 need.append(job)
             else:
                 self._jobs[job.job_id].estimate = float(hint)
-        preds = self.estimator.predict_many([self._jobs[j.job_id].features for j in need])  # type: ignore[misc]
+        preds = self.estimator.predict_many([self._jobs[j.job_id].features for j in need])  # type: ignore[misc]  # every queued job has its feature row
         for job, est in zip(need, preds, strict=True):
             self._jobs[job.job_id].estimate = est
         self.adjust_estimates(need, view)
         for job in jobs:
             state = self._jobs[job.job_id]
-            state.priority = state.estimate * job.spec.num_gpus  # type: ignore[operator]
+            assert state.estimate is not None  # set above: the adapter's hint or the EBM's
+            state.priority = state.estimate * job.spec.num_gpus
 
     def _flush(self, view: ClusterView) -> None:
         """Estimate the jobs that entered the main queue since the last pass, in one batch; after
@@ -340,7 +341,7 @@ class Lucid(Policy):
             return None
         if priority is None:
             priority = self._jobs[job.spec.job_id].priority
-        return PackInfo(job.spec.num_gpus, metrics.gmem, score, priority)  # type: ignore[arg-type]
+        return PackInfo(job.spec.num_gpus, metrics.gmem, score, priority)  # type: ignore[arg-type]  # a queued job has its priority
 
     def _host_info(self, job: JobState, view: ClusterView) -> PackInfo | None:
         """Pack info of a running job that may host a partner now, else None (the hot path of

@@ -32,8 +32,8 @@ class QSSFJob:
 class QSSF(OrderedPolicy):
     name = "qssf"
 
-    def __init__(self, *, model: OnlineDurationModel | None = None, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, model: OnlineDurationModel | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.model = model or OnlineDurationModel()
         self._fits_seen = 0
         self._jobs: dict[str, QSSFJob] = {}

@@ -353,10 +353,10 @@ class Sia(Policy):
             row[keep] = model.goodputs(prof, nodes, gpus)
         prev = self.assigned.get(job.job_id)
         prev_i = configs.index(prev) if prev is not None and prev in configs else None
-        if prev_i is not None and not (np.isfinite(row[prev_i]) and row[prev_i] > 0):
-            prof = profiles[prev.gpu_type]  # type: ignore[union-attr]
+        if prev is not None and prev_i is not None and not (np.isfinite(row[prev_i]) and row[prev_i] > 0):
+            prof = profiles[prev.gpu_type]
             if model.knows(prof):
-                row[prev_i] = model.goodputs(prof, np.array([prev.nodes], float), np.array([prev.gpus], float))[0]  # type: ignore[union-attr]
+                row[prev_i] = model.goodputs(prof, np.array([prev.nodes], float), np.array([prev.gpus], float))[0]
             else:
                 unknown.append(prev_i)
         valid = np.isfinite(row) & (row > 0)

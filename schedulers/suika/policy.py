@@ -479,8 +479,8 @@ class ElasticPolicy(Policy):
         now, cfg = view.now, self.config
         pending = []
         for jid, x in v.items():
-            old = set() if x.new else set(x.book.plan.gpus)  # type: ignore[union-attr]
-            if x.new or x.plan.signature != x.book.plan.signature:  # type: ignore[union-attr]
+            old = set() if x.new else set(x.book.plan.gpus)  # type: ignore[union-attr]  # x.book is set unless x.new
+            if x.new or x.plan.signature != x.book.plan.signature:  # type: ignore[union-attr]  # as above
                 pending.append((jid, x, old, set(x.plan.gpus)))
             else:
                 x.book.history = x.history

@@ -14,6 +14,7 @@ import csv
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from .errors import TraceFormatError
 
@@ -94,7 +95,7 @@ def calibration_from_summary(path: str | Path, cluster: str) -> Calibration:
 
 
 def _row_to_calibration(path: Path, line: int, row: dict[str, str]) -> Calibration:
-    values: dict[str, object] = {"cluster": row["id"].strip()}
+    values: dict[str, Any] = {"cluster": row["id"].strip()}  # Calibration's fields, read from the row
     for f in fields(Calibration):
         if f.name == "cluster":
             continue
@@ -104,4 +105,4 @@ def _row_to_calibration(path: Path, line: int, row: dict[str, str]) -> Calibrati
         except (TypeError, ValueError):
             raise TraceFormatError(path, line, column, "a number", row[column]) from None
         values[f.name] = int(number) if f.name == "max_gpu" else number
-    return Calibration(**values)  # type: ignore[arg-type]
+    return Calibration(**values)

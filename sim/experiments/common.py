@@ -159,7 +159,7 @@ def wait_stats(result: SimResult) -> WaitStats:
     jobs = [j for j in result.jobs if j.end_time is not None and j.first_start is not None and j.phase.is_terminal]
     if not jobs:
         return WaitStats(math.nan, math.nan)
-    jct = np.array([j.end_time - j.spec.submit_time for j in jobs])  # type: ignore[operator]
+    jct = np.array([j.end_time - j.spec.submit_time for j in jobs if j.end_time is not None])  # all of them
     wait = np.maximum(0.0, jct - np.array([j.run_time for j in jobs]))
     return WaitStats(float(wait.mean()), float(jct.mean()))
 
