@@ -87,7 +87,7 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
         def update(name: str, done: int, total: int) -> None:
             if name not in tasks:
                 tasks[name] = progress.add_task(f"simulating {name}", total=total)
-            progress.update(tasks[name], completed=done)  # type: ignore[arg-type]
+            progress.update(tasks[name], completed=done)  # type: ignore[arg-type]  # `tasks` keeps add_task's TaskID as the int it is
 
         yield update
 
@@ -98,7 +98,7 @@ def _fmt_s(x: float) -> str:
     return f"{x / 3600:.2f}h" if x >= 3600 else f"{x:.0f}s"
 
 
-def summary_table(summaries: dict, title: str, warnings: Any = None) -> Table:  # type: ignore[type-arg]
+def summary_table(summaries: dict, title: str, warnings: Any = None) -> Table:
     """One row per policy; `cancelled` counts jobs that never ran (e.g. larger than the cluster), whose
     JCT is not in the JCT columns: `jobs` alone would count them as ordinary jobs. `warnings` (a
     `TraceWarnings`) counts and lists implausible jobs under the table."""
@@ -394,7 +394,7 @@ def corpus_jobs(
         check_choice(users_mode, "--users-mode", ("family", "shared"))
         progress, update = _count_progress("writing jobs")
         with progress:
-            manifest = generate_job_corpus(out, n, seed, progress=update, users_mode=users_mode)  # type: ignore[arg-type]
+            manifest = generate_job_corpus(out, n, seed, progress=update, users_mode=users_mode)  # type: ignore[arg-type]  # a CLI string; the generator validates it
     console.print(f"wrote {len(manifest.records)} jobs under {out}")
 
 
@@ -558,7 +558,8 @@ def eval_metrics(
     console.print(line)
     console.print(f"wrote {out / 'devset_metrics.json'} and {out / 'devset_metrics.md'}")
     gen, dev = summary["systems"], real[0]["systems"]
-    rows = [("tracker" + (" (regex + LLM fallback)" if llm else " (regex fast path)"), "tracker", "tracker" if llm else "regex"),
+    rows: list[tuple[str, str | None, str | None]] = [
+        ("tracker" + (" (regex + LLM fallback)" if llm else " (regex fast path)"), "tracker", "tracker" if llm else "regex"),
             ("regex-only (plain mean)", "regex-only", None), ("last-lines", "last-lines", "last-lines")]  # fmt: skip
     if llm:
         rows += [("regex fast path", None, "regex"), ("pure-llm", "pure-llm", "pure-llm"),

@@ -160,7 +160,7 @@ def make_agent(core: ServiceCore, config: ServiceConfig, *, chat_model: Any = No
     chosen = mode or ("drive" if chat_model is not None else "tools")
     backend = CoreBackend(core)
     return ChatAgent(backend, sessions, chat_model=chat_model if chosen != "tools" else None,
-                     config=ChatConfig(mode=chosen), intents=IntentClassifier(backend.embed))  # type: ignore[arg-type]
+                     config=ChatConfig(mode=chosen), intents=IntentClassifier(backend.embed))  # type: ignore[arg-type]  # `mode`: one of the three its callers set; `embed` takes any list of str
 
 
 def router(core: ServiceCore, config: ServiceConfig) -> APIRouter:

@@ -177,6 +177,7 @@ class ServiceCore:
         if self._jobs_store is None:
             if self.config.redis_url is None:
                 raise DependencyDown("redis", "no job store configured (--redis-url)")
+            assert self._embedder is not None  # loaded with the models, before any request
             try:
                 self._jobs_store = JobStore.connect(self.config.redis_url, self._embedder.dim,
                                                     prefix=self.config.jobs_prefix, retries=1,
@@ -192,6 +193,7 @@ class ServiceCore:
         if self._failures is None:
             if self.config.redis_url is None:
                 raise DependencyDown("redis", "no failure history configured (--redis-url)")
+            assert self._embedder is not None  # loaded with the models, before any request
             try:
                 self._failures = SimilarFailureFinder.connect(
                     self.config.redis_url, self._embedder, prefix=self.config.failures_prefix,
@@ -320,7 +322,7 @@ class ServiceCore:
         if result.llm_fallback:
             out.degraded.append(f"LLM {result.llm_status} ({result.llm_error or 'no detail'}): regex only")
         if isinstance(result, NoSignal) or not result:
-            return _default(out, f"no progress signal in the log: {result.reason}")  # type: ignore[union-attr]
+            return _default(out, f"no progress signal in the log: {result.reason}")
         return out
 
     def _tail(self, key: str, path: Path) -> str:
@@ -471,7 +473,7 @@ class ServiceCore:
                     return SimilarFailuresResponse(fallback=SCHEDULER_DEFAULT, reason=f"no failure found: {d.message}")
                 line = d.root_cause
             try:
-                found = self._failure_finder(req.k).find(line)  # type: ignore[arg-type]
+                found = self._failure_finder(req.k).find(line)
             except StoreError as exc:
                 raise DependencyDown("redis", _short(exc)) from exc
         return SimilarFailuresResponse(query=line, similar=[asdict(s) for s in found])

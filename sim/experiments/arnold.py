@@ -174,7 +174,7 @@ def _extra(result: SimResult, policy: Policy, world: FailureWorld) -> dict[str, 
         "ops_cordons": ws.get("ops_cordons", 0),
         "healthy_nodes_cordoned": ws.get("cordons_of_healthy_nodes", 0),
         "jobs_failed_at_end": sum(j.phase is Phase.FAILED for j in result.jobs),
-        "lpj_mean_jct": float(np.mean([j.end_time - j.spec.submit_time for j in lpj])) if lpj else math.nan,  # type: ignore[operator]
+        "lpj_mean_jct": float(np.mean([j.end_time - j.spec.submit_time for j in lpj if j.end_time is not None])) if lpj else math.nan,
         "infra_share": ws["infra_share"],
         "infra_gpu_share": ws["infra_gpu_share"],
     }

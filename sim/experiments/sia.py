@@ -161,7 +161,7 @@ def make_policy(arm: str, cfg: SiaExperimentConfig, source: InsightSource | None
     if base == "sia-noprof":
         return Sia(profile_seconds=0.0, throughput=throughput, time_limit=cfg.time_limit)
     if base == "sia":
-        return Sia(profile_seconds=t_prof, **common)  # type: ignore[arg-type]
+        return Sia(profile_seconds=t_prof, **common)  # type: ignore[arg-type]  # `common` holds Sia's keyword arguments
     if base == "sia+sm":
         if source is None:
             raise ValueError("the sia+sm arm needs an insight source")

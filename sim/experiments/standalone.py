@@ -270,7 +270,7 @@ class _Recovery:
              "cordons", "no_node", "diagnosis_latency_s"), 0)
 
     def on_failure(self, job: JobState, view: ClusterView) -> bool:
-        if super().on_failure(job, view):  # type: ignore[misc]
+        if super().on_failure(job, view):  # type: ignore[misc]  # a mixin: the policy class it is mixed into has on_failure
             return True
         c = self.recovery_counts
         c["failures"] += 1
@@ -320,7 +320,7 @@ class _Recovery:
             if out:
                 view.wake_at(view.now + 1.0)
                 return out
-        return super().schedule(view)  # type: ignore[misc]
+        return super().schedule(view)  # type: ignore[misc]  # a mixin: the policy class it is mixed into schedules
 
 
 class TiresiasRecovery(_Recovery, Tiresias):

@@ -133,7 +133,7 @@ def noisy_oracle_source(sigma: float, coverage: float = 1.0, *, metrics_of: Call
         return NoisyOracleInsights(seed=seed, detection_rate=detection_rate, latency_s=latency_s, sigma=sigma,
                                    coverage=coverage, **kw)
 
-    make.label = LABEL  # type: ignore[attr-defined]
+    make.label = LABEL  # type: ignore[attr-defined]  # a label on the factory function, read by the runner
     return make
 
 
