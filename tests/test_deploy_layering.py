@@ -29,7 +29,6 @@ def test_nothing_under_deploy_slurm_imports_the_service() -> None:
 def test_the_service_still_answers_the_slurm_plugin() -> None:
     from schedmate.deploy.service.app import create_app
     from schedmate.deploy.service.config import ServiceConfig
-
     from schedmate.deploy.service.slurm_route import PATH
 
     assert PATH == "/v1/slurm/time-limit"
