@@ -352,6 +352,16 @@ def test_forecaster_fast_paths_match_the_reference_computations():
     assert np.allclose(fc.predict(x), fc._model.predict(x))  # tree sum == scikit-learn's predict
 
 
+def test_an_empty_forecast_counts_as_unknown_instead_of_comparing_none():
+    # mypy found it: an empty forecast left last_forecast None and then compared None > threshold
+    class NoBins(SubmissionForecaster):
+        def forecast(self, now: float) -> list[float] | None:
+            return []
+
+    throttle = Throttle(forecaster=NoBins(), enabled_when_unknown=False)
+    assert throttle.packing_enabled(3600.0) is False and throttle.last_forecast is None
+
+
 def test_with_packing_throttled_off_jobs_run_one_at_a_time():
     # A threshold no forecast reaches, and no packing before the first forecast either.
     policy = Known(throttle=Throttle(SubmissionForecaster(), threshold=1e9, enabled_when_unknown=False))
