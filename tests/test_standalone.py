@@ -93,7 +93,7 @@ def run(specs: list[JobSpec], policy: Policy, nodes: int = 1, *, gpus_per_node: 
     for spec in specs:
         world.thresholds[spec.job_id] = [*(infra or {}).get(spec.job_id, []), 1e18]
     if isinstance(policy, (StandaloneSchedMate, SchedMateSRPT)) and not isinstance(policy.source, CauseDiagnosis):
-        policy.source = CauseDiagnosis(policy.source, world)  # type: ignore[arg-type]
+        policy.source = CauseDiagnosis(policy.source, world)
     result: SimResult = FailureSimulator(specs, cluster, policy, config, world=world).run()
     return {j.job_id: j for j in result.jobs}
 
