@@ -336,7 +336,8 @@ def _make_size_inputs(root: Path) -> list[tuple[str, list[str], set[int], Callab
 
     def tracked(r: dict[str, Any]) -> str:
         got = _json(r["stdout"]) or {}
-        return "" if got.get("signal") and abs((got.get("step_time_s") or 0) - 0.5) < 1e-6 else f"read {got}"
+        step = (got.get("step_time") or {}).get("value") or 0  # the track result's wire model (agents/tracker/wire.py)
+        return "" if got.get("signal") and abs(step - 0.5) < 1e-6 else f"read {got}"
 
     cases.append(("track/utf16.log.gz", ["track", str(logs / "train.log.gz"), "--json"], {0}, tracked))
     cases.append(("track/binary.log", ["track", str(logs / "binary.log")], {2}, said_unreadable))
