@@ -16,6 +16,7 @@ from schedmate.agents.tracker.lines import DEFAULT_MAX_LINE_BYTES, LineCutter
 from schedmate.agents.tracker.tail import LogTail
 from schedmate.deploy.daemon import DaemonConfig, DaemonState, FollowConfig, LogDaemon
 from schedmate.deploy.daemon.follower import Follower
+from schedmate.deploy.daemon.model import FileState
 from schedmate.logfile import StreamDecoder
 
 TEXT = "".join(f"iteration {n}/100 | loss {1 / (n + 1):.4f} | elapsed time per iteration (ms): 512.3\n"
@@ -135,7 +136,8 @@ def test_the_daemon_resumes_a_utf16_log_after_a_restart_without_repeats(tmp_path
     log = tmp_path / "win.log"
     log.write_bytes(("\n".join(LINES[:25]) + "\n").encode("utf-16"))
     f = Follower(tmp_path)
-    states, first = [], []
+    states: list[FileState] = []
+    first: list[bytes] = []
     for _ in range(3):
         for b in f.poll():
             first.extend(ln.raw for ln in b.lines)
@@ -149,3 +151,19 @@ def test_the_daemon_resumes_a_utf16_log_after_a_restart_without_repeats(tmp_path
     rest = [ln.raw for _ in range(3) for b in g.poll() for ln in b.lines]
     g.close()
     assert [x.decode() for x in first + rest] == LINES
+
+
+def test_the_registry_says_why_a_tracked_log_has_no_signal(tmp_path: Path) -> None:
+    from typing import Any, cast
+
+    from schedmate.agents.tracker.registry import JobLogRegistry
+    from schedmate.agents.tracker.tracker import MetricTracker
+
+    path = tmp_path / "core.log"
+    path.write_bytes(bytes(range(256)) * 64)
+    registry = JobLogRegistry(MetricTracker(classifier=cast(Any, None)))  # nothing is read: nothing classified
+    registry.register("j1", path, start="begin")
+    assert (registry.poll("j1").error or "").startswith("unreadable: encoding")
+    report = registry.report("j1")
+    assert not report and report.reason.startswith("unreadable: encoding (binary data")
+    registry.close()

@@ -22,6 +22,7 @@ like with like: both sides in steps/s, or both in the same logged unit; otherwis
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
@@ -96,6 +97,7 @@ class _Job:
     polls: int = 0
     last_poll: float | None = None
     partial_dropped: int = 0
+    error: str | None = None  # the last poll's: not a regular file, or `unreadable: <why>`
 
 
 class JobLogRegistry:
@@ -178,6 +180,7 @@ class JobLogRegistry:
             job.truncations += truncated
             job.polls += 1
             job.last_poll = now
+            job.error = error
             span.set_attribute(ATTR_JOB, str(job_id))
             span.set_attribute(ATTR_NEW_LINES, len(new))
             span.set_attribute(ATTR_NEW_PROGRESS, len(tracked))
@@ -205,7 +208,10 @@ class JobLogRegistry:
         if poll:
             self.poll(job_id)
         job = self._job(job_id)
-        return self.tracker.evaluate(_window(job.lines, before, since), max_lines=max_lines, source="registry")
+        result = self.tracker.evaluate(_window(job.lines, before, since), max_lines=max_lines, source="registry")
+        if not result and job.error:  # a log that cannot be read says why, not "no progress lines"
+            return dataclasses.replace(result, reason=job.error)
+        return result
 
     def current_throughput(self, job_id: JobId) -> Throughput | None:
         """The job's throughput now (newest lines), or None when its log does not say."""
