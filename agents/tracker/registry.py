@@ -209,7 +209,7 @@ class JobLogRegistry:
             self.poll(job_id)
         job = self._job(job_id)
         result = self.tracker.evaluate(_window(job.lines, before, since), max_lines=max_lines, source="registry")
-        if not result and job.error:  # a log that cannot be read says why, not "no progress lines"
+        if isinstance(result, NoSignal) and job.error:  # a log that cannot be read says why, not "no progress lines"
             return dataclasses.replace(result, reason=job.error)
         return result
 
