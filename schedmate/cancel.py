@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from schedmate.errors import TimedOut
+
 __all__ = ["CancelToken", "Cancelled", "cancel_token", "cancelled", "check_cancelled", "using_cancel_token"]
 
 
@@ -33,8 +35,9 @@ class CancelToken:
         return self._event.is_set()
 
 
-class Cancelled(Exception):  # noqa: N818 -- a state, not an error: nobody reads the answer
-    """The request was given up by its caller; raised at a step boundary so the work ends there."""
+class Cancelled(TimedOut):
+    """The request was given up by its caller (the service answered 504); raised at a step boundary so
+    the work ends there. A `TimedOut`, so anything that still sees it answers 504 too."""
 
 
 _TOKEN: ContextVar[CancelToken | None] = ContextVar("schedmate_cancel_token", default=None)
