@@ -116,6 +116,7 @@ def test_the_page_shows_the_cited_root_cause_line_and_the_plan(served: str, brow
     assert hostile.text == HOSTILE and d.title != "pwned"  # type: ignore[attr-defined]  # quoted, not rendered
     assert not answer.find_elements(By.CSS_SELECTOR, "img")
     steps = [li.text for li in answer.find_elements(By.CSS_SELECTOR, ".plan .steps li")]
-    assert steps and any("resubmit job-4711" in s for s in steps)  # proposed, from the handler's tables
-    assert not any(s.startswith(("cordon", "run ")) for s in steps)  # no placement known: no node is touched, whatever the log says
+    lowered = [s.lower() for s in steps]  # the one plan description (htmlreport.plans.plan_step)
+    assert steps and any("resubmit job `job-4711`" in s for s in lowered)  # proposed, from the handler's tables
+    assert not any("cordon node" in s or s.startswith("run ") for s in lowered)  # no placement known: no node is touched, whatever the log says
     d.save_screenshot(str(artifacts() / "chat-page.png"))  # type: ignore[attr-defined]
