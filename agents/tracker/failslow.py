@@ -31,6 +31,11 @@ it hold up on real logs is around it:
 - **thresholds scale with the noise**: k = ln(1 + `target_shift`) / 2 in units of the baseline
   scale (at least `min_k`), h = ln(`arl0`) / 2k (at least `min_h`): a noisy stream accumulates
   more readings before it alarms, a clean one alarms within a few;
+- **persistence**: the shift since the onset must also cover `persist_s` (15 s) of the stream's
+  log time (step time x the steps each reading covers), unless its evidence is decisive
+  (`decisive_h` x h): on a fast-stepping job four readings are seconds of noise, which is where
+  the false alarms were; while a shift is pending the baseline is held, so a shift that must
+  persist is judged against the level before it, not one it has half absorbed;
 - **restarts**: a restart marker or a step counter that goes back restarts warm-up (the
   baseline is kept: a restart onto a slow node is still a slowdown).
 
@@ -113,6 +118,11 @@ class FailSlowConfig:
     min_share: float = 0.8  # ... and this share of the readings since onset at least `share_ratio` x baseline
     share_ratio: float = 1.05  # (a burst of spikes lifts the median, not the lower quartile)
     min_events: int = 4  # observations since onset needed to alarm
+    persist_s: float = 15.0  # ... and, where they cover less, readings covering this much log time (step time x steps)
+    max_persist_events: int = 64  # ... at most this many
+    decisive_h: float = 4.0  # evidence at this many thresholds h alarms without waiting for `persist_s`
+    hold_pending: bool = True  # no re-baselining while a shift is pending (off, dev seeds: 3 false alarms, not 6, but a 12% shift on a fast noisy job is absorbed)
+    persist_pauses: bool = True  # persistence counts the readings skipped or held (pauses) too (off, dev seeds: 5 false alarms, not 6, in time 95.0%)
     spike_ratio: float = 2.0  # a reading this far above baseline waits for a second one (silent pause)
     pause_skip: int = 1  # observations skipped per stream after a pause line
     max_streams: int = 512  # rank streams kept (a huge job's log cannot grow memory without bound)
@@ -214,7 +224,7 @@ class _Stream:
     mu: float | None = None
     sigma: float = 0.0
     s: float = 0.0
-    since: list[tuple[Observation, float, float]] = field(default_factory=list)  # (obs, ln t, evidence) since S left 0
+    since: list[tuple[Observation, float, float, float, float]] = field(default_factory=list)  # (obs, ln t, evidence, clock before it, its duration) since S left 0
     skip: int = 0
     last_step: int | None = None
     dirty: int = 0
@@ -223,6 +233,9 @@ class _Stream:
     recent: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=32))  # (line, ln t)
     held: Observation | None = None  # a spike awaiting the next reading (silent pause or slowdown?)
     history: deque[float] = field(default_factory=lambda: deque(maxlen=256))  # ln t of every baselined reading, in order
+    at_step: int | None = None  # the step of the last reading (its own, or the last one the log printed)
+    gap: int = 1  # steps the current reading covers
+    clock: float = 0.0  # the stream's log time: every reading's step time x the steps it covers, pauses included
 
 
 class FailSlowDetector:
@@ -234,6 +247,7 @@ class FailSlowDetector:
         self._lineno = 0
         self.alerts: list[FailSlowAlert] = []
         self.observations = 0
+        self._step: int | None = None  # the last step any progress line printed
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, line: str, lineno: int | None = None) -> list[FailSlowAlert]:
@@ -277,7 +291,11 @@ class FailSlowDetector:
             if obs.step < st.last_step:
                 self._restart(st)  # the counter went back: a restart from a checkpoint
         if obs.step is not None:
-            st.last_step = obs.step
+            st.last_step = self._step = obs.step
+        at = obs.step if obs.step is not None else self._step
+        st.gap = at - st.at_step if at is not None and st.at_step is not None and at > st.at_step else 1
+        st.at_step = at
+        st.clock += obs.value * st.gap
         self.observations += 1
         if st.skip > 0:
             st.skip -= 1
@@ -339,35 +357,41 @@ class FailSlowDetector:
         h = max(c.min_h, math.log(c.arl0) / (2 * k))
         st.s = max(0.0, st.s + min(z, k + c.clip_extra) - k)
         # every reading joins the rolling baseline (keeping only in-control ones would bias it low
-        # and its scale small); a real shift is re-baselined at its alarm anyway
+        # and its scale small); a real shift is re-baselined at its alarm anyway. The baseline is
+        # recomputed only while no shift is pending (S = 0): a shift that must persist for
+        # `persist_s` is judged against the level before it, not one it has half absorbed
         st.base.append(y)
         st.history.append(y)
         st.dirty += 1
-        if st.dirty >= 10:
-            self._rebaseline(st)
         if st.s <= 0.0:
             st.since.clear()
+            if st.dirty >= 10:
+                self._rebaseline(st)
             return None
-        st.since.append((obs, y, min(z, k + c.clip_extra) - k))
+        if st.dirty >= (c.baseline_window if c.hold_pending else 10):
+            self._rebaseline(st)  # a pending shift that never resolves is the new normal
+        st.since.append((obs, y, min(z, k + c.clip_extra) - k, st.clock - obs.value * st.gap, obs.value * st.gap))
+        if len(st.since) > 2 * c.baseline_window:
+            del st.since[0]
         if st.s < h or len(st.since) < c.min_events:
             return None
         # the most likely onset: after the lowest point of the cumulative evidence
         run, low, j0 = 0.0, 0.0, 0
-        for j, (_, _, inc) in enumerate(st.since):
+        for j, (_, _, inc, _, _) in enumerate(st.since):
             run += inc
             if run < low:
                 low, j0 = run, j + 1
         tail = st.since[j0:]
-        if len(tail) < c.min_events:
+        if st.s < c.decisive_h * h and not self._persisted(st, tail):
             return None
-        level = median(v for _, v, _ in tail)
+        level = median(v for _, v, _, _, _ in tail)
         ratio = math.exp(level - st.mu)
-        recent = math.exp(median(v for _, v, _ in st.since[-c.min_events:]) - st.mu)
-        share = sum(v - st.mu >= math.log(c.share_ratio) for _, v, _ in tail) / len(tail)
+        recent = math.exp(median(v for _, v, _, _, _ in st.since[-c.min_events:]) - st.mu)
+        share = sum(v - st.mu >= math.log(c.share_ratio) for _, v, _, _, _ in tail) / len(tail)
         if ratio < c.min_ratio or recent < c.min_ratio or share < c.min_share or not self._abrupt(st, len(tail), level):
             if len(tail) >= 2 * c.min_events and ratio < c.min_ratio:
                 # a lasting shift too small to matter (drift): it becomes the baseline
-                st.base.extend(v for _, v, _ in tail)
+                st.base.extend(v for _, v, _, _, _ in tail)
                 self._rebaseline(st)
                 st.s = 0.0
                 st.since.clear()
@@ -380,12 +404,27 @@ class FailSlowDetector:
                               rank=obs.rank, host=st.host, step=obs.step)
         # re-baseline on the new level: one change, one alert
         st.base.clear()
-        st.base.extend(v for _, v, _ in st.since)
+        st.base.extend(v for _, v, _, _, _ in st.since)
         self._rebaseline(st)
         st.s = 0.0
         st.since.clear()
         st.alarms += 1
         return alert
+
+    def _persisted(self, st: _Stream, tail: list[tuple[Observation, float, float, float, float]]) -> bool:
+        """The shift has lasted `min_events` readings and, where those cover less, `persist_s` of
+        the stream's log time (each reading's step time x the steps it covers, the readings that
+        carry a checkpoint or evaluation pause included; at most `max_persist_events` readings).
+        Four readings of a job that steps every second are a few seconds of ordinary noise: the
+        dev-seed false alarms on per-rank logs (6 of 7) were 4-6 readings covering 2-11 s of step
+        time, read against a noise scale estimated 10-70% too small. 15 s is above all of them
+        and a quarter of the 60-s detection budget: the wall clock runs ahead of the step times
+        when checkpoints and evaluations intervene, and CUSUM needs its own readings first."""
+        c = self.config
+        if len(tail) < c.min_events:
+            return False
+        lasted = st.clock - tail[0][3] if c.persist_pauses else sum(d for *_, d in tail)
+        return len(tail) >= c.max_persist_events or lasted >= c.persist_s
 
     def _abrupt(self, st: _Stream, n_tail: int, level: float) -> bool:
         """A change point, not a drift: the level since the onset is `min_ratio` above the level
