@@ -4,7 +4,7 @@
 #
 # Test files run in parallel on SCHEDMATE_TEST_WORKERS processes (default: one per core plus one, at
 # most 4: many tests wait on a server or a subprocess, and on 2 cores a third worker fills that idle
-# time: 4 min 55 s and 5 min 6 s in two runs, against 5 min 22 s with two workers, quiet 2-core VM),
+# time: 4 min 56 s and 5 min 6 s in two runs (wall), against 5 min 24 s with two workers, quiet 2-core VM),
 # one file per worker at a time (--dist loadfile) so module-scoped servers stay in one process.
 # Every test that starts a server (redis, Slurm, llama.cpp, uvicorn) takes free loopback ports and
 # its own tmp folder, so workers never collide. SCHEDMATE_TEST_WORKERS=0 runs serially; the slow step
