@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedmate.schedulers.job import JobState
 
-__all__ = ["NO_FAILSLOW", "AdvisorInsight", "FailSlowSignal", "FailedLogStyle", "FailureInsight", "InsightSource",
+if TYPE_CHECKING:
+    from schedmate.agents.tracker.failslow import FailSlowAlert
+
+__all__ = ["NO_FAILSLOW", "NO_SLOWDOWN", "AdvisorInsight", "FailSlowSignal", "FailedLogStyle", "FailureInsight", "InsightSource",
            "SimulatedWorld", "TrackerReading"]
 
 
@@ -87,8 +90,19 @@ class FailSlowSignal:
     host: str | None = None
     reason: str = ""
 
+    @classmethod
+    def of(cls, alert: FailSlowAlert | None) -> FailSlowSignal:
+        """The detector's alert as the scheduler's signal, the one conversion every source uses;
+        None (the log was read and shows no sustained slowdown) is `NO_SLOWDOWN`."""
+        if alert is None:
+            return NO_SLOWDOWN
+        return cls(detected=True, ratio=alert.ratio, confidence=alert.confidence, since_line=alert.since_line,
+                   since_step=alert.since_step, scope=alert.scope, rank=alert.rank, host=alert.host,
+                   reason=alert.describe())
+
 
 NO_FAILSLOW = FailSlowSignal(detected=False, reason="no signal")
+NO_SLOWDOWN = FailSlowSignal(detected=False, reason="no sustained slowdown in the log")
 
 
 class InsightSource:

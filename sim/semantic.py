@@ -552,11 +552,9 @@ class SimulationInsights(SimulatedWorld):
         alerts = [a for a in FailSlowDetector().feed_many(split_lines(made.text))
                   if a.since_line >= made.event_line - 2 * max(1, art.log_interval)]
         if not alerts:
-            return FailSlowSignal(detected=False, reason="no sustained slowdown in the log")
+            return FailSlowSignal.of(None)
         self._counts["failslow_detected"] += 1
-        a = alerts[-1]
-        return FailSlowSignal(detected=True, ratio=a.ratio, confidence=a.confidence, since_line=a.since_line,
-                              since_step=a.since_step, scope=a.scope, rank=a.rank, host=a.host, reason=a.describe())
+        return FailSlowSignal.of(alerts[-1])
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         """The Failure Handler on the log the failed attempt wrote (`job.info["failed_logs"]`,

@@ -127,11 +127,9 @@ class LiveInsights(InsightSource):
             return NO_FAILSLOW
         alert = mon.detector.current()
         if alert is None or (since is not None and (mon.onset_time(alert) or 0.0) < since):
-            return FailSlowSignal(detected=False, reason="no sustained slowdown in the log")
+            return FailSlowSignal.of(None)
         self._counts["failslow_detected"] += 1
-        return FailSlowSignal(detected=True, ratio=alert.ratio, confidence=alert.confidence,
-                              since_line=alert.since_line, since_step=alert.since_step, scope=alert.scope,
-                              rank=alert.rank, host=alert.host, reason=alert.describe())
+        return FailSlowSignal.of(alert)
 
     def diagnose(self, job: JobState, *, attempt: int) -> FailureInsight | None:
         log = (job.info.get(FAILED_LOGS_KEY) or {}).get(attempt) or self.resolver(job).log
