@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import sys
 import threading
 from types import ModuleType
@@ -33,20 +34,30 @@ _FLAG_MODEL_MODULE = "FlagEmbedding.inference.embedder.encoder_only.base"
 _SHELLS = ("FlagEmbedding", "FlagEmbedding.inference", "FlagEmbedding.inference.embedder",
            "FlagEmbedding.inference.embedder.encoder_only")
 _LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def flag_model_class() -> type[Any]:
     """FlagEmbedding's `FlagModel` (encoder-only `BaseEmbedder`), importing only what it needs."""
     with _LOCK:
-        loaded = sys.modules.get(_FLAG_MODEL_MODULE)
-        if loaded is None:
-            _import_transformers_lean()
-            for name in _SHELLS:
-                if name not in sys.modules:
-                    _shell(name)
-            loaded = importlib.import_module(_FLAG_MODEL_MODULE)
-        cls: type[Any] = loaded.BaseEmbedder
-        return cls
+        try:
+            loaded = sys.modules.get(_FLAG_MODEL_MODULE)
+            if loaded is None:
+                _import_transformers_lean()
+                for name in _SHELLS:
+                    if name not in sys.modules:
+                        _shell(name)
+                loaded = importlib.import_module(_FLAG_MODEL_MODULE)
+            cls: type[Any] = loaded.BaseEmbedder
+            return cls
+        except (ImportError, AttributeError) as exc:
+            # Another FlagEmbedding or transformers layout than the pinned one: the same class
+            # through the package's own import (its extras' memory included), never no embedder.
+            log.warning("lean FlagModel load failed (%s); importing the whole FlagEmbedding package", exc)
+            from FlagEmbedding import FlagModel
+
+            full: type[Any] = FlagModel
+            return full
 
 
 def _shell(name: str) -> ModuleType:

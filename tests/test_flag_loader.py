@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -38,3 +39,16 @@ def test_the_lean_load_imports_no_extras_and_embeds_bit_identically() -> None:
     assert lean[1] == "-"  # no sklearn, scipy, pandas, peft or datasets in the process
     assert lean[0] == full[0]  # the same bytes
     assert lean[2:] == ["BaseEmbedder", "M3Embedder", "roc_curve"]  # and the package is whole on demand
+
+
+def test_a_layout_the_lean_load_does_not_know_falls_back_to_the_whole_package(monkeypatch: Any) -> None:
+    """A FlagEmbedding or transformers release that moved the module still gets an embedder."""
+    import sys
+
+    from schedmate.embeddings import flag_loader
+
+    monkeypatch.setattr(flag_loader, "_FLAG_MODEL_MODULE", "FlagEmbedding.no_such_module")
+    monkeypatch.delitem(sys.modules, "FlagEmbedding.no_such_module", raising=False)
+    from FlagEmbedding import FlagModel
+
+    assert flag_loader.flag_model_class() is FlagModel
