@@ -447,7 +447,7 @@ def _run_eval(suite: str, data: Path, out: Path, llm: bool, limit: int | None) -
         summary = run(data, out, llm=model, limit=limit, progress=update)
     console.print(summary["summary_line"])
     _warn_vanished(summary)
-    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    console.print(f"wrote {out / 'report.json'}, {out / 'report.md'} and {out / 'report.html'}")
 
 
 def _register_areas() -> None:
@@ -499,7 +499,7 @@ def eval_failures(
         cells = "  ".join(f">={t['threshold']:.1f}: {t['coverage']:.1%} @ {t['accuracy'] or 0:.1%}" for t in table)
         console.print(f"dev set {system} coverage @ category accuracy  {cells}  (abstains below {dev.get('abstain_threshold')})")
     _warn_vanished(summary)
-    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    console.print(f"wrote {out / 'report.json'}, {out / 'report.md'} and {out / 'report.html'}")
     if fit_calibration is not None:
         import json
 
@@ -551,7 +551,7 @@ def eval_metrics(
         real = run_devset_metrics(folder, llm=model, progress=update, limit=limit) if folder is not None else None
     console.print(summary["summary_line"])
     _warn_vanished(summary)
-    console.print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    console.print(f"wrote {out / 'report.json'}, {out / 'report.md'} and {out / 'report.html'}")
     if real is None:
         return
     line = write_devset_report(out, *real)

@@ -1,5 +1,6 @@
 """`report.json` (every figure, both suites merged when both ran into the same folder), per-log
-rows (`<suite>_logs.jsonl`) and `report.md` (tables), plus a one-line summary per suite."""
+rows (`<suite>_logs.jsonl`), and one `Report` for people written as `report.md` and `report.html` (the shared
+renderers, never Markdown by hand), plus a one-line summary per suite."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from schedmate.htmlreport import Block, Report, Section, Table, Verdict, write_html, write_markdown
 from schedmate.llm_breaker import describe_llm
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
 
 
 def _f(x: Any, pct: bool = False) -> str:
@@ -83,65 +86,56 @@ def summary_line(suite: str, summary: dict[str, Any]) -> str:
     return f"eval metrics: {summary['logs']} logs | " + " | ".join(parts) + _silent_llm(summary)
 
 
-def _failures_md(s: dict[str, Any]) -> list[str]:
-    out = [
-        "## Failures",
-        "",
+def _failures_sections(s: dict[str, Any]) -> list[Section]:
+    intro = (
         f"Corpus `{s['data_dir']}`: {s['logs']} logs, {s['failed_logs']} failed (category mix {s['category_mix']}), "
         f"failed-log sizes {s['n_lines']['min']}–{s['n_lines']['max']} lines (median {s['n_lines']['median']}); "
         f"{describe_llm(s['llm'], s.get('llm_calls'))}; chunk {s['chunk']} lines, classifier window {s['window_lines']} lines, "
-        f"no-locator tail {s['tail_lines']} lines; wall {s['wall_s']} s.",
-        "",
-        "Infrastructure vs not (paper Table 4) and categories. A missing verdict counts as 'not infrastructure' and wrong.",
-        "",
-        "| system | n | verdicts | infra P | infra R | infra F1 | infra acc | category macro-F1 | reason acc | component acc |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, m in s["systems"].items():
-        if not m.get("n"):
-            continue
-        i = m["infra"]
-        out.append(f"| {name} | {m['n']} | {m['verdicts']} | {_f(i['precision'], True)} | {_f(i['recall'], True)} | "
-                   f"{_f(i['f1'], True)} | {_f(i['accuracy'], True)} | {_f(m['category_macro_f1'], True)} | "
-                   f"{_f(m['reason_accuracy'], True)} | {_f(m['component_accuracy'], True)} |")  # fmt: skip
-    out += [
-        "",
-        "First-error line (% of failed logs). exact: = label first_line; exact-block: anywhere in [block_start, first_line] "
-        "(the root-cause block, e.g. its `Traceback` header, counts as exact); ±5: |line − first_line| ≤ 5; "
-        "±5 block: in [block_start − 5, first_line + 5]. Calls: classifier calls (one judged chunk: keyword gate, rules, then one "
-        "embedding batch for what they leave) "
-        "per located failure; bound = max(2, 2·log2(lines/chunk)).",
-        "",
-        "| system | found | exact | exact-block | ±5 | ±5 block | early | late | calls mean | calls max | bound mean | ≤ bound | lines classified | latency mean ms | p50 | p95 | max |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, m in s["systems"].items():
-        if not m.get("n"):
-            continue
+        f"no-locator tail {s['tail_lines']} lines; wall {s['wall_s']} s."
+    )
+    scored = [(name, m) for name, m in s["systems"].items() if m.get("n")]
+    verdicts = [[name, m["n"], m["verdicts"], _f(m["infra"]["precision"], True), _f(m["infra"]["recall"], True),
+                 _f(m["infra"]["f1"], True), _f(m["infra"]["accuracy"], True), _f(m["category_macro_f1"], True),
+                 _f(m["reason_accuracy"], True), _f(m["component_accuracy"], True)] for name, m in scored]
+    lines = []
+    for name, m in scored:
         ln = m.get("line") or {}
         c = m.get("classifier_calls") or {}
         lat = m["latency"]
-        out.append(f"| {name} | {_f(ln.get('found'), True)} | {_f(ln.get('exact'), True)} | {_f(ln.get('exact_block'), True)} | "
-                   f"{_f(ln.get('within5'), True)} | {_f(ln.get('within5_block'), True)} | {_f(ln.get('early'), True)} | "
-                   f"{_f(ln.get('late'), True)} | {_f(c.get('mean'))} | {_f(c.get('max'))} | {_f(c.get('mean_bound'))} | "
-                   f"{_f(c.get('within_bound'), True)} | {_f(c.get('mean_lines_classified'))} | {_ms(lat, 'mean_s')} | "
-                   f"{_ms(lat, 'p50_s')} | {_ms(lat, 'p95_s')} | {_ms(lat, 'max_s')} |")  # fmt: skip
+        lines.append([name, _f(ln.get("found"), True), _f(ln.get("exact"), True), _f(ln.get("exact_block"), True),
+                      _f(ln.get("within5"), True), _f(ln.get("within5_block"), True), _f(ln.get("early"), True),
+                      _f(ln.get("late"), True), _f(c.get("mean")), _f(c.get("max")), _f(c.get("mean_bound")),
+                      _f(c.get("within_bound"), True), _f(c.get("mean_lines_classified")), _ms(lat, "mean_s"),
+                      _ms(lat, "p50_s"), _ms(lat, "p95_s"), _ms(lat, "max_s")])
+    blocks: list[Block] = [
+        Table(["system", "n", "verdicts", "infra P", "infra R", "infra F1", "infra acc", "category macro-F1", "reason acc",
+               "component acc"], verdicts,
+              caption="Infrastructure vs not (paper Table 4) and categories. A missing verdict counts as 'not "
+                      "infrastructure' and wrong."),
+        Table(["system", "found", "exact", "exact-block", "±5", "±5 block", "early", "late", "calls mean", "calls max",
+               "bound mean", "≤ bound", "lines classified", "latency mean ms", "p50", "p95", "max"], lines,
+              caption="First-error line (% of failed logs). exact: = label first_line; exact-block: anywhere in "
+                      "[block_start, first_line] (the root-cause block, e.g. its `Traceback` header, counts as exact); "
+                      "±5: |line − first_line| ≤ 5; ±5 block: in [block_start − 5, first_line + 5]. Calls: classifier "
+                      "calls (one judged chunk: keyword gate, rules, then one embedding batch for what they leave) per "
+                      "located failure; bound = max(2, 2·log2(lines/chunk))."),
+    ]
     if s.get("false_alarms"):
-        out += ["", "Locators on completed/running logs (a located failure is a false alarm):", "",
-                "| locator | clean logs | false-alarm % | latency mean ms | p95 |", "|---|---|---|---|---|"]
-        for name, m in s["false_alarms"].items():
-            out.append(f"| {name} | {m['n']} | {_f(m['false_alarm_rate'], True)} | {_ms(m['latency'], 'mean_s')} | {_ms(m['latency'], 'p95_s')} |")
+        blocks.append(Table(["locator", "clean logs", "false-alarm %", "latency mean ms", "p95"],
+                            [[name, m["n"], _f(m["false_alarm_rate"], True), _ms(m["latency"], "mean_s"),
+                              _ms(m["latency"], "p95_s")] for name, m in s["false_alarms"].items()],
+                            caption="Locators on completed/running logs (a located failure is a false alarm):"))
+    names = [name for name, _ in scored]
+    per_reason = [[reason, e["category"], e["n"], *(_f(e.get(n), True) for n in names)]
+                  for reason, e in s["per_reason"].items()]
+    blocks.append(Table(["reason", "category", "n", *names], per_reason, caption="Reason accuracy per reason (%):"))
+    out = [Section("Failures", blocks, intro=intro)]
     if s.get("pools") or s.get("devset"):
-        out += [""] + _side_by_side_md(s)
-    names = [n for n, m in s["systems"].items() if m.get("n")]
-    out += ["", "Reason accuracy per reason (%):", "", "| reason | category | n | " + " | ".join(names) + " |",
-            "|---|---|---|" + "---|" * len(names)]
-    for reason, e in s["per_reason"].items():
-        out.append(f"| {reason} | {e['category']} | {e['n']} | " + " | ".join(_f(e.get(n), True) for n in names) + " |")
+        out.append(_side_by_side_section(s))
     return out
 
 
-def _side_by_side_md(s: dict[str, Any]) -> list[str]:
+def _side_by_side_section(s: dict[str, Any]) -> Section:
     """Generated dev pool, generated held-out pool and the real dev set, one row per system."""
     pools = s.get("pools") or {}
     dev = s.get("devset") or {}
@@ -149,22 +143,16 @@ def _side_by_side_md(s: dict[str, Any]) -> list[str]:
     for src in [p["systems"] for p in pools.values()] + [dev.get("systems") or {}]:
         names += [n for n in src if n not in names]
     n_dev = {k: v.get("failed_logs") for k, v in pools.items()}
-    out = [
-        "### Generated dev pool, generated held-out pool, real dev set",
-        "",
+    intro = (
         f"Generated failed logs: dev pool {n_dev.get('dev')}, held-out pool {n_dev.get('heldout')} (rules may be written "
         f"from the dev pool only). Real dev set `{dev.get('folder', '–')}`: {dev.get('n_failed', 0)} failed, "
         f"{dev.get('n_normal', 0)} normal items" + (f" ({dev['note']})" if dev.get("note") else "") + ". Real-set lines are "
         "1-based `root_line`; normal flagged = share of normal runs reported as failed. majority / keyword-regex / "
-        "last-error-line are the model-free baselines (real set only).",
-        "",
-        "| system | dev infra F1 | dev infra acc | dev cat acc | dev ±5 | held-out infra F1 | held-out infra acc | held-out cat acc | "
-        "held-out ±5 | real cat acc | real macro-F1 | real infra P | real infra R | real infra F1 | real exact | real ±2 | "
-        "real normal flagged |",
-        "|---|" + "---|" * 16,
-    ]
+        "last-error-line are the model-free baselines (real set only)."
+    )
+    rows = []
     for name in names:
-        cells = []
+        cells: list[str] = [name]
         for pool in ("dev", "heldout"):
             m = ((pools.get(pool) or {}).get("systems") or {}).get(name) or {}
             if m.get("n"):
@@ -177,58 +165,75 @@ def _side_by_side_md(s: dict[str, Any]) -> list[str]:
         cells += [_f(r.get("category_accuracy"), True), _f(r.get("category_macro_f1"), True), _f(infra.get("precision"), True),
                   _f(infra.get("recall"), True), _f(infra.get("f1"), True), _f(r.get("line_exact"), True),
                   _f(r.get("line_within2"), True), _f(r.get("normal_flagged"), True)]
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
+        rows.append(cells)
+    blocks: list[Block] = [Table(
+        ["system", "dev infra F1", "dev infra acc", "dev cat acc", "dev ±5", "held-out infra F1", "held-out infra acc",
+         "held-out cat acc", "held-out ±5", "real cat acc", "real macro-F1", "real infra P", "real infra R", "real infra F1",
+         "real exact", "real ±2", "real normal flagged"], rows)]
     rem = dev.get("remediation") or {}
     if rem:
-        out += ["", f"Remediation on the real dev set (`{dev.get('remediation_labels')}` blind labels, "
-                "`remediation-*.jsonl`): key = the proposed fix matches the label's; values = key and every labelled "
-                "value match (normalised).", "", "| system | n | key acc | values n | values acc |", "|---|---|---|---|---|"]
-        for name, r in rem.items():
-            out.append(f"| {name} | {r['n']} | {_f(r['key_accuracy'], True)} | {r['n_with_values']} | "
-                       f"{_f(r['values_accuracy'], True)} |")
+        blocks.append(Table(["system", "n", "key acc", "values n", "values acc"],
+                            [[name, r["n"], _f(r["key_accuracy"], True), r["n_with_values"], _f(r["values_accuracy"], True)]
+                             for name, r in rem.items()],
+                            caption=f"Remediation on the real dev set (`{dev.get('remediation_labels')}` blind labels, "
+                                    "`remediation-*.jsonl`): key = the proposed fix matches the label's; values = key and "
+                                    "every labelled value match (normalised)."))
     hard = s.get("hard_cases") or {}
     if hard:
         sys_names = [n for n in ("locator+rules", "locator+learned", "locator+llm", "binary+rules", "last-500", "linear-scan")
                      if any(n in e for e in hard.values())]
-        out += ["", "Generated failed logs by hard case (both pools): infra F1 / category accuracy / ±5 lines (%).", "",
-                "| case | n | " + " | ".join(sys_names) + " |", "|---|---|" + "---|" * len(sys_names)]
+        hard_rows = []
         for case, e in hard.items():
-            cells = []
+            cells = [case, str(e["n"])]
             for n in sys_names:
                 m = e.get(n)
                 cells.append("–" if not m else f"{_f(m['infra_f1'], True)} / {_f(m['category_accuracy'], True)} / {_f(m['within5'], True)}")
-            out.append(f"| {case} | {e['n']} | " + " | ".join(cells) + " |")
-    return out
+            hard_rows.append(cells)
+        blocks.append(Table(["case", "n", *sys_names], hard_rows,
+                            caption="Generated failed logs by hard case (both pools): infra F1 / category accuracy / ±5 lines (%)."))
+    return Section("Generated dev pool, generated held-out pool, real dev set", blocks, intro=intro)
 
 
-def _metrics_md(s: dict[str, Any]) -> list[str]:
+def _metrics_section(s: dict[str, Any]) -> Section:
     ns = s["noise_split"]
-    out = [
-        "## Metrics",
-        "",
+    intro = (
         f"Corpus `{s['data_dir']}`: {s['logs']} logs; {describe_llm(s['llm'], s.get('llm_calls'))}; newest {s['n_lines']} progress "
         f"events; success = step time within ±{int(100 * s['success_tolerance'])}% of the truth at the log's end, or "
         f"'no signal' on a log without progress; RMSRE over logs with progress where an estimate was given. Clean/noisy "
-        f"halves split at median noise level {ns['median_noise_level']} ({ns['clean']} / {ns['noisy']} logs); wall {s['wall_s']} s.",
-        "",
-        "| system | split | n | with progress | success % | success % (with progress) | RMSRE | RMSRE (successes) | median rel err | missed | false signal | latency mean ms | p50 | p95 | max | LLM calls |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+        f"halves split at median noise level {ns['median_noise_level']} ({ns['clean']} / {ns['noisy']} logs); wall {s['wall_s']} s."
+    )
+    rows = []
     for name, splits in s["systems"].items():
         for split, m in splits.items():
             if not m.get("n"):
                 continue
             lat = m["latency"]
-            out.append(f"| {name} | {split} | {m['n']} | {m['with_progress']} | {_f(m['success_rate'], True)} | "
-                       f"{_f(m['success_rate_with_progress'], True)} | {_f(m['rmsre'])} | {_f(m['rmsre_success'])} | "
-                       f"{_f(m['median_rel_err'])} | {m['missed']} | {m['false_signal']} | {_ms(lat, 'mean_s')} | "
-                       f"{_ms(lat, 'p50_s')} | {_ms(lat, 'p95_s')} | {_ms(lat, 'max_s')} | {m['llm_calls']} |")  # fmt: skip
-    out += ["", "Tracker by framework:", "", "| framework | n | success % | RMSRE | missed | false signal | latency mean ms |",
-            "|---|---|---|---|---|---|---|"]
-    for fw, m in s["tracker_by_framework"].items():
-        out.append(f"| {fw} | {m['n']} | {_f(m['success_rate'], True)} | {_f(m['rmsre'])} | {m['missed']} | "
-                   f"{m['false_signal']} | {_ms(m['latency'], 'mean_s')} |")
-    return out
+            rows.append([name, split, m["n"], m["with_progress"], _f(m["success_rate"], True),
+                         _f(m["success_rate_with_progress"], True), _f(m["rmsre"]), _f(m["rmsre_success"]),
+                         _f(m["median_rel_err"]), m["missed"], m["false_signal"], _ms(lat, "mean_s"), _ms(lat, "p50_s"),
+                         _ms(lat, "p95_s"), _ms(lat, "max_s"), m["llm_calls"]])
+    by_fw = [[fw, m["n"], _f(m["success_rate"], True), _f(m["rmsre"]), m["missed"], m["false_signal"],
+              _ms(m["latency"], "mean_s")] for fw, m in s["tracker_by_framework"].items()]
+    return Section("Metrics", [
+        Table(["system", "split", "n", "with progress", "success %", "success % (with progress)", "RMSRE",
+               "RMSRE (successes)", "median rel err", "missed", "false signal", "latency mean ms", "p50", "p95", "max",
+               "LLM calls"], rows),
+        Table(["framework", "n", "success %", "RMSRE", "missed", "false signal", "latency mean ms"], by_fw,
+              caption="Tracker by framework:"),
+    ], intro=intro)
+
+
+def eval_report(report: dict[str, Any]) -> Report:
+    """report.json's suites as one `Report`: the summary lines first, then each suite's tables."""
+    lines = [report[suite]["summary_line"] for suite in ("failures", "metrics") if suite in report]
+    sections: list[Section] = []
+    if "failures" in report:
+        sections += _failures_sections(report["failures"])
+    if "metrics" in report:
+        sections.append(_metrics_section(report["metrics"]))
+    return Report("SchedMate evaluation", Verdict("; ".join(s.split(" | ")[0] for s in lines) or "no suite ran",
+                                                  points=lines), sections,
+                  footer="Regenerate with `schedmate eval failures|metrics --out DIR`; every figure is in `report.json`.")
 
 
 def write_report(out_dir: str | Path, suite: str, summary: dict[str, Any], rows: list[dict[str, Any]] | None = None,
@@ -257,10 +262,7 @@ def write_report(out_dir: str | Path, suite: str, summary: dict[str, Any], rows:
             with open(out / f"{suite}_{name}.jsonl", "w", encoding="utf-8") as fh:
                 for r in rs:
                     fh.write(json.dumps(r) + "\n")
-    md = ["# SchedMate evaluation", ""]
-    if "failures" in report:
-        md += _failures_md(report["failures"]) + [""]
-    if "metrics" in report:
-        md += _metrics_md(report["metrics"]) + [""]
-    (out / REPORT_MD).write_text("\n".join(md), encoding="utf-8")
+    people = eval_report(report)
+    write_markdown(people, out / REPORT_MD)
+    write_html(people, out / REPORT_HTML)
     return line
