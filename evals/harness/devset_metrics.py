@@ -44,6 +44,7 @@ from schedmate.agents.tracker.llm_baseline import llm_tail_metrics
 from schedmate.devset import DevSetError, ProgressItem, load_progress_items
 from schedmate.embeddings.logtext import normalise_line
 from schedmate.evals.harness.common import latency_summary, ratio
+from schedmate.htmlreport import Block, Report, Section, Table, Verdict, write_html, write_markdown
 from schedmate.llm_breaker import describe_llm, model_call_counts
 from schedmate.structured import Method
 
@@ -379,53 +380,51 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def markdown(summary: dict[str, Any]) -> list[str]:
-    out = [
-        "## Metrics on the real development set",
-        "",
-        f"Folder `{summary['folder']}`: {summary['items']} labelled excerpts; {describe_llm(summary['llm'], summary.get('llm_calls'))}; "
-        f"correct = within ±{int(100 * summary['tolerance'])}% of the last training line's value; wall {summary['wall_s']} s.",
-    ]
+def devset_report(summary: dict[str, Any]) -> Report:
+    """The summary as one `Report` (Markdown and HTML through the shared renderers)."""
+    intro = (f"Folder `{summary['folder']}`: {summary['items']} labelled excerpts; "
+             f"{describe_llm(summary['llm'], summary.get('llm_calls'))}; correct = within ±{int(100 * summary['tolerance'])}% "
+             f"of the last training line's value; wall {summary['wall_s']} s.")
     if summary["load_errors"]:
-        out += ["", f"Load problems ({len(summary['load_errors'])}): " + "; ".join(summary["load_errors"][:5])]
-    out += ["", "| system | items | step time ±10% | missed | loss ±10% | throughput ±10% | no signal | mean ms | LLM calls |",
-            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        intro += f"\n\nLoad problems ({len(summary['load_errors'])}): " + "; ".join(summary["load_errors"][:5])
+    rows = []
     for name, s in summary["systems"].items():
         m = s["all"]
         st = m["step_time"]
         mean = m["latency"]["mean_s"]
-        out.append(f"| {name} | {m['n']} | {_pct(st['accuracy'])} ({st['correct']}/{st['labelled']}) | {st['missed']} | "
-                   f"{_pct(m['loss']['accuracy'])} | {_pct(m['throughput']['accuracy'])} | {m['no_signal']} | "
-                   f"{'–' if mean is None else f'{1000 * mean:.1f}'} | {m['llm_calls']} |")  # fmt: skip
+        rows.append([name, m["n"], f"{_pct(st['accuracy'])} ({st['correct']}/{st['labelled']})", st["missed"],
+                     _pct(m["loss"]["accuracy"]), _pct(m["throughput"]["accuracy"]), m["no_signal"],
+                     "–" if mean is None else f"{1000 * mean:.1f}", m["llm_calls"]])
+    blocks: list[Block] = [Table(["system", "items", "step time ±10%", "missed", "loss ±10%", "throughput ±10%", "no signal",
+                                  "mean ms", "LLM calls"], rows)]
     if summary["by_framework"]:
-        out += ["", f"By framework ({summary['by_framework_system']}):", "", "| framework | n | step time ±10% | loss ±10% | throughput ±10% |",
-                "|---|---|---|---|---|"]  # fmt: skip
-        for fw, m in summary["by_framework"].items():
-            out.append(f"| {fw} | {m['n']} | {_pct(m['step_time']['accuracy'])} | {_pct(m['loss']['accuracy'])} | "
-                       f"{_pct(m['throughput']['accuracy'])} |")
+        blocks.append(Table(["framework", "n", "step time ±10%", "loss ±10%", "throughput ±10%"],
+                            [[fw, m["n"], _pct(m["step_time"]["accuracy"]), _pct(m["loss"]["accuracy"]),
+                              _pct(m["throughput"]["accuracy"])] for fw, m in summary["by_framework"].items()],
+                            caption=f"By framework ({summary['by_framework_system']}):"))
     cov = summary.get("step_time_coverage") or []
     if cov and cov[0]["labelled"]:
-        out += ["", f"Step time by confidence ({summary['by_framework_system']}; abstain below the threshold):", "",
-                "| confidence >= | answered | coverage | accuracy |", "|---|---|---|---|"]  # fmt: skip
-        for c in cov:
-            out.append(f"| {c['threshold']:.1f} | {c['answered']}/{c['labelled']} | {_pct(c['coverage'])} | {_pct(c['accuracy'])} |")
+        blocks.append(Table(["confidence >=", "answered", "coverage", "accuracy"],
+                            [[f"{c['threshold']:.1f}", f"{c['answered']}/{c['labelled']}", _pct(c["coverage"]),
+                              _pct(c["accuracy"])] for c in cov],
+                            caption=f"Step time by confidence ({summary['by_framework_system']}; abstain below the threshold):"))
         rules = summary.get("step_time_by_rule") or {}
         if rules:
-            out += ["", "| rule | n | step time ±10% |", "|---|---|---|"]
-            for name, d in sorted(rules.items(), key=lambda kv: -kv[1]["n"]):
-                out.append(f"| {name} | {d['n']} | {_pct(d['accuracy'])} |")
+            blocks.append(Table(["rule", "n", "step time ±10%"],
+                                [[name, d["n"], _pct(d["accuracy"])] for name, d in sorted(rules.items(), key=lambda kv: -kv[1]["n"])]))
     wins = summary["wins_step_time"]
     if wins:
         names = list(wins)
-        out += ["", "Where each won (step time right in the row's system, not in the column's):", "",
-                "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]  # fmt: skip
-        for a in names:
-            out.append(f"| {a} | " + " | ".join("" if a == b else str(wins[a][b]) for b in names) + " |")
-    return out
+        blocks.append(Table(["", *names], [[a, *("" if a == b else str(wins[a][b]) for b in names)] for a in names],
+                            caption="Where each won (step time right in the row's system, not in the column's):"))
+    line = summary.get("summary_line") or summary_line(summary)
+    return Report("SchedMate Metric Tracker: real development set", Verdict(line.split(" | ")[0], points=[line]),
+                  [Section("Metrics on the real development set", blocks, intro=intro)],
+                  footer="Regenerate with `schedmate eval metrics --out DIR` (the real dev set is on by default); every figure is in `devset_metrics.json`.")
 
 
 def write_devset_report(out_dir: str | Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """devset_metrics.json (summary), devset_metrics_items.jsonl (rows), devset_metrics.md; the one-line summary."""
+    """devset_metrics.json (summary), devset_metrics_items.jsonl (rows), devset_metrics.md/.html; the one-line summary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     line = summary_line(summary)
@@ -433,9 +432,11 @@ def write_devset_report(out_dir: str | Path, summary: dict[str, Any], rows: list
     with open(out / "devset_metrics_items.jsonl", "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")
-    (out / "devset_metrics.md").write_text("\n".join(["# SchedMate Metric Tracker: real development set", "", *markdown(summary), ""]), encoding="utf-8")
+    people = devset_report({**summary, "summary_line": line})
+    write_markdown(people, out / "devset_metrics.md")
+    write_html(people, out / "devset_metrics.html")
     return line
 
 
-__all__ = ["DEFAULT_FOLDER", "Prediction", "coverage_accuracy", "judge", "load_items", "markdown", "norm_unit", "run_devset_metrics",
+__all__ = ["DEFAULT_FOLDER", "Prediction", "coverage_accuracy", "devset_report", "judge", "load_items", "norm_unit", "run_devset_metrics",
            "summary_line", "write_devset_report"]  # fmt: skip
