@@ -78,8 +78,11 @@ def test_evaluation_end_to_end_small(tmp_path: Path) -> None:
     report = run_advisor_eval(tmp_path / "data", tmp_path / "out", cfg)
     line = summary_line(report)
     assert line.startswith("advisor: 40+15 jobs") and "\n" not in line
-    for name in ("advisor_eval.json", "advisor_eval.md", "advisor_fig12.png", "advisor_jobs.jsonl"):
+    for name in ("advisor_eval.json", "advisor_eval.md", "advisor_eval.html", "advisor_fig12.png", "advisor_jobs.jsonl"):
         assert (tmp_path / "out" / name).stat().st_size > 0
+    md = (tmp_path / "out" / "advisor_eval.md").read_text()  # one Report, rendered by the shared Markdown renderer
+    assert md.startswith("# Scheduling Advisor evaluation") and "## Estimation error (new jobs)" in md
+    assert "| Oracle SchedMate (true fingerprints) |" in md and "](advisor_fig12.png)" in md
     saved = json.loads((tmp_path / "out" / "advisor_eval.json").read_text())
     assert saved["threshold"]["chosen_on"] == "dev" and saved["threshold"]["T"] in (0.9, 0.95, 0.99)
     assert set(saved["results"]) >= {"schedmate", "schedmate_oracle", "lucid_ebm", "same_user_gpus"}

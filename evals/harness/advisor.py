@@ -60,6 +60,18 @@ from schedmate.defaults import CHAT_LLM_TIMEOUT_S
 from schedmate.embeddings.store import JobOutcome, JobStore, Match
 from schedmate.evals.harness import advisor_rate as rate
 from schedmate.evals.harness.advisor_rate import abs_log_ratios, duration_metrics, spearman
+from schedmate.htmlreport import (
+    Block,
+    Figure,
+    Report,
+    Section,
+    Table,
+    Text,
+    Verdict,
+    image_data_uri,
+    write_html,
+    write_markdown,
+)
 from schedmate.synthetic.jobs.aliases import NAME_FIELDS, same_name
 from schedmate.synthetic.jobs.generator import CorpusJob, JobCorpusManifest, generate_job_corpus, load_manifest
 
@@ -555,7 +567,9 @@ def run_advisor_eval(data_dir: Path | str, out_dir: Path | str, config: AdvisorE
         for row in agent_rows:
             fh.write(json.dumps({"agent": row}, default=str) + "\n")
     (out_dir / "advisor_eval.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
-    (out_dir / "advisor_eval.md").write_text(_markdown(report), encoding="utf-8")
+    people = advisor_report(report, out_dir)
+    write_markdown(people, out_dir / "advisor_eval.md")
+    write_html(people, out_dir / "advisor_eval.html")
     return report
 
 
@@ -721,82 +735,83 @@ def summary_line(report: dict[str, Any]) -> str:
     return line
 
 
-def _markdown(report: dict[str, Any]) -> str:
+def advisor_report(report: dict[str, Any], out_dir: Path | None = None) -> Report:
+    """advisor_eval.json as one `Report` (advisor_eval.md and .html through the shared renderers)."""
     res = report["results"]
     c = report["corpus"]
-    lines = [
-        "# Scheduling Advisor evaluation (Figure 12 analogue)", "",
-        f"Eval corpus: seed {c['eval']['seed']}, {c['eval']['history']} historical + {c['eval']['new']} new jobs "
-        f"(split by submit time). Threshold T = {report['threshold']['T']:g} chosen on the dev corpus "
-        f"(seed {c['dev']['seed']}, {c['dev']['history']}+{c['dev']['new']} jobs); top-k = {report['threshold']['top_k']}. "
-        f"Store: Redis ({report['store']['search_path']} search). Runtime {report['runtime_s']:.0f} s.", "",
-        "## Estimation error (new jobs)", "",
-        "| method | match rate | duration within 100% | duration median err | SM-util mean err | SM-util median err |",
-        "|---|---|---|---|---|---|",
-    ]
+    intro = (f"Eval corpus: seed {c['eval']['seed']}, {c['eval']['history']} historical + {c['eval']['new']} new jobs "
+             f"(split by submit time). Threshold T = {report['threshold']['T']:g} chosen on the dev corpus "
+             f"(seed {c['dev']['seed']}, {c['dev']['history']}+{c['dev']['new']} jobs); top-k = {report['threshold']['top_k']}. "
+             f"Store: Redis ({report['store']['search_path']} search). Runtime {report['runtime_s']:.0f} s.")
     names = {"schedmate": "SchedMate (static extractor)", "schedmate_p50": "SchedMate, p50 of matches instead of mean", "schedmate_oracle": "Oracle SchedMate (true fingerprints)",
              "lucid_ebm": "Lucid EBM (user, GPUs, submit time)", "same_user_gpus": "Same user + same GPUs",
              "schedmate_matched_only": "SchedMate, matched jobs only", "lucid_ebm_on_matched": "Lucid EBM, same jobs"}
-    for k, label in names.items():
-        if k not in res:
-            continue
-        r = res[k]
-        lines.append(f"| {label} | {_pct(r.get('match_rate')) if 'match_rate' in r else '-'} | "
-                     f"{_pct(r['duration'].get('within_100'))} | {_pct(r['duration'].get('median'))} | "
-                     f"{_pct(r['sm_util'].get('mean'))} | {_pct(r['sm_util'].get('median'))} |")
+    errors = [[label, _pct(res[k].get("match_rate")) if "match_rate" in res[k] else "-",
+               _pct(res[k]["duration"].get("within_100")), _pct(res[k]["duration"].get("median")),
+               _pct(res[k]["sm_util"].get("mean")), _pct(res[k]["sm_util"].get("median"))]
+              for k, label in names.items() if k in res]
+    est: list[Block] = [Table(["method", "match rate", "duration within 100%", "duration median err", "SM-util mean err",
+                               "SM-util median err"], errors)]
     mq = res.get("match_quality") or {}
     if mq:
-        lines += ["", f"Match quality (top-1 of matched jobs): same family {_pct(mq.get('top1_same_family'))}, "
-                  f"same experiment {_pct(mq.get('top1_same_experiment'))}, identical fingerprint and GPUs "
-                  f"{_pct(mq.get('top1_same_config'))}; {mq.get('mean_matches', 0):.2f} matches per matched job."]
-    lines += ["", "Paper (Mars trace): SchedMate 85.7% vs Lucid 27.7% within 100%; SM-util mean error 28.1% "
-              "(Lucid profiler 19.3%); ~9 s per job.", "", "Duration within 100% by final status:", "",
-              "| status | n | SchedMate | oracle | Lucid EBM | same user+GPUs |", "|---|---|---|---|---|---|"]
-    for status, d in res.get("duration_by_final_status", {}).items():
-        lines.append(f"| {status} | {d['schedmate'].get('n')} | {_pct(d['schedmate'].get('within_100'))} | "
-                     f"{_pct(d['schedmate_oracle'].get('within_100'))} | {_pct(d['lucid_ebm'].get('within_100'))} | "
-                     f"{_pct(d['same_user_gpus'].get('within_100'))} |")
+        est.append(Text(f"Match quality (top-1 of matched jobs): same family {_pct(mq.get('top1_same_family'))}, "
+                        f"same experiment {_pct(mq.get('top1_same_experiment'))}, identical fingerprint and GPUs "
+                        f"{_pct(mq.get('top1_same_config'))}; {mq.get('mean_matches', 0):.2f} matches per matched job."))
+    est.append(Text("Paper (Mars trace): SchedMate 85.7% vs Lucid 27.7% within 100%; SM-util mean error 28.1% "
+                    "(Lucid profiler 19.3%); ~9 s per job."))
+    est.append(Table(["status", "n", "SchedMate", "oracle", "Lucid EBM", "same user+GPUs"],
+                     [[status, d["schedmate"].get("n"), _pct(d["schedmate"].get("within_100")),
+                       _pct(d["schedmate_oracle"].get("within_100")), _pct(d["lucid_ebm"].get("within_100")),
+                       _pct(d["same_user_gpus"].get("within_100"))]
+                      for status, d in res.get("duration_by_final_status", {}).items()],
+                     caption="Duration within 100% by final status:"))
+    sections = [Section("Estimation error (new jobs)", est, intro=intro)]
     ex = report["extraction"]
     dm = res.get("duration_metrics")
     if dm:
         rp = report.get("rate_plan", {})
-        lines += ["", f"## Duration: all systems on the same new jobs (history-only fits; users {c['eval'].get('users_mode', 'family')})", "",
-                  *rate.markdown_table(dm), "",
-                  f"Rate x plan: matched {_pct(rp.get('match_rate'))} of new jobs, tiers {rp.get('tiers')}; "
-                  f"early-exit prior strength {rp.get('exit_prior_strength')} and point estimate "
-                  f"'{rp.get('point')}' ({'both chosen on dev' if rp.get('chosen_on') == 'dev' else 'fixed; the prior chosen on dev'} by median abs ln), history exit rate "
-                  f"{_pct(rp.get('history_exit_rate'))}; exit-probability Brier score on new jobs "
-                  f"{(rp.get('exit_calibration') or {}).get('brier_model', float('nan')):.3f} vs "
-                  f"{(rp.get('exit_calibration') or {}).get('brier_base_rate', float('nan')):.3f} for the base rate. "
-                  f"'matched' = SchedMate's retrieval cleared T."]
-    lines += ["", "## Extraction field accuracy (new jobs, vs generator truth)", "",
-              "| field | static |" + (" agent proposal | agent merged | static (same jobs) |" if report.get("agent", {}).get("merged_accuracy") else ""),
-              "|---|---|" + ("---|---|---|" if report.get("agent", {}).get("merged_accuracy") else "")]
+        note = (f"Rate x plan: matched {_pct(rp.get('match_rate'))} of new jobs, tiers {rp.get('tiers')}; "
+                f"early-exit prior strength {rp.get('exit_prior_strength')} and point estimate "
+                f"'{rp.get('point')}' ({'both chosen on dev' if rp.get('chosen_on') == 'dev' else 'fixed; the prior chosen on dev'} by median abs ln), history exit rate "
+                f"{_pct(rp.get('history_exit_rate'))}; exit-probability Brier score on new jobs "
+                f"{(rp.get('exit_calibration') or {}).get('brier_model', float('nan')):.3f} vs "
+                f"{(rp.get('exit_calibration') or {}).get('brier_base_rate', float('nan')):.3f} for the base rate. "
+                f"'matched' = SchedMate's retrieval cleared T.")
+        sections.append(Section(f"Duration: all systems on the same new jobs (history-only fits; users {c['eval'].get('users_mode', 'family')})",
+                                [rate.duration_table(dm), Text(note)]))
     ag = report.get("agent") or {}
+    with_agent = bool(ag.get("merged_accuracy"))
+    field_rows = []
     for f in (*SCORED_FIELDS, "valid_dataset", "mean_scored", "all_scored"):
-        row = f"| {f}{' (not scored)' if f == 'valid_dataset' else ''} | {_pct(ex['static_new'].get(f))} |"
-        if ag.get("merged_accuracy"):
-            row += (f" {_pct(ag['proposal_accuracy'].get(f))} | {_pct(ag['merged_accuracy'].get(f))} | "
-                    f"{_pct(ag['static_accuracy_same_jobs'].get(f))} |")
-        lines.append(row)
+        row = [f"{f}{' (not scored)' if f == 'valid_dataset' else ''}", _pct(ex["static_new"].get(f))]
+        if with_agent:
+            row += [_pct(ag["proposal_accuracy"].get(f)), _pct(ag["merged_accuracy"].get(f)),
+                    _pct(ag["static_accuracy_same_jobs"].get(f))]
+        field_rows.append(row)
+    fields: list[Block] = [Table(["field", "static", *(["agent proposal", "agent merged", "static (same jobs)"] if with_agent else [])],
+                                 field_rows)]
     if ag:
-        lines += ["", f"Agent: {ag.get('jobs')} jobs, status {ag.get('status_counts', ag.get('status'))}, "
-                  f"latency {ag.get('latency_s')}; fields the small model gets wrong most (worst first): "
-                  f"{ag.get('fields_small_model_gets_wrong')}", ""]
-    lat = report["latency_s"]
-    lines += ["", "## Latency and throughput (static extractor path)", "",
-              "| stage | mean s | p50 s | p90 s |", "|---|---|---|---|"]
-    for k, v in lat.items():
-        lines.append(f"| {k} | {v['mean']:.3f} | {v['p50']:.3f} | {v['p90']:.3f} |")
-    lines += ["", "| threads | jobs | wall s | jobs/hour |", "|---|---|---|---|"]
-    for t in report["throughput_static"]:
-        lines.append(f"| {t['threads']} | {t['jobs']} | {t['wall_s']:.1f} | {t['jobs_per_hour']:.0f} |")
-    lines += ["", "## Threshold calibration (dev split; eval split for reference only)", "",
-              "| T | dev within 100% | dev match rate | eval within 100% | eval match rate |", "|---|---|---|---|---|"]
+        fields.append(Text(f"Agent: {ag.get('jobs')} jobs, status {ag.get('status_counts', ag.get('status'))}, "
+                           f"latency {ag.get('latency_s')}; fields the small model gets wrong most (worst first): "
+                           f"{ag.get('fields_small_model_gets_wrong')}"))
+    sections.append(Section("Extraction field accuracy (new jobs, vs generator truth)", fields))
+    sections.append(Section("Latency and throughput (static extractor path)", [
+        Table(["stage", "mean s", "p50 s", "p90 s"],
+              [[k, f"{v['mean']:.3f}", f"{v['p50']:.3f}", f"{v['p90']:.3f}"] for k, v in report["latency_s"].items()]),
+        Table(["threads", "jobs", "wall s", "jobs/hour"],
+              [[t["threads"], t["jobs"], f"{t['wall_s']:.1f}", f"{t['jobs_per_hour']:.0f}"] for t in report["throughput_static"]]),
+    ]))
     ref = {row["threshold"]: row for row in report["threshold"].get("eval_curve_for_reference", [])}
-    for row in report["threshold"]["dev_curve"]:
-        e = ref.get(row["threshold"], {})
-        lines.append(f"| {row['threshold']:g} | {_pct(row['within_100'])} | {_pct(row['match_rate'])} | "
-                     f"{_pct(e.get('within_100'))} | {_pct(e.get('match_rate'))} |")
-    lines += ["", f"![Figure 12 analogue]({Path(report['figure']).name})", ""]
-    return "\n".join(lines)
+    sections.append(Section("Threshold calibration (dev split; eval split for reference only)", [Table(
+        ["T", "dev within 100%", "dev match rate", "eval within 100%", "eval match rate"],
+        [[f"{row['threshold']:g}", _pct(row["within_100"]), _pct(row["match_rate"]),
+          _pct(ref.get(row["threshold"], {}).get("within_100")), _pct(ref.get(row["threshold"], {}).get("match_rate"))]
+         for row in report["threshold"]["dev_curve"]])]))
+    figure = Path(report["figure"])
+    png = (out_dir / figure.name) if out_dir is not None else figure
+    if png.is_file():
+        sections.append(Section("Figure 12 analogue", [Figure(image_data_uri(png), path=figure.name)]))
+    line = summary_line(report)
+    return Report("Scheduling Advisor evaluation (Figure 12 analogue)", Verdict(line.split(";")[0],
+                                                                              points=[line] if line else []),
+                  sections, footer="Regenerate with `schedmate eval advisor --out DIR`; every figure is in `advisor_eval.json`.")

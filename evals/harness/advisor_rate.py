@@ -25,6 +25,7 @@ from scipy.stats import spearmanr
 from schedmate.agents.advisor.early_exit import DurationForecast, EarlyExitModel, ExitRecord, forecast
 from schedmate.agents.advisor.rate_estimator import Plan, RatePlanEstimate, RateSample, estimate_rate_plan
 from schedmate.embeddings.store import Match
+from schedmate.htmlreport import Table
 from schedmate.synthetic.jobs.generator import CorpusJob
 
 __all__ = ["EXIT_PRIOR_GRID", "POINT_KINDS", "RateForecast", "abs_log_ratios", "choose_rate_params", "duration_metrics",
@@ -226,22 +227,18 @@ SYSTEM_LABELS = {
 }
 
 
-def markdown_table(metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def duration_table(metrics: Mapping[str, Mapping[str, Any]]) -> Table:
+    """Every system's duration figures on the same jobs, one row each (rendered by the shared report layer)."""
     def pct(x: Any) -> str:
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
     def num(x: Any) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
-    lines = ["| system | within 100% all | completed | failed | cancelled | matched | unmatched | "
-             "median abs ln | Spearman | median abs ln completed |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for key, label in SYSTEM_LABELS.items():
-        m = metrics.get(key)
-        if not m:
-            continue
-        lines.append(f"| {label} | {pct(m['all'].get('within_100'))} | {pct(m['completed'].get('within_100'))} | "
-                     f"{pct(m['failed'].get('within_100'))} | {pct(m['cancelled'].get('within_100'))} | "
-                     f"{pct(m['matched'].get('within_100'))} | {pct(m['unmatched'].get('within_100'))} | "
-                     f"{num(m['all'].get('median_abs_log'))} | {num(m['all'].get('spearman'))} | "
-                     f"{num(m['completed'].get('median_abs_log'))} |")
-    return lines
+    rows = [[label, pct(m["all"].get("within_100")), pct(m["completed"].get("within_100")),
+             pct(m["failed"].get("within_100")), pct(m["cancelled"].get("within_100")),
+             pct(m["matched"].get("within_100")), pct(m["unmatched"].get("within_100")),
+             num(m["all"].get("median_abs_log")), num(m["all"].get("spearman")), num(m["completed"].get("median_abs_log"))]
+            for key, label in SYSTEM_LABELS.items() if (m := metrics.get(key))]
+    return Table(["system", "within 100% all", "completed", "failed", "cancelled", "matched", "unmatched",
+                  "median abs ln", "Spearman", "median abs ln completed"], rows)
