@@ -5,7 +5,8 @@
 `run_arena_experiment(out_dir, seeds, quick)` runs, per seed, FCFS / Gavel / EF-LS / Sia / Arena on
 R1 (2 types) and R2 (4 types) at offered load 1.3, the ablations (Arena-DP, -noHetero,
 -noElastic, D = 1) on R2 (and R1 unless quick), and FCFS vs Arena at load 0.5; writes
-`arena.json` (`aggregate`: per (cluster, load, arm) rows with `mean_jct_mean` etc.; `criteria`:
+`arena.json` (`config.workload.arrivals`: "philly" when the shared Philly trace is present, the
+spec's first choice, else the Poisson fallback; `aggregate`: per (cluster, load, arm) rows with `mean_jct_mean` etc.; `criteria`:
 each §6 expectation with `measured`, `expected`, `pass`), `arena.csv` (every run) and `arena.png`.
 `decision_time(gpus)` times Arena's Δ rounds at a given cluster size (for `bench/`).
 """
@@ -29,9 +30,10 @@ from ..engine import SimConfig, SimResult
 from ..job import Phase
 from .config import ABLATIONS, BASELINES, SENSITIVITY, ArenaConfig
 from .hardware import R1, R2, build_cluster
+from .philly import philly_path
 from .policy import Arena
 from .sim import run_costed
-from .workload import H, WorkloadSpec, generate
+from .workload import PHILLY, POISSON, H, WorkloadSpec, generate
 
 MAIN_ARMS = ("fcfs", "gavel", "ef-ls", "sia", "arena")
 BASELINE_ARMS = MAIN_ARMS[:-1]
@@ -42,7 +44,13 @@ CLUSTERS = {"R1": R1, "R2": R2}
 CAP_S = 48 * H
 BIN_S = 300.0
 
-__all__ = ["decision_time", "evaluate_criteria", "run_arena_experiment", "run_one", "sparse_load"]
+__all__ = ["decision_time", "evaluate_criteria", "run_arena_experiment", "run_one", "section6_workload", "sparse_load"]
+
+
+def section6_workload() -> WorkloadSpec:
+    """§6's workload: "Use a Philly slice if available; otherwise use Poisson arrivals" (README,
+    reading 6). Which one ran is recorded in arena.json (`config.workload.arrivals`)."""
+    return WorkloadSpec(arrivals=PHILLY if philly_path() is not None else POISSON)
 
 
 def arm_config(arm: str, seed: int) -> ArenaConfig:
@@ -83,7 +91,7 @@ def run_one(cluster_name: str, arm: str, seed: int, *, load: float = 1.3, worklo
             config: ArenaConfig | None = None) -> dict[str, Any]:
     """One (cluster, arm, seed) run; a flat row of metrics."""
     cluster = build_cluster(tuple((count * scale, g) for count, g in CLUSTERS[cluster_name]))
-    w = sparse_load(workload or WorkloadSpec(), load)
+    w = sparse_load(workload or section6_workload(), load)
     jobs = generate(cluster, seed, w)
     policy = Arena(config or arm_config(arm, seed))
     t0 = time.perf_counter()
@@ -265,14 +273,15 @@ def run_arena_experiment(out_dir: str | Path, seeds: Sequence[int] = (0, 1, 2), 
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    workload = workload or section6_workload()
     if scale > 1:  # every cluster × scale, the workload's jobs too (same load)
-        workload = replace(workload or WorkloadSpec(), n_jobs=(workload or WorkloadSpec()).n_jobs * scale)
+        workload = replace(workload, n_jobs=workload.n_jobs * scale)
     rows = _runs(seeds, quick, workload, map_points, scale)
     agg = aggregate(rows)
     criteria = evaluate_criteria(agg)
     doc = {
         "experiment": "arena",
-        "config": {"seeds": list(seeds), "quick": quick, "scale": scale, "workload": (workload or WorkloadSpec()).__dict__},
+        "config": {"seeds": list(seeds), "quick": quick, "scale": scale, "workload": workload.__dict__},
         "aggregate": agg,
         "criteria": criteria,
         "passed": sum(bool(c["pass"]) for c in criteria.values()),

@@ -1,7 +1,8 @@
 """The §6 reproduction workload: seeded synthetic LM jobs with the artifact generator's mix.
 
 240 jobs over 6 h: Poisson-like arrivals at a base rate with two 30-min bursts at 3× (sampled
-exactly `n_jobs` times from that rate profile); model family / size / batch / requested GPUs and
+exactly `n_jobs` times from that rate profile), or with `arrivals=PHILLY` the submission times of a
+6-h Philly slice (`philly.py`; the spec's first choice when the trace is available); model family / size / batch / requested GPUs and
 type from the artifact weights (§5.1), resampled until AP runs the request; lognormal runtimes
 (σ = 1, clipped to [5 min, 8 h]) on the request, the median scaled to the target offered load;
 `n_iters = runtime·Thr_AP(req)/B`.
@@ -13,10 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schedmate.errors import BadInput
+
 from ..cluster import ClusterSpec
 from ..job import JobSpec, ParallelPlan
 from .hardware import gpu_types_of
 from .model import BATCHES, COUNTS, SEQ_LEN, SIZES, PerfTable, make_model, perf_table
+from .philly import philly_slice, philly_submits
 from .policy import ATTR, LMJob
 
 H = 3600.0
@@ -25,6 +29,7 @@ SIZE_W = (10, 15, 25, 20, 15, 10)
 BATCH_W = (50, 10, 5)
 COUNT_CUM = (10, 25, 45, 65, 80)
 TYPE_W = {"A100": 15, "V100": 15, "A40": 30, "A10": 30}
+POISSON, PHILLY = "poisson", "philly"  # WorkloadSpec.arrivals
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class WorkloadSpec:
     sigma: float = 1.0
     clip_s: tuple[float, float] = (300.0, 8 * H)
     priorities: int = 1  # λ drawn uniformly from 1..priorities (1: the artifact setting)
+    arrivals: str = POISSON  # POISSON: base rate + two bursts; PHILLY: a Philly slice (§6, `philly.py`)
+    slice_slack: float = 0.1  # PHILLY: the window holds n_jobs .. n_jobs·(1 + slack) arrivals
 
 
 DECLARED_KEY = "declared_workload"  # = sim.artefacts.DECLARED_KEY (core does not import sim)
@@ -57,7 +64,12 @@ def _weights(w: tuple[float, ...] | list[float] | np.ndarray) -> np.ndarray:
 
 
 def arrivals(rng: np.random.Generator, w: WorkloadSpec) -> np.ndarray:
-    """`n_jobs` sorted arrival times drawn from the base-plus-two-bursts rate profile."""
+    """`n_jobs` sorted arrival times: a Philly slice (`w.arrivals == PHILLY`), else drawn from the
+    base-plus-two-bursts rate profile."""
+    if w.arrivals == PHILLY:
+        return philly_slice(philly_submits(), rng, w.n_jobs, w.window_s, w.slice_slack)
+    if w.arrivals != POISSON:
+        raise BadInput(f"unknown arrivals {w.arrivals!r}; choose {POISSON!r} or {PHILLY!r}")
     starts = np.sort(rng.uniform(0.0, w.window_s - w.burst_s, size=2))
     grid = np.linspace(0.0, w.window_s, 721)
     rate = np.full(grid.size - 1, w.base_rate_h)
