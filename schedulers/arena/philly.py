@@ -68,4 +68,15 @@ def philly_slice(submits: np.ndarray, rng: np.random.Generator, n: int, window_s
     return np.round(window[keep], 1)
 
 
-__all__ = ["PHILLY_PARTS", "philly_path", "philly_slice", "philly_submits"]
+def busiest_window(submits: np.ndarray, window_s: float) -> np.ndarray:
+    """Arrival offsets (from its first job) of the trace's busiest `window_s` window, the one with
+    the most submissions (Suika's §5.2 trace: "the busiest 8 h of Philly", as in Rubick)."""
+    t = np.sort(np.asarray(submits, dtype=float))
+    if t.size == 0:
+        raise BadInput("an empty trace has no busiest window")
+    counts = np.searchsorted(t, t + window_s, side="left") - np.arange(t.size)
+    i = int(np.argmax(counts))
+    return t[i:i + int(counts[i])] - t[i]
+
+
+__all__ = ["PHILLY_PARTS", "busiest_window", "philly_path", "philly_slice", "philly_submits"]

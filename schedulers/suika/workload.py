@@ -1,5 +1,9 @@
 """Which model a job trains, and the spec's fallback trace (§5.2): Poisson arrivals over 8 h,
-LogNormal lengths scaled to an offered load, Table 1 models in a S:M:L mix.
+LogNormal lengths scaled to an offered load, Table 1 models in a S:M:L mix. With
+`arrivals=PHILLY` the submission times are those of the busiest 8 h of Philly (the spec's preferred
+trace, as in Rubick and the Suika paper), thinned at random to `num_jobs`; lengths, mix and load
+stay the fallback's (the file does not give Philly's GPU count, which the paper's down-sampling
+"in proportion to cluster size" needs).
 
 A job names its model in `spec.attributes["suika_model"]` and its default plan in `spec.plan`
 (Megatron degrees); a generic trace job gets the closest catalogue model (`assign_model`).
@@ -13,12 +17,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from schedmate.errors import BadInput
+
+from ..arena.philly import busiest_window, philly_submits
 from ..job import JobSpec, ParallelPlan
 from .model import CATALOGUE, DEFAULT_MICRO_BATCH, DEFAULT_N_MICRO, DEFAULT_SEQ, ModelSpec
 
 MODEL_KEY = "suika_model"
 RESTART_KEY = "restart_cost"  # the engine's per-job restart cost: 0, the policy charges its own
 H = 3600.0
+POISSON, PHILLY = "poisson", "philly"  # TraceConfig.arrivals
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +104,27 @@ class TraceConfig:
     clip_minutes: tuple[float, float] = (2.0, 360.0)
     mix: tuple[tuple[str, float], ...] = (("S", 3.0), ("M", 1.0), ("L", 1.0))
     gap_scale: float = 1.0  # arrival gaps divided by this (sensitivity sweep (b))
+    arrivals: str = POISSON  # POISSON: uniform over the span; PHILLY: the busiest 8 h of Philly, thinned
+
+
+def _submits(cfg: TraceConfig, rng: np.random.Generator, span: float) -> np.ndarray:
+    """`num_jobs` sorted submission offsets: uniform over the span (Poisson), or the busiest
+    `span` of Philly thinned uniformly at random."""
+    if cfg.arrivals == POISSON:
+        return np.sort(rng.uniform(0.0, span, cfg.num_jobs))
+    if cfg.arrivals != PHILLY:
+        raise BadInput(f"unknown arrivals {cfg.arrivals!r}; choose {POISSON!r} or {PHILLY!r}")
+    window = busiest_window(philly_submits(), span)
+    if window.size < cfg.num_jobs:
+        raise BadInput(f"the busiest {cfg.hours:g} h of Philly hold {window.size} jobs, fewer than {cfg.num_jobs}")
+    return window[np.sort(rng.choice(window.size, size=cfg.num_jobs, replace=False))]
 
 
 def generate_trace(cfg: TraceConfig, seed: int) -> list[JobSpec]:
     """A seeded trace; lengths are at the default plan, scaled so sum(basic x length) = load x GPU-time."""
     rng = np.random.default_rng(seed)
     span = cfg.hours * H
-    submits = np.sort(rng.uniform(0.0, span, cfg.num_jobs)) / cfg.gap_scale
+    submits = _submits(cfg, rng, span) / cfg.gap_scale
     lo, hi = (x * 60.0 for x in cfg.clip_minutes)
     lengths = np.clip(rng.lognormal(math.log(cfg.median_minutes * 60.0), cfg.sigma, cfg.num_jobs), lo, hi)
     classes = [c for c, _ in cfg.mix]
