@@ -26,20 +26,26 @@ at arrival (after advising, so a job never matches itself) and when it has finis
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
+from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, unit_draw
 from schedmate.schedulers.arena.config import ArenaConfig
 from schedmate.schedulers.arena.policy import MIN_SPEED, Arena, JobInfo
 from schedmate.schedulers.arena.search import halvings_of
 from schedmate.schedulers.arena.views import job_rng
-from schedmate.schedulers.job import JobState, Phase, Placement
-from schedmate.schedulers.policy import ClusterView
+from schedmate.schedulers.job import JobSpec, JobState, Phase, Placement
+from schedmate.schedulers.policy import ClusterView, Policy
 
-__all__ = ["TRACKER_SIGMA", "ArenaSMCounters", "ArenaSchedMate", "Measured", "bootstrap_view"]
+if TYPE_CHECKING:
+    from schedmate.schedulers.cluster import ClusterSpec
+    from schedmate.schedulers.engine import SimConfig, SimResult
+
+__all__ = ["ADAPTER", "TRACKER_SIGMA", "ArenaSMCounters", "ArenaSchedMate", "Measured", "bootstrap_view", "declared_models"]
 
 Config = tuple[str, int]
 ModelKey = tuple[str, float, int]
@@ -171,3 +177,64 @@ class ArenaSchedMate(Arena):
     def run_stats(self) -> dict[str, Any]:
         return {**super().run_stats(), "schedmate": asdict(self.counters)}
 
+
+
+# ------------------------------------------------------------------ the generic adapter arm
+
+
+def _run_costed(specs: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig) -> SimResult:
+    """Arena's simulator: profiling and restarts cost what the policy's `downtime` says."""
+    from schedmate.schedulers.arena.sim import run_costed
+
+    if not isinstance(policy, Arena):
+        raise TypeError(f"Arena's simulator runs Arena policies, not {type(policy).__name__}")
+    return run_costed(specs, cluster, policy, policy.downtime, config)
+
+
+def declared_models(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
+    """Arena's world attribute: each job declares an LM workload (family, size, global batch; a draw
+    per seed and job with the §5.1 artifact weights, as `schedulers.arena.workload.generate`) on a
+    request of at most its GPUs, on the spec's R2 cluster (64 GPUs of 4 types; `gpus` is not used).
+    The engine's truth: its iterations are the world's run time at Thr_AP of its request."""
+    from schedmate.schedulers.arena.hardware import R2, build_cluster, gpu_types_of
+    from schedmate.schedulers.arena.model import BATCHES, COUNTS, SIZES, PerfTable, make_model, perf_table
+    from schedmate.schedulers.arena.policy import ATTR, LMJob
+    from schedmate.schedulers.arena.workload import BATCH_W, DECLARED_KEY, FAMILY_W, SIZE_W, TYPE_W, declared
+
+    cluster = build_cluster(R2)
+    by_type = gpu_types_of(cluster)
+    cap = {g: sum(n.gpus for n in cluster.nodes if n.gpu_type == g) for g in by_type}
+    types = [t for t in TYPE_W if t in by_type]
+    fams = list(FAMILY_W)
+
+    def p(w: Sequence[float]) -> np.ndarray:
+        a = np.asarray(w, dtype=float)
+        return a / a.sum()
+
+    tables: dict[tuple[str, float, int], PerfTable] = {}
+    out: list[JobSpec] = []
+    for s in jobs:
+        rng = np.random.default_rng([seed, 0xA2E7, int(unit_draw("arena-model", s.job_id) * 2**32)])
+        for _ in range(1000):
+            fam = fams[int(rng.choice(len(fams), p=p(list(FAMILY_W.values()))))]
+            size = SIZES[fam][min(int(rng.choice(len(SIZE_W), p=p(SIZE_W))), len(SIZES[fam]) - 1)]
+            batch = BATCHES[fam][int(rng.choice(len(BATCH_W), p=p(BATCH_W)))]
+            gtype = types[int(rng.choice(len(types), p=p([TYPE_W[t] for t in types])))]
+            n = max(c for c in COUNTS if c <= max(1, min(s.num_gpus, cap[gtype])))
+            key = (fam, size, batch)
+            if key not in tables:
+                tables[key] = perf_table(make_model(fam, size), batch, by_type)
+            if tables[key].ap[(gtype, n)] > 0:
+                break
+        else:
+            raise RuntimeError(f"no Arena workload runs job {s.job_id} on R2")  # not reached: 1-GPU wrn always runs
+        table = tables[key]
+        thr = table.ap[(gtype, n)]
+        iters = max(1, round(s.duration * thr / batch))
+        lm = LMJob(fam, size, batch, gtype, n, iters, 1)
+        attrs = {**s.attributes, ATTR: lm, DECLARED_KEY: declared(lm, table.plans[(gtype, n)])}
+        out.append(replace(s, num_gpus=n, duration=iters * batch / thr, name=f"{fam}-{size:g}B", attributes=attrs))
+    return PolicyWorld(out, cluster, options={"config": ArenaConfig(seed=seed)}, simulate=_run_costed)
+
+
+ADAPTER = PolicyAdapter(policy="arena", adapter=ArenaSchedMate, world=declared_models)

@@ -24,18 +24,23 @@ an honest signal of match quality, whose cost shows up in the JCTs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
-from schedmate.schedulers.job import JobState
-from schedmate.schedulers.policy import ClusterView
+from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, homogeneous_world, unit_draw
+from schedmate.schedulers.job import JobSpec, JobState
+from schedmate.schedulers.policy import ClusterView, Policy
 from schedmate.schedulers.sia.jobs import SiaJobModel, job_application
 from schedmate.schedulers.sia.policy import Sia
 from schedmate.schedulers.sia.profiles import load_app
 
-__all__ = ["Bootstrap", "SiaSchedMate", "SiaSMCounters", "copy_model", "pick_donor"]
+if TYPE_CHECKING:
+    from schedmate.schedulers.cluster import ClusterSpec
+    from schedmate.schedulers.engine import SimConfig, SimResult
+
+__all__ = ["ADAPTER", "Bootstrap", "SiaSchedMate", "SiaSMCounters", "copy_model", "declared_applications", "pick_donor"]
 
 DEFAULT_ADVISOR_LATENCY_S = 9.0
 
@@ -166,3 +171,45 @@ class SiaSchedMate(Sia):
             "t_prof_s": self.profile_seconds,
             "source": self.source.stats(),
         }
+
+
+# ------------------------------------------------------------------ the generic adapter arm
+
+T_PROF_S = 120.0  # profiling per GPU type for a new job (the Sia case study's default, spec §8.2)
+
+
+def _simulate(specs: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig) -> SimResult:
+    """The engine with the policy's own throughput model (`schedulers.sia.simulate_sia`)."""
+    from schedmate.schedulers.sia import simulate_sia
+
+    return simulate_sia(specs, cluster, policy, config)
+
+
+def declared_applications(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
+    """Sia's world attribute: each job declares one of Sia's measured applications (a draw per seed
+    and job) at the application's batch size, on Sia's 64 GPUs of 3 types (`gpus` is not used). The
+    engine's truth is Sia's: the job's run time is its application's reference run time on its
+    request (`with_sia_duration`), not the world's. Both arms profile new jobs for `T_PROF_S`."""
+    from schedmate.schedulers.cluster import ClusterSpec as Cluster
+    from schedmate.schedulers.sia import SIA_CLUSTER, SiaThroughput
+    from schedmate.schedulers.sia.jobs import with_sia_duration
+    from schedmate.schedulers.sia.profiles import available_apps
+
+    cluster = Cluster.parse(SIA_CLUSTER)
+    throughput = SiaThroughput()
+    apps = available_apps(throughput.root)
+    if not apps:
+        from schedmate.errors import DependencyUnavailable
+
+        raise DependencyUnavailable("Sia's application profiles are absent (../shared/data/sia; set SCHEDMATE_SHARED_DATA)")
+    base = homogeneous_world(jobs, seed, cluster.total_gpus)
+    out = []
+    for s in base.jobs:
+        app = apps[int(unit_draw("sia-application", seed, s.job_id) * len(apps))]
+        attrs = {k: v for k, v in s.attributes.items() if k != "batch_size"}
+        out.append(with_sia_duration(replace(s, attributes={**attrs, "application": app}), throughput))
+    options = {"throughput": throughput, "profile_seconds": T_PROF_S, "reserve_profiling": True}
+    return PolicyWorld(out, cluster, options=options, simulate=_simulate)
+
+
+ADAPTER = PolicyAdapter(policy="sia", adapter=SiaSchedMate, world=declared_applications)

@@ -27,19 +27,25 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
-from schedmate.schedulers.job import JobState, Phase
-from schedmate.schedulers.policy import ClusterView
+from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, homogeneous_world
+from schedmate.schedulers.job import JobSpec, JobState, Phase
+from schedmate.schedulers.policy import ClusterView, Policy
 from schedmate.schedulers.suika.config import SUIKA, ElasticConfig
 from schedmate.schedulers.suika.model import Coeffs, Hardware, Plan, iteration_time, layout_plan, throughput
 from schedmate.schedulers.suika.policy import ElasticPolicy, SuikaJob
 
-__all__ = ["TRACKER_SIGMA", "Correction", "SuikaSMCounters", "SuikaSchedMate", "fit_kcomp"]
+if TYPE_CHECKING:
+    from schedmate.schedulers.cluster import ClusterSpec
+    from schedmate.schedulers.engine import SimConfig, SimResult
+
+__all__ = ["ADAPTER", "TRACKER_SIGMA", "Correction", "SuikaSMCounters", "SuikaSchedMate", "declared_models", "fit_kcomp"]
 
 TRACKER_SIGMA = 0.03
 
@@ -157,3 +163,30 @@ class SuikaSchedMate(ElasticPolicy):
 
     def run_stats(self) -> dict[str, Any]:
         return {**super().run_stats(), "schedmate": asdict(self.counters)}
+
+
+# ------------------------------------------------------------------ the generic adapter arm
+
+SUIKA_GPUS = 64  # Suika's Cluster-A: one rack of 8 H100 nodes
+
+
+def _simulate(specs: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig) -> SimResult:
+    """The engine with no restart cost of its own: Suika charges its redeployments (§3.9)."""
+    from schedmate.schedulers.engine import simulate
+
+    return simulate(specs, cluster, policy, replace(config, restart_cost=0.0, restart_cost_large=0.0))
+
+
+def declared_models(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
+    """Suika's world attribute: each job declares the largest catalogue model whose default plan
+    fits its GPU request (`schedulers.suika.workload.prepare`: its GPU count, never its outcome), on
+    Suika's 64-GPU H100 rack (`gpus` is not used). Truth is the prior's model: the generic arm has
+    no per-model misfit (the Suika case study's `--misfit-sigma`), so there is nothing to correct."""
+    from schedmate.schedulers.suika.timing import cluster_for
+    from schedmate.schedulers.suika.workload import prepare
+
+    base = homogeneous_world(jobs, seed, SUIKA_GPUS)
+    return PolicyWorld(prepare(base.jobs), cluster_for(SUIKA_GPUS), simulate=_simulate)
+
+
+ADAPTER = PolicyAdapter(policy="suika", adapter=SuikaSchedMate, world=declared_models)

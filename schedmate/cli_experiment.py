@@ -1,5 +1,6 @@
-"""`schedmate experiment <policy>-adapter`, `failslow` and `sia-reference`: the SchedMate adapters
-on the reference policies (Ares, Arnold, Arena, Suika), the fail-slow check, and Sia alone.
+"""`schedmate experiment adapter --policy <name>`, `<policy>-adapter`, `failslow` and `sia-reference`:
+any registered adapter on the realistic world, the SchedMate adapters' case studies on the reference
+policies (Ares, Arnold, Arena, Suika), the fail-slow check, and Sia alone.
 
 These were reachable only through `python -m` (`schedmate.sim.experiments.<name>`,
 `schedmate.schedulers.sia`); each is now a
@@ -64,6 +65,29 @@ def _run_with_source(out: Path, source: str, history: int, precomputed: bool,
 
 def register(app: typer.Typer) -> None:
     """Add the adapter experiments and the fail-slow check to the `experiment` group."""
+
+    @app.command("adapter")
+    def adapter(
+        policy: Annotated[str, typer.Option(help="A policy with a registered SchedMate adapter "
+                                                 "(adapters/<policy>.py declares ADAPTER).")],
+        out: Out = None, seeds: Seeds = 1, first_seed: FirstSeed = 0,
+        trace: Annotated[str, typer.Option(help="The world's trace: synthetic, helios or philly.")] = "synthetic",
+        jobs: Annotated[int, typer.Option(help="Jobs of the synthetic trace.", min=1)] = 120,
+        gpus: Annotated[int, typer.Option(help="Cluster GPUs, where the policy's world brings no cluster of its own.",
+                                          min=8)] = 32,
+        detection_rate: Rate = 1.0, history: History = 500, precomputed: Pre = True,
+    ) -> None:
+        """Any registered policy with and without its SchedMate adapter on the realistic world (sim/)."""
+        from schedmate.adapters.registry import adapter_for
+        from schedmate.sim.experiments.adapter import AdapterArmConfig, run_adapter_experiment
+
+        spec = adapter_for(policy)  # an unknown name is one line before any agent loads
+        out = out or Path(f"results/experiment-adapter-{spec.policy}")
+        cfg = AdapterArmConfig(policy=spec.policy, trace=trace, seeds=_seeds(first_seed, seeds), n_jobs=jobs, gpus=gpus,
+                               detection_rate=detection_rate)
+        with _agents(out, history, precomputed) as make:
+            result = run_adapter_experiment(out, make_source=make, config=cfg, adapter=spec, progress=_say)
+        typer.echo(result.summary)
 
     @app.command("ares-adapter")
     def ares_adapter(
