@@ -30,6 +30,7 @@ _PKG = "schedmate.schedulers"
 BUILTIN: dict[str, str] = {
     "fifo": f"{_PKG}.policies.fifo:FIFO",
     "sjf": f"{_PKG}.policies.sjf:SJF",
+    "stated-sjf": f"{_PKG}.policies.stated_sjf:StatedSJF",
     "srtf": f"{_PKG}.policies.srtf:SRTF",
     "qssf": f"{_PKG}.policies.qssf:QSSF",
     "tiresias": f"{_PKG}.policies.tiresias:Tiresias",
