@@ -1,0 +1,146 @@
+"""The generic adapter arm: adapters registered beside the policies, one experiment for all of them.
+
+`adapters/<policy>.py` declares `ADAPTER` (a `PolicyAdapter`: both arms and the attributes the
+policy reads of the world); `sim/experiments/adapter.py` replays any registered policy with and
+without its adapter on the realistic world (`schedmate experiment adapter --policy <name>`)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from schedmate.adapters import registry
+from schedmate.adapters.registry import PolicyAdapter, UnknownAdapter, adapter_for, available
+from schedmate.config import shared_data_dir
+from schedmate.errors import BadInput
+from schedmate.schedulers.job import JobSpec
+from schedmate.sim.artefacts import plan_artefact
+from schedmate.sim.experiments.adapter import AdapterArmConfig, run_adapter_experiment, world_jobs
+from schedmate.sim.experiments.common import NullInsights
+
+BUNDLED = ["arena", "ares", "sia", "stated-sjf", "suika"]
+STATED = ("est_gpu_time", "stated_length_s")  # what users state, read by Ares and Stated SJF
+
+
+def _null(specs: Any, seed: int, rate: float) -> NullInsights:
+    return NullInsights()
+
+
+def _needs_data(name: str) -> None:
+    root = shared_data_dir()
+    if name == "sia" and (root is None or not (root / "sia" / "traces").is_dir()):
+        pytest.skip("Sia needs its measured profiles from ../shared/data/sia")
+
+
+def _same_run(rows: list[Any]) -> bool:
+    base, sm = (replace(r.summary, policy="", wall_seconds=0.0) for r in rows)
+    return bool(base == sm)
+
+
+def test_the_bundled_adapters_are_found_by_their_policys_name() -> None:
+    assert available() == BUNDLED
+    for name in BUNDLED:
+        spec = adapter_for(name.upper())
+        assert spec.policy == name and isinstance(spec, PolicyAdapter)
+
+
+def test_a_policy_without_a_declared_adapter_is_bad_input_that_names_the_registered_ones() -> None:
+    for name in ("lucid", "fifo", "no such policy", "insights"):
+        with pytest.raises(UnknownAdapter, match="no SchedMate adapter for policy .*registered: arena, ares"):
+            adapter_for(name)
+    assert issubclass(UnknownAdapter, BadInput)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_with_a_source_that_knows_nothing_every_adapter_runs_as_its_policy(name: str) -> None:
+    _needs_data(name)
+    cfg = AdapterArmConfig(policy=name, n_jobs=24 if name == "sia" else 60, gpus=16)
+    result = run_adapter_experiment(None, make_source=_null, config=cfg)
+    assert [r.arm for r in result.rows] == [name, f"{name}+sm"]
+    assert result.rows[0].summary.jobs == cfg.n_jobs and result.rows[0].summary.finished > 0
+    assert _same_run(result.rows), result.summary
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_what_a_policys_world_declares_never_reads_a_jobs_outcome(name: str) -> None:
+    """Swap two jobs' run times and final states: the code the agents read and what users state
+    are unchanged (the engine-side truth, e.g. Arena's iterations, may follow the run time)."""
+    _needs_data(name)
+    made = world_jobs(AdapterArmConfig(n_jobs=40), 0)
+    assert made is not None
+    jobs = made[0]
+    a, b = next((i, j) for i in range(len(jobs)) for j in range(i + 1, len(jobs))
+                if jobs[i].duration != jobs[j].duration and jobs[i].num_gpus == jobs[j].num_gpus)
+    swapped = list(jobs)
+    swapped[a] = replace(jobs[a], duration=jobs[b].duration, status=jobs[b].status)
+    swapped[b] = replace(jobs[b], duration=jobs[a].duration, status=jobs[a].status)
+    spec = adapter_for(name)
+
+    def seen(world_of: list[JobSpec]) -> list[Any]:
+        world = spec.world(world_of, 0, 16)
+        return [(plan_artefact(s, 0), s.num_gpus, {k: s.attributes.get(k) for k in STATED}) for s in world.jobs]
+
+    assert seen(jobs) == seen(swapped)
+
+
+# ------------------------------------------------------------- a policy and adapter from outside
+
+
+OUTSIDE = '''
+    """A policy and its SchedMate adapter in one module outside SchedMate: longest plan first."""
+    from schedmate.adapters.registry import PolicyAdapter
+    from schedmate.schedulers.policies.ordered import OrderedPolicy
+
+
+    class LongestPlan(OrderedPolicy):
+        name = "longest-plan"
+
+        def priority(self, job, view):
+            return (-float(job.spec.attributes.get("planned_work", 0.0)), job.spec.submit_time, job.job_id)
+
+
+    class LongestPlanSchedMate(LongestPlan):
+        name = "longest-plan+sm"
+
+        def __init__(self, source):
+            super().__init__()
+            self.source = source
+            self.asked = 0
+
+        def on_arrival(self, job, view):
+            self.asked += self.source.advise(job) is None
+            super().on_arrival(job, view)
+
+        def run_stats(self):
+            return {"asked": self.asked}
+
+
+    ADAPTER = PolicyAdapter(policy="longest-plan", adapter=LongestPlanSchedMate, baseline=LongestPlan)
+'''
+
+
+def test_an_adapter_from_outside_is_an_entry_point_and_runs_in_the_generic_arm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "outside_policy.py").write_text(textwrap.dedent(OUTSIDE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = [EntryPoint("longest-plan", "outside_policy:ADAPTER", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry, "entry_points", lambda group: [e for e in eps if e.group == group])
+    assert "longest-plan" in available()
+    result = run_adapter_experiment(None, make_source=_null, config=AdapterArmConfig(policy="longest-plan", n_jobs=30))
+    assert _same_run(result.rows) and result.rows[1].extra["policy"]["asked"] == 30
+    assert result.summary.startswith("longest-plan+sm vs longest-plan (realistic world")
+
+
+def test_the_cli_refuses_an_unknown_policy_in_one_line_before_loading_any_agent() -> None:
+    from schedmate.cli import app
+
+    result = CliRunner().invoke(app, ["experiment", "adapter", "--policy", "lucid"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "no SchedMate adapter for policy 'lucid'" in lines[0]
