@@ -214,6 +214,12 @@ class AdviceReport:
     estimate: dict[str, Any] | None = None
     why: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    advice: Any = None  # agents.advisor.wire.Advice: what `--json` prints, the service's /v1/advise answer
+
+
+def _wire_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Extracted fields as the wire carries them (an enum as its value), as the service does."""
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in fields.items()}
 
 
 def _open_llm(stack: ExitStack, notes: list[str], config: Any = None) -> Any:
@@ -230,34 +236,36 @@ def _open_llm(stack: ExitStack, notes: list[str], config: Any = None) -> Any:
         return None
 
 
-def _extract(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: bool) -> tuple[dict[str, Any], dict[str, str], str, list[str]]:
+def _extract(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: bool) -> tuple[Any, dict[str, str], str, list[str]]:
+    """The advisor's extraction as the service runs it (`AgentStack.extractor()`: static only unless
+    --llm opens the model), the static evidence of each field, a label and notes."""
     from schedmate.agents.advisor.static_extractor import extract_static
 
     static = extract_static(repo, command, gpus=gpus, nodes=nodes)
     evidence = {k: f"{e.source} ({e.kind}): {e.snippet.strip()[:120]}" for k, e in static.evidence.items()}
     notes = list(static.errors)
-    if not llm:
-        return dict(static.fields), evidence, "static", notes
-    config = AgentStackConfig().with_llm()
+    config = AgentStackConfig().with_llm() if llm else AgentStackConfig()
     with ExitStack() as stack:
-        chat = _open_llm(stack, notes, config.llm)
-        if chat is None:
-            return dict(static.fields), evidence, "static", notes
-        extractor = AgentStack(config, chat_model=chat).extractor()
-        res = extractor.extract(repo, command, gpus=gpus, nodes=nodes, static=static)
+        chat = _open_llm(stack, notes, config.llm) if llm else None
+        res = AgentStack(config, chat_model=chat).extractor().extract(repo, command, gpus=gpus, nodes=nodes, static=static)
+    if chat is None:
+        return res, evidence, "static", notes
     sources = res.sources()
     for k, v in res.fields.items():
         if v != static.fields.get(k):
             evidence[k] = f"LLM agent ({sources.get(k, 'llm')})"
-    return dict(res.fields), evidence, f"static + LLM agent ({res.llm_status})", notes
+    return res, evidence, f"static + LLM agent ({res.llm_status})", notes
 
 
 def _advise(repo: Path, command: str, gpus: int | None, nodes: int | None, llm: bool, loc: HistoryLocation | None,
             config: Any) -> AdviceReport:
     from schedmate.agents.advisor.static_extractor import MANDATORY
+    from schedmate.agents.advisor.wire import Advice
 
-    fields, evidence, extractor, notes = _extract(repo, command, gpus, nodes, llm)
-    report = AdviceReport(str(repo), command, gpus, fields, evidence, extractor, notes=notes)
+    res, evidence, extractor, notes = _extract(repo, command, gpus, nodes, llm)
+    fields = dict(res.fields)
+    report = AdviceReport(str(repo), command, gpus, fields, evidence, extractor, notes=notes,
+                          advice=Advice(metadata=_wire_fields(fields), sources=res.sources(), llm_status=res.llm_status))
     missing = [f for f in MANDATORY if fields.get(f) is None]
     if missing:
         report.notes.append(f"not found in the code: {', '.join(missing)}")
@@ -284,9 +292,13 @@ def _match_history(report: AdviceReport, url: str, fields: dict[str, Any], gpus:
     if not total:
         report.notes.append(f"the job history at {url} is empty: metadata only")
         return
+    from schedmate.agents.advisor.wire import estimate_of, match_of  # the one conversion, as the service's
+
     stack = AgentStack(config, embedder=load_embedder())
     with JobStore.connect(url, stack.embedder.dim) as store:
         est = estimate_job(fields, gpus, nodes, stack.retriever(store), config)
+    report.advice = report.advice.model_copy(update={"matches": [match_of(m) for m in est.similar],
+                                                     "estimate": estimate_of(est) if est.estimated else None})
     for m in est.similar:
         rec = m.record
         if rec is None:
@@ -361,8 +373,11 @@ def advise(
             raise UserError(f"--threshold is a cosine in [-1, 1], not {threshold}")
         loc = _location(history_dir, redis_url, create=False)
         report = _advise(repo, cmd, gpus, nodes, llm, loc, advise_config(threshold=threshold, top_k=top_k))
-    if as_json:
-        _print_json(report.__dict__)
+    if as_json:  # the Scheduling Advisor's `Advice` (agents/advisor/wire.py), as /v1/advise answers
+        for kind, lines in (("why", report.why), ("note", report.notes)):
+            for line in lines:
+                err.print(f"{kind}: {escape(line)}", highlight=False)
+        print(report.advice.model_dump_json())
     else:
         _render_advice(report)
 

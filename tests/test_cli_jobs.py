@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from schedmate import cli_jobs
+from schedmate.agents.advisor.wire import Advice
 from schedmate.cli import app
 
 runner = CliRunner()
@@ -318,30 +319,33 @@ def test_history_list_without_history_says_so(tmp_path, no_models):
 
 def test_advise_without_history_gives_the_metadata_only(tmp_path, no_models):
     repo = make_repo(tmp_path / "repo")
-    got = run_json(["advise", str(repo), "--cmd", "torchrun --nproc_per_node 8 train.py --max_steps 6000", "--gpus", "8"])
-    assert got["metadata"]["model_name"] == "gpt-2" and got["metadata"]["iterations"] == 6000
-    assert "--max_steps 6000" in got["evidence"]["iterations"]
-    assert got["similar"] == [] and got["estimate"] is None
-    assert any("no job history" in n for n in got["notes"])
-    text = runner.invoke(app, ["advise", str(repo), "--cmd", "python train.py", "--gpus", "8"])
+    args = ["advise", str(repo), "--cmd", "torchrun --nproc_per_node 8 train.py --max_steps 6000", "--gpus", "8"]
+    result = runner.invoke(app, [*args, "--json"])
+    got = Advice.model_validate_json(result.stdout)  # the advisor's wire model, as /v1/advise answers
+    assert got.metadata["model_name"] == "gpt-2" and got.metadata["iterations"] == 6000
+    assert got.sources["iterations"] == "static" and got.llm_status == "disabled"
+    assert got.matches == [] and got.estimate is None
+    assert "note: no job history" in result.stderr  # what only the CLI says goes to stderr
+    text = runner.invoke(app, args)
     assert text.exit_code == 0 and "wikitext-103" in text.output and "metadata only" in text.output
+    assert "--max_steps 6000" in text.output  # the evidence column
 
 
 def test_advise_with_history_matches_similar_jobs_and_estimates_with_an_interval(tmp_path, models, redis_url):
     run_json(["history", "ingest", str(history_jsonl(tmp_path)), "--redis-url", redis_url])
     repo = make_repo(tmp_path / "new")
-    got = run_json(["advise", str(repo), "--cmd", "torchrun --nproc_per_node 8 train.py --max_steps 6000",
-                    "--gpus", "8", "--redis-url", redis_url])
-    assert [s["job_id"] for s in got["similar"]] == ["j1", "j2"] or [s["job_id"] for s in got["similar"]] == ["j2", "j1"]
-    assert all(s["similarity"] >= 0.85 for s in got["similar"])
-    est = got["estimate"]
-    assert est["method"] == "rate x plan" and sorted(est["based_on"]) == ["j1", "j2"]
+    result = runner.invoke(app, ["advise", str(repo), "--cmd", "torchrun --nproc_per_node 8 train.py --max_steps 6000",
+                                 "--gpus", "8", "--redis-url", redis_url, "--json"])
+    got = Advice.model_validate_json(result.stdout)
+    assert sorted(m.job_id for m in got.matches) == ["j1", "j2"]
+    assert all(m.score >= 0.85 and m.final_status == "completed" for m in got.matches)
+    est = got.estimate
+    assert est is not None and est.note.startswith("rate x plan") and est.n_matches == 2
     # 6000 steps at the (log-space) median step time of j1 and j2, plus their median startup
-    assert est["duration_s"] == pytest.approx(115 + 6000 * (0.42 * 0.41) ** 0.5, rel=1e-3)
-    lo, hi = est["interval_s"]
-    assert lo < est["duration_s"] < hi
-    assert est["sm_util"] == pytest.approx(60) and est["sm_util_interval"][0] <= 60 <= est["sm_util_interval"][1]
-    assert any("rate x plan" in w for w in got["why"]) and any("j1" in w for w in got["why"])
+    assert est.duration_s == pytest.approx(115 + 6000 * (0.42 * 0.41) ** 0.5, rel=1e-3)
+    assert est.duration_p90_s is not None and est.duration_s < est.duration_p90_s
+    assert est.sm_util == pytest.approx(60)
+    assert "why: 2 past job(s)" in result.stderr and "j1" in result.stderr and "rate x plan" in result.stderr
     text = runner.invoke(app, ["advise", str(repo), "--cmd", "torchrun train.py --max_steps 6000", "--gpus", "8",
                                "--redis-url", redis_url])
     assert text.exit_code == 0 and "similar past jobs" in text.output and "estimate (rate x plan)" in text.output
@@ -354,12 +358,12 @@ def test_advise_without_measured_step_times_uses_the_similar_jobs_durations(tmp_
         r["outcome"].pop("step_time_s", None)
     hist.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run_json(["history", "ingest", str(hist), "--redis-url", redis_url])
-    got = run_json(["advise", str(make_repo(tmp_path / "new")), "--cmd", "torchrun train.py --max_steps 6000",
-                    "--gpus", "8", "--redis-url", redis_url])
-    est = got["estimate"]
-    assert est["method"] == "mean of similar jobs" and sorted(est["based_on"]) == ["j1", "j2"]
-    assert est["duration_s"] == pytest.approx((1800 + 3500) / 2)
-    assert est["interval_s"] == pytest.approx([1800 + 0.1 * 1700, 1800 + 0.9 * 1700])
+    est = Advice.model_validate(run_json(["advise", str(make_repo(tmp_path / "new")), "--cmd",
+                                          "torchrun train.py --max_steps 6000", "--gpus", "8",
+                                          "--redis-url", redis_url])).estimate
+    assert est is not None and est.note.startswith("mean of similar jobs") and est.n_matches == 2
+    assert est.duration_s == pytest.approx((1800 + 3500) / 2)
+    assert est.duration_p90_s == pytest.approx(1800 + 0.9 * 1700)
 
 
 def test_advise_with_an_unrelated_history_makes_no_estimate(tmp_path, models, redis_url):
@@ -369,9 +373,9 @@ def test_advise_with_an_unrelated_history_makes_no_estimate(tmp_path, models, re
     hist = tmp_path / "h.jsonl"
     hist.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run_json(["history", "ingest", str(hist), "--redis-url", redis_url])
-    got = run_json(["advise", str(make_repo(tmp_path / "repo")), "--cmd", "torchrun train.py", "--gpus", "8",
-                    "--redis-url", redis_url])
-    assert got["similar"] == [] and got["estimate"] is None and got["history"]["jobs"] == 1
+    got = Advice.model_validate(run_json(["advise", str(make_repo(tmp_path / "repo")), "--cmd", "torchrun train.py",
+                                          "--gpus", "8", "--redis-url", redis_url]))
+    assert got.matches == [] and got.estimate is None and got.metadata["model_name"] == "gpt-2"
 
 
 # ------------------------------------------------------------------------------------ bad input

@@ -223,6 +223,39 @@ def test_the_cli_the_service_and_the_chat_read_the_same_track_result_with_the_lo
     assert max(service.step_time.lines) == PROGRESS  # the newest progress line, counted from 1
 
 
+# ----------------------------------------------------------------------- the same repo, CLI and service
+
+
+def test_the_cli_and_the_service_give_the_same_advice_for_the_same_repo_and_history(
+        tmp_path: Path, redis_url: str, classifier: Any) -> None:
+    from schedmate import cli_jobs
+    from schedmate.cli import app
+    from schedmate.deploy.service.config import ServiceConfig
+    from schedmate.deploy.service.core import ServiceCore
+    from tests.test_cli_jobs import history_jsonl, make_repo
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cli_jobs, "load_embedder", lambda: classifier.embedder)
+    repo, command = make_repo(tmp_path / "new"), "torchrun --nproc_per_node 8 train.py --max_steps 6000"
+    try:
+        ingest = CliRunner().invoke(app, ["history", "ingest", str(history_jsonl(tmp_path)), "--redis-url", redis_url])
+        assert ingest.exit_code == 0, ingest.output
+        result = CliRunner().invoke(app, ["advise", str(repo), "--cmd", command, "--gpus", "8", "--redis-url", redis_url,
+                                          "--json"])
+    finally:
+        mp.undo()
+    assert result.exit_code == 0, result.output
+    cli = Advice.model_validate_json(result.stdout)  # the wire model, nothing besides it
+    assert set(json.loads(result.stdout)) == set(Advice.model_fields)
+    core = ServiceCore(ServiceConfig(allowed_roots=(tmp_path,), redis_url=redis_url), classifier=classifier)
+    core.load()
+    answer = _post(core, "/v1/advise", {"repo": str(repo), "command": command, "gpus": 8})
+    assert not answer["fallback"] and answer["estimate"] is not None, answer
+    service = Advice.model_validate({k: v for k, v in answer.items() if k in Advice.model_fields})
+    assert cli.estimate is not None and sorted(m.job_id for m in cli.matches) == ["j1", "j2"]
+    assert cli == service
+
+
 # ------------------------------------------------------------------------------ fail-slow alert
 
 
