@@ -96,10 +96,12 @@ NON_ELASTIC = replace(SUIKA, name="nonelastic-fifo", space=PlanSpace.NONE, t_sta
 #   lengths scaled to its GPU-time and down-sampled "in proportion to cluster size". The shared
 #   file has no Philly GPU count, so lengths stay lognormal (median 20 min, sigma 1.2) scaled to
 #   load 0.9. Only the submission times are Philly's (`workload.PHILLY`, busiest 8 h, thinned).
-# Measured (3 seeds) on the full §5.2 trace: with Philly's busiest 8 h, 9/9 criteria pass
-# (NonElastic / Suika 1.71, Sia 1.32, Rubick 1.23, Suika-DP 1.09, utilization 1.55x). With the
-# Poisson fallback, 7/9 (2.03, 1.42). The quick half-trace (busiest 4 h of Philly, 60 jobs) stays
-# at 7/9 (2.00, 1.41; Poisson 2.04, 1.49).
+# Measured on the full §5.2 trace with Philly's busiest 8 h: 9/9 criteria pass with 5 seeds
+# (NonElastic / Suika 1.62, Sia 1.32, Rubick 1.23, Suika-DP 1.08, utilization 1.42x; 3 seeds:
+# 1.71, 1.32, 1.23, 1.09, 1.55x), from `run_suika_experiment(OUT, (0, 1, 2, 3, 4), True,
+# trace=section52_trace())` (quick=True with the full trace only skips the sweeps). With the
+# Poisson fallback (3 seeds), 7/9 (2.03, 1.42). The quick half-trace (`--quick`: busiest 4 h of
+# Philly, 60 jobs) stays at 7/9 (2.00, 1.41; Poisson 2.04, 1.49).
 SIA_PROXY = replace(
     SUIKA, name="sia-proxy", space=PlanSpace.DP, grant=GrantRule.RESTART_BENEFIT, redeploy=Redeploy.CHECKPOINT,
     t_stable=0.0, round_interval=60.0, reclaim_below_tau=False,
