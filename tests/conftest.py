@@ -37,6 +37,32 @@ def has_aof(data_dir: Path) -> bool:
     return (data_dir / "appendonlydir").is_dir() or (data_dir / "appendonly.aof").is_file()
 
 
+# Files that hold a worker for a long wall time (a Slurm job that must outlive a 1-minute limit, a Ray
+# cluster, nightly/main-job runs, a browser), longest first. scripts/test.sh hands files to xdist
+# workers in collection order (--no-loadscope-reorder): these start first, so none of them starts
+# last and leaves one worker running alone at the end; every other file follows, most tests first
+# (xdist's own default order).
+LONG_WALL_FILES = (
+    "test_slurm.py", "test_ray.py", "test_nightly.py", "test_eval_harness.py", "test_report_html.py",
+    "test_pipeline.py", "test_telemetry.py", "test_failure_classifier.py", "test_readers_robust.py",
+    "test_semantic_sim.py", "test_registry.py", "test_fuzz_faults.py", "test_chat_page.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long-wall files first, then the rest by number of tests (stable: tests keep their order)."""
+    per_file: dict[str, int] = {}
+    for item in items:
+        per_file[item.path.name] = per_file.get(item.path.name, 0) + 1
+    long_rank = {name: i for i, name in enumerate(LONG_WALL_FILES)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        name = item.path.name
+        return (long_rank[name], 0) if name in long_rank else (len(long_rank), -per_file[name])
+
+    items.sort(key=key)
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a real redis-server (loopback, free port, AOF on) started for this test session."""
