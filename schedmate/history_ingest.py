@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 from schedmate.errors import BadInput
 
 __all__ = ["BATCH_ROWS", "JOB_STATES", "IngestSummary", "MAX_LINE_BYTES", "PastJob", "RowError", "ingest_files",
-           "read_rows", "return_freed_memory"]
+           "mandatory_fields", "read_rows", "return_freed_memory"]
 
 JOB_STATES = {"COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled", "TIMEOUT": "failed",
               "OUT_OF_MEMORY": "failed", "NODE_FAIL": "failed", "PREEMPTED": "cancelled", "BOOT_FAIL": "failed",
@@ -258,6 +258,15 @@ def _sacct_row(path: Path, no: int, raw: str, header: list[str]) -> PastJob | st
 # ------------------------------------------------------------------------------------------ storing
 
 
+def mandatory_fields() -> tuple[str, ...]:
+    """The fingerprint fields a workload must have: those `WorkloadMetadata` requires (the same as
+    `static_extractor.MANDATORY`, read from the schema so a row with metadata never imports the
+    extractor)."""
+    from schedmate.workload import WorkloadMetadata
+
+    return tuple(name for name, f in WorkloadMetadata.model_fields.items() if f.is_required())
+
+
 class _Writer:
     """Batches rows into the job store (and the failure history for rows with a root cause)."""
 
@@ -315,12 +324,13 @@ class _Writer:
         return [bool(x) for x in pipe.execute()]
 
     def _fields(self, job: PastJob) -> dict[str, Any] | None:
-        from schedmate.agents.advisor.static_extractor import extract_static
-
         if job.metadata is not None:
             return dict(job.metadata)
         if job.repo is None or job.command is None or not job.repo.is_dir():
             return None
+        # only rows that name a repository: the extractor's tools import langchain (+25 MB RSS)
+        from schedmate.agents.advisor.static_extractor import extract_static
+
         key = (str(job.repo), job.command, job.gpus, job.nodes)
         if key not in self._extracted:  # reruns of one script share an extraction; the cache is bounded
             self._extracted[key] = extract_static(job.repo, job.command, gpus=job.gpus, nodes=job.nodes).fields
@@ -332,7 +342,6 @@ class _Writer:
         from pydantic import ValidationError
 
         from schedmate.agents.advisor.retriever import HistoricalJob
-        from schedmate.agents.advisor.static_extractor import MANDATORY
         from schedmate.embeddings.store import JobOutcome
         from schedmate.schedulers.job import FinalStatus
 
@@ -342,6 +351,7 @@ class _Writer:
         if self._store is None:
             self._open()
         s = self.summary
+        mandatory = mandatory_fields()
         seen: dict[str, str] = {}
         fresh: list[tuple[PastJob, JobOutcome]] = []
         for job in batch:
@@ -370,7 +380,7 @@ class _Writer:
                 s.skipped.add(f"{job.job_id}: no readable repository and command")
                 continue
             meta = {k: v for k, v in fields.items() if v is not None}
-            if not any(meta.get(f) is not None for f in MANDATORY):
+            if not any(meta.get(f) is not None for f in mandatory):
                 s.skipped.add(f"{job.job_id}: no fingerprint in its code")
                 continue
             if job.repo is not None and job.metadata is None:

@@ -11,35 +11,79 @@ LLM). See `decision`.
 
 The taxonomy (category → reason → component) is `schedmate.taxonomy`, shared
 with the log-corpus generator so labels and predictions use the same enums.
+
+The names below are imported on first use (PEP 562): importing one submodule (`wire`, `similar`)
+or the package must not load the classifiers' LLM client (langchain, openai: +34 MB RSS), which
+`schedmate history ingest` and every other CLI command that never classifies do not need.
 """
 
 from __future__ import annotations
 
-from schedmate.agents.failure.decision import METHODS, ClassifierMethod
-from schedmate.agents.failure.handler import Diagnosis, FailureHandler, FailureHandlerConfig
-from schedmate.agents.failure.learned import (
-    Candidate,
-    Example,
-    LearnedFailureClassifier,
-    LearnedVerdict,
-    RootCauseWindow,
-    load_examples,
-    root_cause_window,
-    shared_classifier,
-)
-from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
-from schedmate.agents.failure.locator import ClassificationView, FailureLineJudge, FailureLocator, Located, LogIndex
-from schedmate.agents.failure.recovery import (
-    ActionKind,
-    Diagnostic,
-    JobMeta,
-    RecoveryExecutor,
-    RecoveryPlan,
-    execute_plan,
-    plan_recovery,
-)
-from schedmate.agents.failure.rules import RulesClassifier, RuleVerdict
-from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from schedmate.agents.failure.decision import METHODS, ClassifierMethod
+    from schedmate.agents.failure.handler import Diagnosis, FailureHandler, FailureHandlerConfig
+    from schedmate.agents.failure.learned import (
+        Candidate,
+        Example,
+        LearnedFailureClassifier,
+        LearnedVerdict,
+        RootCauseWindow,
+        load_examples,
+        root_cause_window,
+        shared_classifier,
+    )
+    from schedmate.agents.failure.llm_classifier import FailureVerdict, LLMFailureClassifier, LLMVerdict, combine
+    from schedmate.agents.failure.locator import ClassificationView, FailureLineJudge, FailureLocator, Located, LogIndex
+    from schedmate.agents.failure.recovery import (
+        ActionKind,
+        Diagnostic,
+        JobMeta,
+        RecoveryExecutor,
+        RecoveryPlan,
+        execute_plan,
+        plan_recovery,
+    )
+    from schedmate.agents.failure.rules import RulesClassifier, RuleVerdict
+    from schedmate.agents.failure.similar import SimilarFailure, SimilarFailureFinder
+
+_WHERE = {
+    "METHODS": "decision",
+    "ClassifierMethod": "decision",
+    "Diagnosis": "handler",
+    "FailureHandler": "handler",
+    "FailureHandlerConfig": "handler",
+    "Candidate": "learned",
+    "Example": "learned",
+    "LearnedFailureClassifier": "learned",
+    "LearnedVerdict": "learned",
+    "RootCauseWindow": "learned",
+    "load_examples": "learned",
+    "root_cause_window": "learned",
+    "shared_classifier": "learned",
+    "FailureVerdict": "llm_classifier",
+    "LLMFailureClassifier": "llm_classifier",
+    "LLMVerdict": "llm_classifier",
+    "combine": "llm_classifier",
+    "ClassificationView": "locator",
+    "FailureLineJudge": "locator",
+    "FailureLocator": "locator",
+    "Located": "locator",
+    "LogIndex": "locator",
+    "ActionKind": "recovery",
+    "Diagnostic": "recovery",
+    "JobMeta": "recovery",
+    "RecoveryExecutor": "recovery",
+    "RecoveryPlan": "recovery",
+    "execute_plan": "recovery",
+    "plan_recovery": "recovery",
+    "RulesClassifier": "rules",
+    "RuleVerdict": "rules",
+    "SimilarFailure": "similar",
+    "SimilarFailureFinder": "similar",
+}
 
 __all__ = [
     "METHODS",
@@ -76,3 +120,13 @@ __all__ = [
     "execute_plan",
     "plan_recovery",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name's submodule, imported when the name is first asked for."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -23,12 +23,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from schedmate.agents.failure.llm_classifier import FailureVerdict
 from schedmate.taxonomy import Component, FailureCategory
+
+if TYPE_CHECKING:  # an annotation only: importing the LLM classifier loads langchain and openai (+34 MB)
+    from schedmate.agents.failure.llm_classifier import FailureVerdict
 
 NodeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")]
 JobId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]

@@ -11,11 +11,30 @@ with every dependency failure turned into the scheduler-default signal), `limits
 bounded work queue), `app` (the FastAPI factory), `client`, `live_source`, `cli` (`serve`).
 """
 
-from schedmate.deploy.service.client import SchedMateClient, ServiceError
-from schedmate.deploy.service.config import ServiceConfig
-from schedmate.deploy.service.live_source import JobRef, LiveInsights
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from schedmate.deploy.service.client import SchedMateClient, ServiceError
+    from schedmate.deploy.service.config import ServiceConfig
+    from schedmate.deploy.service.live_source import JobRef, LiveInsights
 
 __all__ = ["JobRef", "LiveInsights", "SchedMateClient", "ServiceConfig", "ServiceError", "create_app"]
+
+# imported on first use (PEP 562): `schedmate serve` is registered by every CLI start through
+# `deploy.service.cli`, and the client's wire models load all agents (+ langchain, openai), which
+# a command such as `history ingest` never needs (issue 27: its 500 MB budget)
+_WHERE = {"SchedMateClient": "client", "ServiceError": "client", "ServiceConfig": "config",
+          "JobRef": "live_source", "LiveInsights": "live_source"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def create_app(*args, **kwargs):
