@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from schedmate import cli_jobs
+from schedmate.agents.advisor.wire import Advice
 from schedmate.agents.stack import (
     DEFAULT_THRESHOLD,
     DEFAULT_TOP_K,
@@ -219,14 +219,14 @@ def test_the_simulators_advisor_and_schedmate_advise_give_the_same_estimate(
     result = runner.invoke(app, ["advise", str(tmp_path / "repo"), "--cmd", repo.command, "--gpus", str(art.gpus),
                                  "--nodes", str(art.nodes), "--redis-url", redis_url, "--json"])
     assert result.exit_code == 0, result.output
-    cli = json.loads(result.stdout)
-    est = cli["estimate"]
-    assert est["method"] == method
-    assert got.duration_s == pytest.approx(est["duration_s"], rel=1e-9)
-    assert got.duration_top3_s == pytest.approx(est["duration_s"], rel=1e-9)  # what the SJF arms read
-    assert got.sm_util == pytest.approx(est["sm_util"], rel=1e-9)
-    assert sorted(est["based_on"]) == sorted(h.job_id for h in history)
-    assert set(got.similar_ids) == {s["job_id"] for s in cli["similar"]}
+    cli = Advice.model_validate_json(result.stdout)  # the advisor's wire model (agents/advisor/wire.py)
+    est = cli.estimate
+    assert est is not None and est.note.startswith(f"{method}:")
+    assert got.duration_s == pytest.approx(est.duration_s, rel=1e-9)
+    assert got.duration_top3_s == pytest.approx(est.duration_s, rel=1e-9)  # what the SJF arms read
+    assert got.sm_util == pytest.approx(est.sm_util, rel=1e-9)
+    assert est.n_matches == len(history)
+    assert set(got.similar_ids) == {m.job_id for m in cli.matches} == {h.job_id for h in history}
 
 
 def test_estimate_job_is_the_function_both_paths_call(models: dict[str, Any], redis_url: str) -> None:
