@@ -49,8 +49,17 @@ def test_a_missing_trace_file_is_not_found(tmp_path):
         philly_submits(tmp_path / "absent.csv")
 
 
-def test_the_section6_workload_uses_philly_when_the_trace_is_present_else_poisson():
-    assert section6_workload().arrivals == (PHILLY if philly_path() is not None else POISSON)
+def test_the_section6_workload_falls_back_to_poisson_without_the_trace(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCHEDMATE_SHARED_DATA", str(tmp_path))  # shared data without sia/traces/philly.csv
+    assert philly_path() is None and section6_workload().arrivals == POISSON
+
+
+def test_the_section6_workload_uses_a_philly_slice_when_the_trace_is_present(tmp_path, monkeypatch):
+    trace = tmp_path / "sia" / "traces" / "philly.csv"
+    trace.parent.mkdir(parents=True)
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,11cb48\n")
+    monkeypatch.setenv("SCHEDMATE_SHARED_DATA", str(tmp_path))
+    assert philly_path() == trace and section6_workload().arrivals == PHILLY
 
 
 @pytest.mark.skipif(philly_path() is None, reason="needs the shared Philly trace (SCHEDMATE_SHARED_DATA)")

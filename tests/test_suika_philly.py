@@ -25,11 +25,16 @@ def test_unknown_arrivals_are_refused():
         generate_trace(TraceConfig(arrivals="weibull"), 0)
 
 
-def test_the_section52_trace_prefers_philly_when_present_and_quick_halves_it():
+def test_the_section52_trace_prefers_philly_when_present_and_quick_halves_it(tmp_path, monkeypatch):
+    trace = tmp_path / "sia" / "traces" / "philly.csv"
+    trace.parent.mkdir(parents=True)
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,11cb48\n")
+    monkeypatch.setenv("SCHEDMATE_SHARED_DATA", str(tmp_path))
     full, quick = section52_trace(), section52_trace(quick=True)
-    expected = PHILLY if philly_path() is not None else POISSON
-    assert full.arrivals == quick.arrivals == expected
+    assert full.arrivals == quick.arrivals == PHILLY
     assert (quick.hours, quick.num_jobs) == (full.hours / 2, full.num_jobs // 2)
+    trace.unlink()
+    assert section52_trace().arrivals == POISSON
 
 
 @pytest.mark.skipif(philly_path() is None, reason="needs the shared Philly trace (SCHEDMATE_SHARED_DATA)")
