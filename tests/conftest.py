@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from filelock import FileLock
 
 from schedmate.embeddings import redis_server as server_lifecycle
 
@@ -61,6 +62,40 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return (long_rank[name], 0) if name in long_rank else (len(long_rank), -per_file[name])
 
     items.sort(key=key)
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """Folder `name`, filled by `build` once per test run and shared by every xdist worker (a file
+    lock and a done-marker in the run's temp root), for expensive outputs that several test files
+    only read. In a run without workers: a fresh temp folder."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        build(out)
+        return out
+    root = tmp_path_factory.getbasetemp().parent  # this run's folder (pytest-N), one per run
+    out, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)
+            build(out)
+            done.touch()
+    return out
+
+
+@pytest.fixture(scope="session")
+def main_job_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of one small main-job run (`schedmate demo`'s pipeline, no LLM): its report
+    steps, report.json and report.html are read by tests/test_pipeline.py and
+    tests/test_report_html.py, so the run is made once per test session, not once per file."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+
+    def build(out: Path) -> None:
+        from schedmate.sim.pipeline import MainJobConfig, run_main_job
+
+        run_main_job(out, MainJobConfig(jobs=60, history=30, llm=False))
+
+    return built_once(tmp_path_factory, "main-job", build)
 
 
 @pytest.fixture(scope="session")

@@ -47,22 +47,23 @@ def test_sources_replay_a_saved_run_without_models(tmp_path: Path) -> None:
     assert any(a is not None and a.matched for a in first.values())
 
 
-@needs_redis
-def test_main_job_writes_a_report_with_every_step(tmp_path: Path) -> None:
-    from schedmate.sim.pipeline import MainJobConfig, run_main_job
+def test_main_job_writes_a_report_with_every_step(main_job_run: Path) -> None:
+    """One small run (60 jobs, 30 past ones, no LLM; tests/conftest.py `main_job_run`, shared with
+    the browser check in tests/test_report_html.py)."""
+    from schedmate.sim.pipeline import MainJobReport
 
-    report = run_main_job(tmp_path, MainJobConfig(jobs=80, history=40, llm=False))
-    assert report.ok, report.steps
-    assert set(report.steps) == {"case 1: Lucid vs Lucid+SchedMate", "case 3: standalone SchedMate with failures",
-                                 "diagnose one failed job"}
-    saved = json.loads((tmp_path / "report.json").read_text())
+    saved = json.loads((main_job_run / "report.json").read_text())
+    steps = saved["steps"]
+    assert MainJobReport(main_job_run, steps=steps).ok, steps
+    assert set(steps) == {"case 1: Lucid vs Lucid+SchedMate", "case 3: standalone SchedMate with failures",
+                          "diagnose one failed job"}
     assert {r["arm"] for r in saved["lucid"]} >= {"lucid", "lucid+sm"}
     assert {r["arm"] for r in saved["standalone"]} >= {"fifo", "qssf", "tiresias", "schedmate-sjf", "schedmate-srpt+fh"}
     diag = saved["diagnosis"]
     assert diag["reason_code"] == diag["truth"]["reason"] == "NetworkError"
     assert abs(diag["line"] - diag["truth"]["first_error_line"]) <= 5
-    md = (tmp_path / "report.md").read_text()
-    assert "Case 1" in md and "![" in md and (tmp_path / "report.html").stat().st_size > 500
-    html = (tmp_path / "report.html").read_text()  # for people: verdict first, plan as steps (tests/test_report_html.py)
+    md = (main_job_run / "report.md").read_text()
+    assert "Case 1" in md and "![" in md and (main_job_run / "report.html").stat().st_size > 500
+    html = (main_job_run / "report.html").read_text()  # for people: verdict first, plan as steps (tests/test_report_html.py)
     assert html.index('id="verdict"') < html.index("Case 1") and '<ol class="steps">' in html
     assert saved["agents"]["agent_runs"] + saved["agents"]["cache_hits"] > 0

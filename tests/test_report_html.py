@@ -5,6 +5,7 @@ show log text verbatim, by design."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,13 +104,12 @@ def test_nightly_report_in_a_browser(browser: object, nightly_report: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def main_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from schedmate.sim.pipeline import MainJobConfig, run_main_job
-
-    out = tmp_path_factory.mktemp("main-job")
-    report = run_main_job(out, MainJobConfig(jobs=60, history=30, llm=False))
-    assert report.ok, report.steps
-    return out / "report.html"
+def main_report(main_job_run: Path) -> Path:
+    """The report of the session's one small main-job run (tests/conftest.py; its steps are
+    checked in tests/test_pipeline.py)."""
+    steps = json.loads((main_job_run / "report.json").read_text())["steps"]
+    assert all(step["status"] == "ok" for step in steps.values()), steps
+    return main_job_run / "report.html"
 
 
 @needs_redis
