@@ -15,16 +15,22 @@ its tokenizer or its forward pass changes. Anyone in the process who later asks 
 another name (`from FlagEmbedding import BGEM3FlagModel`) gets it: the first missing attribute runs
 the real `__init__` (PEP 562 `__getattr__`). Likewise `roc_curve` in transformers' candidate
 generator is a stand-in that imports sklearn on its first call, so assisted generation behaves as
-before.
+before; and torch's compiler frontend (`torch._dynamo`, +28 MB), which transformers touches at
+import time only to mark functions for `torch.compile`, is loaded when first used, the marks
+replayed then (`_TorchStubs`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import logging
 import sys
 import threading
+from collections.abc import Sequence
+from importlib.abc import Loader
+from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
@@ -108,7 +114,13 @@ _DEFERRED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
 
 def _import_transformers_lean() -> None:
     """Import the transformers modules that pull sklearn (+158 MB) and scipy.optimize (+44 MB) at
-    import time with those imports deferred to their first call (see the module docstring)."""
+    import time with those imports deferred to their first call (see the module docstring), and
+    transformers' model classes without torch's compiler and distributed tensors (`_TorchStubs`)."""
+    with _TorchStubs():
+        _import_transformers_deferred()
+
+
+def _import_transformers_deferred() -> None:
     import transformers.utils.import_utils as import_utils
 
     for flag, modules, package, name in _DEFERRED:
@@ -123,6 +135,8 @@ def _import_transformers_lean() -> None:
         if available:
             for module in loaded:
                 setattr(module, name, _on_first_call(package, name))
+    for models in ("transformers.modeling_utils", "transformers.generation.utils"):  # while the stubs stand in
+        importlib.import_module(models)
 
 
 def _on_first_call(package: str, name: str) -> Any:
@@ -133,3 +147,125 @@ def _on_first_call(package: str, name: str) -> Any:
 
     call.__name__ = name
     return call
+
+
+class _TorchStubs:
+    """A stand-in for `torch._dynamo` (the `torch.compile` frontend) while transformers imports.
+
+    Why: transformers' model, generation and masking modules use it at import time only to mark
+    functions for `torch.compile` (`disable`, `allow_in_graph`) and to import a mask helper of
+    flex attention, and importing it loads torch's inductor and onnx: +28 MB RSS for an encoder's
+    eager forward pass that never calls it. What stands in, so later users get what they would have:
+    `disable` wraps a function whose first call applies the real decorator; `allow_in_graph` returns
+    the function and registers it with the real torch._dynamo when that is first imported
+    (`_ReplayOnImport`); the mask helper imports it on first call; any other name imports the real
+    module at once. The stubs leave `sys.modules` when the block ends.
+    (`torch.distributed.tensor`, +41 MB with sympy, is not deferred: transformers' tensor-parallel
+    table builds its placements at import time.)
+    """
+
+    def __enter__(self) -> _TorchStubs:
+        self.added: dict[str, ModuleType] = {}
+        if "torch._dynamo" not in sys.modules:
+            dynamo = self._add(_DYNAMO)
+            dynamo.__dict__.update(disable=_disable_on_first_call, allow_in_graph=_ReplayOnImport.allow_in_graph,
+                                   __getattr__=_real_dynamo_attr)
+            hop = self._add(f"{_DYNAMO}._trace_wrapped_higher_order_op")
+            hop.__dict__["TransformGetItemToIndex"] = _on_first_call(hop.__name__, "TransformGetItemToIndex")
+        return self
+
+    def _add(self, name: str) -> ModuleType:
+        stub = ModuleType(name, "a stand-in while transformers imports (embeddings/flag_loader.py)")
+        stub.__dict__[_STUB] = True
+        self.added[name] = stub
+        sys.modules[name] = stub  # a name in sys.modules is imported as is, its parents' __init__ not run
+        return stub
+
+    def __exit__(self, *exc: object) -> None:
+        _drop_stubs()
+
+
+_DYNAMO = "torch._dynamo"
+_STUB = "__schedmate_stub__"
+
+
+def _drop_stubs() -> dict[str, ModuleType]:
+    """Take the torch._dynamo stubs out of `sys.modules` (the real modules stay); returns them."""
+    dropped = {}
+    for name in (_DYNAMO, f"{_DYNAMO}._trace_wrapped_higher_order_op"):
+        module = sys.modules.get(name)
+        if module is not None and _STUB in vars(module):
+            dropped[name] = sys.modules.pop(name)
+    return dropped
+
+
+def _real_dynamo_attr(name: str) -> Any:
+    """A name the stub does not stand in for: the real torch._dynamo's (imported now)."""
+    if name.startswith("__"):
+        raise AttributeError(f"{_DYNAMO!r} stand-in has no attribute {name!r}")
+    dropped = _drop_stubs()
+    try:
+        return getattr(importlib.import_module(_DYNAMO), name)
+    except BaseException:
+        for stub_name, stub in dropped.items():
+            sys.modules.setdefault(stub_name, stub)
+        raise
+
+
+def _disable_on_first_call(fn: Any = None, recursive: bool = True, *, reason: str | None = None) -> Any:
+    """`torch._dynamo.disable`'s signature; the real decorator is applied when `fn` is first called,
+    so the function behaves as the real wrapper does, under `torch.compile` too."""
+    if fn is None:
+        return lambda f: _disable_on_first_call(f, recursive, reason=reason)
+    applied: list[Any] = []
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not applied:
+            applied.append(importlib.import_module(_DYNAMO).disable(fn, recursive, reason=reason))
+        return applied[0](*args, **kwargs)
+
+    return call
+
+
+class _ReplayOnImport:
+    """Functions marked `allow_in_graph` before torch._dynamo was loaded, registered with it when
+    it is: this meta-path finder watches for that import and leaves once it has seen it."""
+
+    pending: list[Any] = []
+
+    @classmethod
+    def allow_in_graph(cls, fn: Any) -> Any:
+        if not any(isinstance(f, cls) for f in sys.meta_path):
+            sys.meta_path.insert(0, cls())
+        cls.pending.append(fn)
+        return fn
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname != _DYNAMO:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ReplayLoader(spec.loader)
+        return spec
+
+
+class _ReplayLoader(Loader):
+    """torch._dynamo's own loader, then `allow_in_graph` for the functions marked meanwhile."""
+
+    def __init__(self, inner: Loader) -> None:
+        self.inner = inner
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        for fn in _ReplayOnImport.pending:
+            module.allow_in_graph(fn)
+        _ReplayOnImport.pending.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
