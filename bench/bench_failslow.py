@@ -9,8 +9,9 @@ Per seed, a fresh labelled episode set (`synthetic.failslow.generate_set`) is sc
 progress logs as extra negatives. Seeds are kept apart: `DEV_SEEDS` are the only ones a rule or
 parameter was ever judged on (`--dev` scores them, labelled dev); scoring refuses them. 101,102 are
 the standing benchmark seeds; 103,104 were issue 17's once-only fresh seeds, 301,302 issue 26's
-first and `FRESH_SEEDS` (52001-52003, written down before they were run) its second, after the
-persistence rule was fixed on the dev seeds: each set reported once.
+first, 52001-52003 its second (after the persistence rule was fixed on the dev seeds) and
+`FRESH_SEEDS` (64001-64003, written down before they were run) its third, after the job-wide
+rule and the threshold margin were fixed on the dev seeds: each set reported once.
 Targets: sustained >= 10% slowdowns detected within 5 logged iterations or 60 s in >= 95% of
 episodes (`in_time_rate_ge10`), <= 1 false positive per 1,000 job-hours on healthy logs,
 the slow rank named in >= 90% of per-rank episodes. Also: the detector's reading speed (lines/s,
@@ -32,7 +33,8 @@ from schedmate.synthetic.failslow import DEV_SEED, GenConfig, generate_episode, 
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEV_SEEDS = (DEV_SEED, 17_001, 17_002)  # rules and parameters are judged on these only
-FRESH_SEEDS = (52_001, 52_002, 52_003)  # issue 26's once-only fresh seeds (after the change was fixed on DEV_SEEDS)
+FRESH_SEEDS = (64_001, 64_002, 64_003)  # issue 26's third once-only fresh seeds (52001-52003 used; after the change was fixed on DEV_SEEDS)
+USED_SEEDS = (101, 102, 103, 104, 301, 302, 52_001, 52_002, 52_003, *FRESH_SEEDS)  # already scored: not fresh any more
 
 
 def _speed() -> float:
