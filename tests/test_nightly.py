@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,7 @@ from schedmate.synthetic.logs.generator import generate_corpus
 
 runner = CliRunner()
 FAST = "failures,tracker"
+pytestmark = pytest.mark.usefixtures("minilm_loaded_once")  # each run takes the loaded MiniLM, not the disk's
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,23 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def nightly(*args: str) -> Any:
     return runner.invoke(app, ["eval", "nightly", "--quick", *args])
+
+
+@pytest.fixture(scope="module")
+def first_fast_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An out folder after one passing run of the FAST suites (history of one run); the tests that
+    run again on top of it work on their own copy."""
+    out = tmp_path_factory.mktemp("nightly-first") / "out"
+    res = nightly("--data", str(corpus), "--out", str(out), "--suites", FAST)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def continued(first: Path, tmp_path: Path) -> Path:
+    """A private copy of `first_fast_run`'s out folder, to run again into."""
+    out = tmp_path / "out"
+    shutil.copytree(first, out)
+    return out
 
 
 def img_count(html: str) -> int:
@@ -58,9 +77,8 @@ def test_quick_run_of_every_suite_writes_a_self_contained_report(corpus: Path, t
     assert len((out / "history.jsonl").read_text().splitlines()) == 1
 
 
-def test_second_run_compares_with_history_and_plots_trends(corpus: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    assert nightly("--data", str(corpus), "--out", str(out), "--suites", FAST).exit_code == 0
+def test_second_run_compares_with_history_and_plots_trends(corpus: Path, first_fast_run: Path, tmp_path: Path) -> None:
+    out = continued(first_fast_run, tmp_path)
     first = (out / "report.html").read_text()
     assert "Trends appear from the second run" in first
     res = nightly("--data", str(corpus), "--out", str(out), "--suites", FAST)
@@ -72,9 +90,8 @@ def test_second_run_compares_with_history_and_plots_trends(corpus: Path, tmp_pat
     assert img_count(html) > img_count(first)  # the trend plots
 
 
-def test_degraded_system_is_flagged_as_a_regression(corpus: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    assert nightly("--data", str(corpus), "--out", str(out), "--suites", FAST).exit_code == 0
+def test_degraded_system_is_flagged_as_a_regression(corpus: Path, first_fast_run: Path, tmp_path: Path) -> None:
+    out = continued(first_fast_run, tmp_path)
     res = nightly("--data", str(corpus), "--out", str(out), "--suites", FAST, "--degrade")
     assert res.exit_code == 1, res.output
     rec = json.loads((out / "nightly.json").read_text())

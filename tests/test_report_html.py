@@ -83,7 +83,7 @@ def test_a_recovery_plan_reads_as_steps() -> None:
 
 
 @pytest.fixture(scope="module")
-def nightly_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def nightly_report(tmp_path_factory: pytest.TempPathFactory, minilm_loaded_once: None) -> Path:
     from schedmate.evals.nightly import NightlyConfig, run_nightly
     from schedmate.synthetic.logs.generator import generate_corpus
 
