@@ -281,6 +281,7 @@ class _Writer:
         self._finder: Any = None
         self._embedder: Any = None
         self._client: Any = None
+        self._plain_cache: Any = None
 
     def add(self, job: PastJob) -> None:
         self.batch.append(job)
@@ -297,6 +298,18 @@ class _Writer:
         self._store = JobStore.connect(self.url, self._embedder.dim)
         self._retriever = SimilarJobRetriever(self._store, self._embedder)
         self._client = redis.Redis.from_url(self.url, protocol=2, socket_timeout=30.0, socket_connect_timeout=5.0)
+        self._spill_cache()
+
+    def _spill_cache(self) -> None:
+        """The embedder's cache keeps its rows beyond the most recent `HOT_ROWS` in Redis for the
+        run (same hits, same vectors; history_ingest_cache.py): per-row memory stays bounded."""
+        from schedmate.embeddings.embedder import EmbeddingCache
+        from schedmate.history_ingest_cache import HOT_ROWS, SpillingEmbeddingCache
+
+        cache = getattr(self._embedder, "cache", None)
+        if type(cache) is EmbeddingCache and cache.capacity > HOT_ROWS:
+            self._plain_cache = cache
+            self._embedder.cache = SpillingEmbeddingCache.taking_over(cache, self._client, HOT_ROWS)
 
     def _failures(self) -> Any:
         """The failure history, opened at the first row with a root-cause line: importing the
@@ -309,9 +322,15 @@ class _Writer:
         return self._finder
 
     def close(self) -> None:
-        for x in (self._store, self._finder.store if self._finder else None, self._client):
-            if x is not None:
-                x.close()
+        try:
+            if self._plain_cache is not None:  # the embedder may be shared: its cache as a plain one would be
+                self._embedder.cache.hand_back(self._plain_cache)
+        finally:
+            if self._plain_cache is not None:
+                self._embedder.cache = self._plain_cache
+            for x in (self._store, self._finder.store if self._finder else None, self._client):
+                if x is not None:
+                    x.close()
 
     def _existing(self, ids: list[str]) -> list[bool]:
         from schedmate.embeddings.store import DEFAULT_PREFIX
