@@ -9,6 +9,10 @@ on a workload scaled with the cluster as its spec describes. Wall and CPU second
 on a shared 2-core machine wall time mostly measures the neighbours.
 
     python bench/bench_policy_rounds.py [--gpus 64,1024,4096] [--policies ares,arnold,arena,suika,tiresias]
+
+Arena's rows carry `decisions_sha256` (every decision of the timed run, with its time);
+`--policies arena,arena-scan` times the indexed search beside the reference scan in the same run,
+and the two digests must match.
 """
 
 from __future__ import annotations
@@ -40,12 +44,15 @@ def _arnold(gpus: int) -> dict[str, Any]:
             "planning_round_s": d.planning_round_s, "rounds": d.rounds, "max_waiting_jobs": d.waiting_jobs_max}
 
 
-def _arena(gpus: int) -> dict[str, Any]:
+def _arena(gpus: int, incremental: bool = True) -> dict[str, Any]:
     from schedmate.schedulers.arena.experiment import decision_time
 
-    d = decision_time(gpus)
-    return {"round_s_median": d["median_round_s"], "round_s_max": d["max_round_s"], "what": "5-minute round",
-            "round_cpu_s_median": d["median_round_cpu_s"], "jobs": d["jobs"], "rounds": d["rounds_timed"]}
+    d = decision_time(gpus, incremental=incremental)
+    what = "5-minute round" if incremental else "5-minute round, reference search (every running job scanned per node)"
+    return {"round_s_median": d["median_round_s"], "round_s_max": d["max_round_s"], "what": what,
+            "round_cpu_s_median": d["median_round_cpu_s"], "round_cpu_s_max": d["max_round_cpu_s"],
+            "jobs": d["jobs"], "rounds": d["rounds_timed"],
+            "decisions": d["decisions"], "decisions_sha256": d["decisions_sha256"]}
 
 
 def _suika(gpus: int) -> dict[str, Any]:
@@ -92,9 +99,14 @@ def _suika_replay(gpus: int) -> dict[str, Any]:
             "jobs": r.jobs, "rounds": r.calls}
 
 
+def _arena_scan(gpus: int) -> dict[str, Any]:
+    """Arena with the reference search: its decisions_sha256 must equal arena's (same decisions)."""
+    return _arena(gpus, incremental=False)
+
+
 POLICIES: dict[str, Callable[[int], dict[str, Any]]] = {
-    "tiresias": _tiresias, "ares": _ares, "arnold": _arnold, "arena": _arena, "suika": _suika,
-    "suika-replay": _suika_replay}
+    "tiresias": _tiresias, "ares": _ares, "arnold": _arnold, "arena": _arena, "arena-scan": _arena_scan,
+    "suika": _suika, "suika-replay": _suika_replay}
 DEFAULT_POLICIES = ("tiresias", "ares", "arnold", "arena", "suika")  # suika-replay: opt-in (slow)
 
 

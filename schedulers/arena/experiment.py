@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import time
@@ -26,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from ..decisions import Decision
 from ..engine import SimConfig, SimResult
 from ..job import Phase
 from .config import ABLATIONS, BASELINES, SENSITIVITY, ArenaConfig
 from .hardware import R1, R2, build_cluster
 from .philly import philly_path
 from .policy import Arena
-from .sim import run_costed
+from .sim import CostedSimulator, run_costed
 from .workload import PHILLY, POISSON, H, WorkloadSpec, generate
 
 MAIN_ARMS = ("fcfs", "gavel", "ef-ls", "sia", "arena")
@@ -326,23 +328,45 @@ def _plot(path: Path, agg: Sequence[Mapping[str, Any]]) -> None:
 
 
 def decision_time(gpus: int, *, seed: int = 0, rounds: int = 5, horizon_s: float = 2 * H,
-                  config: ArenaConfig | None = None) -> dict[str, Any]:
+                  config: ArenaConfig | None = None, incremental: bool = True) -> dict[str, Any]:
     """Median seconds of Arena's Δ round on a cluster of `gpus` GPUs (the R2 mix scaled: one
     quarter per type) with the §6 workload scaled to it (240 jobs per 64 GPUs over 6 h, load
-    1.3), timed over the last `rounds` rounds before `horizon_s` (queue built up)."""
+    1.3), timed over the last `rounds` rounds before `horizon_s` (queue built up).
+    `decisions_sha256` hashes every decision of the run with its time: `incremental=False` (the
+    reference search, `Arena(incremental=False)`) must give the same digest."""
     k = max(1, gpus // 64)
     cluster = build_cluster(tuple((count * k, g) for count, g in R2))
     w = WorkloadSpec(n_jobs=240 * k)
     jobs = generate(cluster, seed, w)
-    policy = Arena(config or ArenaConfig(seed=seed))
-    run_costed(jobs, cluster, policy, policy.downtime, SimConfig(seed=seed, max_time=horizon_s))
+    policy = Arena(config or ArenaConfig(seed=seed), incremental=incremental)
+    sim = _RecordingSimulator(jobs, cluster, policy, policy.downtime, SimConfig(seed=seed, max_time=horizon_s))
+    sim.run()
     times = policy.round_times[-rounds:]
     cpu = policy.round_cpu_times[-rounds:]
     return {"gpus": cluster.total_gpus, "jobs": len(jobs), "rounds_timed": len(times),
             "median_round_s": float(np.median(times)) if times else math.nan,
             "max_round_s": float(max(times)) if times else math.nan,
             "median_round_cpu_s": float(np.median(cpu)) if cpu else math.nan,
-            "rounds_total": len(policy.round_times)}
+            "max_round_cpu_s": float(max(cpu)) if cpu else math.nan,
+            "rounds_total": len(policy.round_times), "decisions": sim.decisions,
+            "decisions_sha256": sim.digest.hexdigest()}
+
+
+class _RecordingSimulator(CostedSimulator):
+    """`CostedSimulator` that hashes every decision it applies, with the time it was applied: two
+    runs that decide alike have the same digest (the bench's check that a faster round decides
+    exactly as the slower one did)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.digest = hashlib.sha256()
+        self.decisions = 0
+
+    def _apply(self, decisions: Sequence[Decision] | None) -> int:
+        for d in decisions or ():
+            self.digest.update(repr((self.now, d)).encode())
+            self.decisions += 1
+        return super()._apply(decisions)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

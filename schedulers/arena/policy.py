@@ -98,7 +98,8 @@ class Arena(Policy):
 
     name = "arena"
 
-    def __init__(self, config: ArenaConfig | None = None, variant: str | None = None, **overrides: Any) -> None:
+    def __init__(self, config: ArenaConfig | None = None, variant: str | None = None, *, incremental: bool = True,
+                 **overrides: Any) -> None:
         if variant is not None:
             table = {**BASELINES, **ABLATIONS, **SENSITIVITY}
             if variant not in table:
@@ -106,6 +107,7 @@ class Arena(Policy):
             config = table[variant]
         cfg = (config or ArenaConfig()).with_(**overrides) if overrides else (config or ArenaConfig())
         self.config = cfg
+        self.incremental = incremental  # False: the reference search, every running job scanned at every node
         self.name = cfg.name
         self.round_interval = cfg.interval_s
         self.info: dict[str, JobInfo] = {}
@@ -343,7 +345,7 @@ class Arena(Policy):
                     continue
                 break
             snap = plan.snapshot
-            snap.allocs[job.job_id] = plan.alloc
+            snap.add(job.job_id, plan.alloc)
             info.blocker = False
             failed.clear()
             self._ilp_infeasible.clear()
@@ -367,7 +369,8 @@ class Arena(Policy):
         start = self._start_config(info)
         if self.config.fcfs:
             spec = SearchSpec(0, False, False, False, spec.relaxed, spec.penalty)
-        return launch_search(snap, job_id, start, self._thr, layout, spec, movable if self.config.shrink_others else frozenset())
+        return launch_search(snap, job_id, start, self._thr, layout, spec, movable if self.config.shrink_others else frozenset(),
+                             self.incremental)
 
     def _gavel_launch(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
                       movable: frozenset[str], view: ClusterView) -> LaunchPlan | None:
@@ -456,7 +459,7 @@ class Arena(Policy):
         trial = snap.copy()
         gone: list[str] = []
         for jid in later:
-            trial.release(trial.allocs.pop(jid))
+            trial.release(trial.remove(jid))
             gone.append(jid)
             plan = self._launch(trial, job_id, info, layout, spec, frozenset(movable - set(gone)))
             if plan is not None:
@@ -471,7 +474,7 @@ class Arena(Policy):
             alloc = snap.allocs[jid]
             if all(plan.snapshot.free[node] >= k for node, k in alloc.placement):
                 plan.snapshot.take(alloc)
-                plan.snapshot.allocs[jid] = alloc
+                plan.snapshot.add(jid, alloc)
             else:
                 kept.append(jid)
         return plan.snapshot, kept

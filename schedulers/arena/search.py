@@ -7,6 +7,7 @@ policy turns the snapshot that wins into engine decisions. Throughputs are the p
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -88,20 +89,55 @@ Believed = Callable[[str, str, int], float]
 
 @dataclass
 class Snapshot:
-    """Free GPUs and allocations; `changed` lists the jobs whose allocation differs from the base."""
+    """Free GPUs and allocations; `changed` lists the jobs whose allocation differs from the base.
+
+    `index` groups the movable jobs by (type, count) for the downgrade search; it follows the
+    snapshot through `copy`/`move`/`mark`/`add`/`remove` (a derived snapshot updates only the
+    groups its move touched), so it is built once per round, not once per search node. Change
+    `allocs` only through these methods while an index is attached."""
 
     free: np.ndarray
     allocs: dict[str, Alloc]
     changed: list[str] = field(default_factory=list)
+    index: _Index | None = field(default=None, compare=False, repr=False)
+    # `place` answers per GPU type under one layout; a type's entry goes when its GPUs change, and
+    # a copy shares the rest (same free GPUs on those types)
+    placed: dict[str, dict[tuple[int, bool], tuple[Placement, int] | None]] = field(default_factory=dict, compare=False, repr=False)
+    placed_layout: Layout | None = field(default=None, compare=False, repr=False)
 
     def copy(self) -> Snapshot:
-        return Snapshot(self.free.copy(), dict(self.allocs), list(self.changed))
+        return Snapshot(self.free.copy(), dict(self.allocs), list(self.changed), self.index, dict(self.placed),
+                        self.placed_layout)
+
+    def place(self, layout: Layout, gpu_type: str, n: int, relaxed: bool) -> tuple[Placement, int] | None:
+        """`place` on this snapshot's free GPUs, remembered until GPUs of `gpu_type` change."""
+        if self.placed_layout is not layout:
+            self.placed, self.placed_layout = {}, layout
+        memo = self.placed.setdefault(gpu_type, {})
+        key = (n, relaxed)
+        if key not in memo:
+            memo[key] = place(self.free, layout.nodes[gpu_type], layout.per_node[gpu_type], n, relaxed)
+        return memo[key]
+
+    def add(self, job_id: str, alloc: Alloc) -> None:
+        """A job not in the base (its GPUs already taken): a new launch or a kept revoked job."""
+        if self.index is not None and job_id in self.index.movable:
+            self.index = None  # not tracked incrementally: rebuilt on the next search
+        self.allocs[job_id] = alloc
+
+    def remove(self, job_id: str) -> Alloc:
+        """Drop a job's allocation (its GPUs are not released here)."""
+        if self.index is not None and job_id in self.index.movable:
+            self.index = None
+        return self.allocs.pop(job_id)
 
     def release(self, alloc: Alloc) -> None:
+        self.placed.pop(alloc.gpu_type, None)
         for node, k in alloc.placement:
             self.free[node] += k
 
     def take(self, alloc: Alloc) -> None:
+        self.placed.pop(alloc.gpu_type, None)
         for node, k in alloc.placement:
             self.free[node] -= k
 
@@ -112,6 +148,9 @@ class Snapshot:
 
     def mark(self, job_id: str, alloc: Alloc) -> None:
         """Record `alloc` (its GPUs already taken) as the job's, once in `changed` however often it moves."""
+        if self.index is not None and job_id in self.index.movable:
+            old = self.allocs.get(job_id)
+            self.index = self.index.moved(job_id, old, alloc) if old is not None else None
         self.allocs[job_id] = alloc
         if job_id not in self.changed:
             self.changed.append(job_id)
@@ -159,12 +198,16 @@ def launch_search(
     layout: Layout,
     spec: SearchSpec,
     movable: frozenset[str],
+    incremental: bool = True,
 ) -> LaunchPlan | None:
     """§3.5 LAUNCH: place the new job at `start`; if it does not fit (or only relaxed), run the BFS
     over DOWNGRADE_OPS to depth D and return the plan of highest total believed throughput
-    (new job's + Σ ΔThr of the jobs it changed), or None. `movable`: running jobs it may touch."""
+    (new job's + Σ ΔThr of the jobs it changed), or None. `movable`: running jobs it may touch.
+    `incremental`: answer each node from the snapshot's (type, count) index, kept across searches
+    and nodes (`Snapshot.index`); False: scan every running job at every node (the reference;
+    the same plan either way)."""
     g, n = start
-    hit = place(snap.free, layout.nodes[g], layout.per_node[g], n, spec.relaxed)
+    hit = snap.place(layout, g, n, spec.relaxed) if incremental else place(snap.free, layout.nodes[g], layout.per_node[g], n, spec.relaxed)
     if hit is not None and hit[1] == 0:
         alloc = Alloc(g, n, hit[0], 0)
         out = snap.copy()
@@ -181,8 +224,11 @@ def launch_search(
     for _ in range(spec.depth):
         nxt = []
         for s, cfg, gain in frontier:
-            for s2, cfg2, delta in _downgrade_ops(s, job_id, cfg, thr, layout, spec, movable, halves):
-                hit = place(s2.free, layout.nodes[cfg2[0]], layout.per_node[cfg2[0]], cfg2[1], spec.relaxed)
+            ops = (_downgrade_ops(s, job_id, cfg, thr, layout, spec, _index(s, thr, layout, spec, movable))
+                   if incremental else _downgrade_ops_scan(s, job_id, cfg, thr, layout, spec, movable, halves))
+            for s2, cfg2, delta in ops:
+                hit = (s2.place(layout, cfg2[0], cfg2[1], spec.relaxed) if incremental
+                       else place(s2.free, layout.nodes[cfg2[0]], layout.per_node[cfg2[0]], cfg2[1], spec.relaxed))
                 if hit is not None:
                     alloc = Alloc(cfg2[0], cfg2[1], hit[0], hit[1])
                     out = s2.copy()
@@ -196,13 +242,14 @@ def launch_search(
     return max(plans, key=lambda p: p.gain) if plans else None
 
 
-def _downgrade_ops(
+def _downgrade_ops_scan(
     snap: Snapshot, job_id: str, cfg: Config, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str],
     halves: dict[tuple[str, Alloc], tuple[float, Alloc]],
 ) -> list[tuple[Snapshot, Config, float]]:
-    """DOWNGRADE_OPS [A]: per type, halve the job that loses least (SHRINK_t); and move the job on
-    the new job's type that gains most from another type with room (TYPE_CHANGE). Never to a
-    configuration a job cannot run in."""
+    """DOWNGRADE_OPS [A] read directly, every running job scanned at every node (the reference
+    `_downgrade_ops` must equal): per type, halve the job that loses least (SHRINK_t); and move
+    the job on the new job's type that gains most from another type with room (TYPE_CHANGE).
+    Never to a configuration a job cannot run in."""
     g, n = cfg
     pen = spec.penalty
     out: list[tuple[Snapshot, Config, float]] = []
@@ -269,6 +316,203 @@ def _downgrade_ops(
     return out
 
 
+def _first(member: tuple[int, str, Alloc]) -> int:
+    return member[0]
+
+
+_Best = tuple[float, int, str, Alloc | None]
+"""(value, position in the snapshot, job id, payload): a bucket's answer."""
+
+
+def _earlier_max(a: _Best | None, b: _Best | None) -> _Best | None:
+    """The higher value, on a tie the job earlier in the snapshot: what a scan in snapshot order
+    that replaces only on `>` keeps."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return b if b[0] > a[0] or (b[0] == a[0] and b[1] < a[1]) else a
+
+
+class _Bucket:
+    """The movable jobs of one (GPU type, count) in snapshot order, with the downgrade search's
+    answers over them. The answers depend on these jobs alone: every snapshot holding this bucket
+    shares them, and a bucket one job away from this one derives them (`without`, `with_`)."""
+
+    __slots__ = ("answers", "gpu_type", "members")
+
+    def __init__(self, gpu_type: str, members: tuple[tuple[int, str, Alloc], ...],
+                 answers: dict[tuple[str, int] | None, _Best | None] | None = None) -> None:
+        self.gpu_type = gpu_type
+        self.members = members  # (position in the snapshot's allocs, job id, allocation), by position
+        self.answers: dict[tuple[str, int] | None, _Best | None] = answers or {}
+
+    def _answer(self, ix: _Index, key: tuple[str, int] | None, member: tuple[int, str, Alloc]) -> _Best | None:
+        """One job's candidate: halving it (key None; payload: the half) or moving it to type
+        key[0] at key[1] halvings (its believed gain)."""
+        pos, jid, a = member
+        if key is None:
+            if ix.thr(jid, self.gpu_type, a.gpus // 2) > 0:
+                loss, half = ix.halved(jid, a)
+                return (loss, pos, jid, half)
+            return None
+        t, halvings = key
+        v = ix.thr(jid, t, a.gpus)
+        if v <= 0:
+            return None
+        return (v * ix.spec.penalty**halvings - believed(ix.thr, jid, a, ix.spec.penalty), pos, jid, None)
+
+    def best(self, ix: _Index, key: tuple[str, int] | None) -> _Best | None:
+        """The first job in snapshot order with the highest candidate value, None if no candidate."""
+        if key not in self.answers:
+            out: _Best | None = None
+            for m in self.members:
+                cand = self._answer(ix, key, m)
+                if cand is not None and (out is None or cand[0] > out[0]):
+                    out = cand
+            self.answers[key] = out
+        return self.answers[key]
+
+    def without(self, job_id: str) -> _Bucket | None:
+        """This bucket less one job; an answer that was not that job stays the answer."""
+        rest = tuple(m for m in self.members if m[1] != job_id)
+        if not rest:
+            return None
+        return _Bucket(self.gpu_type, rest, {k: v for k, v in self.answers.items() if v is None or v[2] != job_id})
+
+    def with_(self, ix: _Index, member: tuple[int, str, Alloc]) -> _Bucket:
+        """This bucket plus one job at its snapshot position; each known answer against the new job's."""
+        k = bisect.bisect_left(self.members, member[0], key=_first)
+        members = (*self.members[:k], member, *self.members[k:])
+        return _Bucket(self.gpu_type, members, {key: _earlier_max(v, self._answer(ix, key, member))
+                                                for key, v in self.answers.items()})
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A snapshot's movable jobs grouped by type and count, for one (thr, layout, spec, movable).
+    Built from the snapshot once; a move derives the next index by rebuilding only the one or two
+    buckets it touched (`moved`)."""
+
+    movable: frozenset[str]
+    thr: Believed
+    layout: Layout
+    spec: SearchSpec
+    position: Mapping[str, int]
+    groups: Mapping[str, Mapping[int, _Bucket]]
+    halves: dict[tuple[str, Alloc], tuple[float, Alloc]]  # a halving's loss depends only on the job
+
+    def fits(self, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str]) -> bool:
+        return self.layout is layout and self.thr == thr and self.spec == spec and self.movable == movable
+
+    @staticmethod
+    def build(snap: Snapshot, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str]) -> _Index:
+        position: dict[str, int] = {}
+        groups: dict[str, dict[int, list[tuple[int, str, Alloc]]]] = {}
+        for i, (jid, a) in enumerate(snap.allocs.items()):
+            if jid in movable:
+                position[jid] = i
+                groups.setdefault(a.gpu_type, {}).setdefault(a.gpus, []).append((i, jid, a))
+        return _Index(movable, thr, layout, spec, position,
+                      {t: {c: _Bucket(t, tuple(m)) for c, m in by.items()} for t, by in groups.items()}, {})
+
+    def moved(self, job_id: str, old: Alloc, new: Alloc) -> _Index:
+        groups = dict(self.groups)
+        src = dict(groups[old.gpu_type])
+        rest = src[old.gpus].without(job_id)
+        if rest is None:
+            del src[old.gpus]
+        else:
+            src[old.gpus] = rest
+        groups[old.gpu_type] = src
+        dst = dict(groups.get(new.gpu_type, {}))
+        member = (self.position[job_id], job_id, new)
+        dst[new.gpus] = dst[new.gpus].with_(self, member) if new.gpus in dst else _Bucket(new.gpu_type, (member,))
+        groups[new.gpu_type] = dst
+        return _Index(self.movable, self.thr, self.layout, self.spec, self.position, groups, self.halves)
+
+    def halved(self, job_id: str, alloc: Alloc) -> tuple[float, Alloc]:
+        key = (job_id, alloc)
+        if key not in self.halves:
+            half = _halve(alloc, self.layout.per_node[alloc.gpu_type])
+            pen = self.spec.penalty
+            self.halves[key] = (believed(self.thr, job_id, half, pen) - believed(self.thr, job_id, alloc, pen), half)
+        return self.halves[key]
+
+
+def _index(snap: Snapshot, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str]) -> _Index:
+    """The snapshot's index, built here if it has none for these arguments."""
+    if snap.index is None or not snap.index.fits(thr, layout, spec, movable):
+        snap.index = _Index.build(snap, thr, layout, spec, movable)
+    return snap.index
+
+
+def _downgrade_ops(
+    snap: Snapshot, job_id: str, cfg: Config, thr: Believed, layout: Layout, spec: SearchSpec, ix: _Index,
+) -> list[tuple[Snapshot, Config, float]]:
+    """`_downgrade_ops_scan` answered per (type, count) bucket of `ix` (the snapshot's index):
+    the same operations, ties to the job earlier in the snapshot as the scan keeps them."""
+    g, n = cfg
+    out: list[tuple[Snapshot, Config, float]] = []
+    groups: Mapping[str, Mapping[int, _Bucket]] = ix.groups if spec.shrink_others else {}
+    if spec.allow_count_change:
+        for t in layout.types:
+            by = groups.get(t, {})
+            top = max([*by, n] if t == g else by, default=0)
+            best: tuple[float, str | None, Alloc | None] | None = None
+            if t == g and n > 1 and n >= top / 2 and thr(job_id, g, n // 2) > 0:
+                best = (thr(job_id, g, n // 2) - thr(job_id, g, n), None, None)  # the new job itself
+            least: _Best | None = None
+            for c, bucket in by.items():
+                if c > 1 and c >= top / 2:
+                    least = _earlier_max(least, bucket.best(ix, None))
+            if least is not None and (best is None or least[0] > best[0]):
+                best = (least[0], least[2], least[3])
+            if best is None:
+                continue
+            loss, jid, half = best
+            if jid is None or half is None:
+                out.append((snap, (g, n // 2), 0.0))
+            else:
+                s2 = snap.copy()
+                s2.move(jid, half)
+                out.append((s2, cfg, loss))
+    if spec.allow_type_change:
+        best_tc: tuple[float, str | None, Alloc | None, Config] | None = None
+        on_g = groups.get(g, {})
+        for t in layout.types:
+            if t == g:
+                continue
+            idle = int(snap.free[layout.nodes[t]].sum())
+            if idle >= n and thr(job_id, t, n) > 0:
+                gain = thr(job_id, t, n) - thr(job_id, g, n)
+                if best_tc is None or gain > best_tc[0]:
+                    best_tc = (gain, None, None, (t, n))
+            top_move: _Best | None = None
+            top_hit: tuple[Placement, int] | None = None
+            for c, bucket in on_g.items():
+                if idle < c:
+                    continue
+                hit = snap.place(layout, t, c, spec.relaxed)
+                if hit is None:
+                    continue
+                cand = bucket.best(ix, (t, hit[1]))
+                if cand is not None and _earlier_max(top_move, cand) is cand:
+                    top_move, top_hit = cand, hit
+            if top_move is not None and top_hit is not None and (best_tc is None or top_move[0] > best_tc[0]):
+                a = snap.allocs[top_move[2]]
+                best_tc = (top_move[0], top_move[2], Alloc(t, a.gpus, top_hit[0], top_hit[1]), cfg)
+        if best_tc is not None:
+            tc_gain, tc_job, tc_alloc, cfg2 = best_tc
+            if tc_job is None or tc_alloc is None:
+                out.append((snap, cfg2, 0.0))
+            else:
+                s2 = snap.copy()
+                s2.move(tc_job, tc_alloc)
+                out.append((s2, cfg, tc_gain))
+    return out
+
+
 def scale_up(
     snap: Snapshot,
     thr: Believed,
@@ -291,7 +535,7 @@ def scale_up(
                 for t in layout.types:
                     if t == a.gpu_type or thr(jid, t, a.gpus) <= 0:
                         continue
-                    hit = place(snap.free, layout.nodes[t], layout.per_node[t], a.gpus, relaxed=False)
+                    hit = snap.place(layout, t, a.gpus, relaxed=False)
                     if hit is not None:
                         gain = thr(jid, t, a.gpus) - cur
                         if gain > 0 and (best is None or gain > best[0]):
