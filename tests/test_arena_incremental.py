@@ -16,6 +16,7 @@ from schedmate.schedulers.arena.search import (
     SearchSpec,
     Snapshot,
     _Index,
+    _index,
     launch_search,
     place,
 )
@@ -105,14 +106,15 @@ def test_a_derived_snapshot_carries_the_index_a_fresh_build_gives():
     half = Alloc(a.gpu_type, a.gpus // 2, a.placement[:1] if len(a.placement) > 1 else ((a.placement[0][0], a.gpus // 2),))
     moved = snap.copy()
     moved.move(jid, half)
-    assert moved.index is not None and snap.index is ix  # the parent keeps its own index
+    derived = _index(moved, thr, layout, spec, movable)
+    assert snap.index is ix and derived is not ix  # the parent keeps its own index
     fresh = _Index.build(moved, thr, layout, spec, movable)
-    got = {t: {c: b.members for c, b in by.items()} for t, by in moved.index.groups.items() if by}
+    got = {t: {c: b.members for c, b in by.items()} for t, by in derived.groups.items() if by}
     want = {t: {c: b.members for c, b in by.items()} for t, by in fresh.groups.items()}
     assert got == want
     for t, by in fresh.groups.items():
         for c, bucket in by.items():
-            assert moved.index.groups[t][c].best(moved.index, None) == bucket.best(fresh, None)
+            assert derived.groups[t][c].best(derived, None) == bucket.best(fresh, None)
 
 
 @pytest.mark.parametrize("arm", ["arena", "arena-d1", "arena-nohetero", "sia"])

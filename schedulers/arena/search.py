@@ -3,6 +3,12 @@
 Pure functions over a `Snapshot` (free GPUs per node plus every running job's allocation); the
 policy turns the snapshot that wins into engine decisions. Throughputs are the policy's *view*
 (what it believes), looked up through `Believed`; the engine later runs jobs at their true speed.
+
+A round's cost follows what it touches, not the number of running jobs: the snapshot carries an
+index of the movable jobs by (type, count) with each group's best shrink / retype candidate, built
+once per round and derived per search node from the groups a move touched, and `place` answers
+per GPU type until that type's GPUs change. `launch_search(..., incremental=False)` is the
+reference that scans every running job at every node; both give the same plan (ties included).
 """
 
 from __future__ import annotations
@@ -92,22 +98,24 @@ class Snapshot:
     """Free GPUs and allocations; `changed` lists the jobs whose allocation differs from the base.
 
     `index` groups the movable jobs by (type, count) for the downgrade search; it follows the
-    snapshot through `copy`/`move`/`mark`/`add`/`remove` (a derived snapshot updates only the
-    groups its move touched), so it is built once per round, not once per search node. Change
-    `allocs` only through these methods while an index is attached."""
+    snapshot through `copy`/`move`/`mark`/`add`/`remove`: a derived snapshot records its moves in
+    `pending` and applies them, updating only the groups they touch, when a search first asks
+    (`_index`; most search nodes are leaves that never do), so it is built once per round, not
+    once per search node. Change `allocs` only through these methods while an index is attached."""
 
     free: np.ndarray
     allocs: dict[str, Alloc]
     changed: list[str] = field(default_factory=list)
     index: _Index | None = field(default=None, compare=False, repr=False)
+    pending: tuple[tuple[str, Alloc, Alloc], ...] = field(default=(), compare=False, repr=False)
     # `place` answers per GPU type under one layout; a type's entry goes when its GPUs change, and
     # a copy shares the rest (same free GPUs on those types)
     placed: dict[str, dict[tuple[int, bool], tuple[Placement, int] | None]] = field(default_factory=dict, compare=False, repr=False)
     placed_layout: Layout | None = field(default=None, compare=False, repr=False)
 
     def copy(self) -> Snapshot:
-        return Snapshot(self.free.copy(), dict(self.allocs), list(self.changed), self.index, dict(self.placed),
-                        self.placed_layout)
+        return Snapshot(self.free.copy(), dict(self.allocs), list(self.changed), self.index, self.pending,
+                        dict(self.placed), self.placed_layout)
 
     def place(self, layout: Layout, gpu_type: str, n: int, relaxed: bool) -> tuple[Placement, int] | None:
         """`place` on this snapshot's free GPUs, remembered until GPUs of `gpu_type` change."""
@@ -122,13 +130,13 @@ class Snapshot:
     def add(self, job_id: str, alloc: Alloc) -> None:
         """A job not in the base (its GPUs already taken): a new launch or a kept revoked job."""
         if self.index is not None and job_id in self.index.movable:
-            self.index = None  # not tracked incrementally: rebuilt on the next search
+            self.index, self.pending = None, ()  # not tracked incrementally: rebuilt on the next search
         self.allocs[job_id] = alloc
 
     def remove(self, job_id: str) -> Alloc:
         """Drop a job's allocation (its GPUs are not released here)."""
         if self.index is not None and job_id in self.index.movable:
-            self.index = None
+            self.index, self.pending = None, ()
         return self.allocs.pop(job_id)
 
     def release(self, alloc: Alloc) -> None:
@@ -150,7 +158,10 @@ class Snapshot:
         """Record `alloc` (its GPUs already taken) as the job's, once in `changed` however often it moves."""
         if self.index is not None and job_id in self.index.movable:
             old = self.allocs.get(job_id)
-            self.index = self.index.moved(job_id, old, alloc) if old is not None else None
+            if old is None:
+                self.index, self.pending = None, ()
+            else:
+                self.pending = (*self.pending, (job_id, old, alloc))
         self.allocs[job_id] = alloc
         if job_id not in self.changed:
             self.changed.append(job_id)
@@ -441,10 +452,14 @@ class _Index:
 
 
 def _index(snap: Snapshot, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str]) -> _Index:
-    """The snapshot's index, built here if it has none for these arguments."""
+    """The snapshot's index with its pending moves applied, built here if it has none for these arguments."""
     if snap.index is None or not snap.index.fits(thr, layout, spec, movable):
-        snap.index = _Index.build(snap, thr, layout, spec, movable)
-    return snap.index
+        snap.index, snap.pending = _Index.build(snap, thr, layout, spec, movable), ()
+    ix = snap.index
+    for job_id, old, new in snap.pending:
+        ix = ix.moved(job_id, old, new)
+    snap.index, snap.pending = ix, ()
+    return ix
 
 
 def _downgrade_ops(
