@@ -239,7 +239,7 @@ class JobEstimate:
         return self.method is not None and self.duration_s is not None
 
     def report(self) -> dict[str, Any] | None:
-        """The `estimate` object of `schedmate advise --json` (None without an estimate)."""
+        """The estimate as `schedmate advise` prints it for people (None without an estimate); the JSON is `Advice`."""
         if not self.estimated:
             return None
         return {"method": self.method, "duration_s": self.duration_s,
