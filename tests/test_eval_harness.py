@@ -313,7 +313,8 @@ def test_both_suites_end_to_end_with_the_real_local_llm(classifier, tmp_path: Pa
     assert "| pure-llm-tail |" in md and "| locator+llm |" in md and "## Metrics" in md
 
 
-def test_cli_generates_a_pooled_corpus_and_reports_generated_and_real_sets(classifier, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_generates_a_pooled_corpus_and_reports_generated_and_real_sets(classifier, minilm_loaded_once,  # type: ignore[no-untyped-def]
+                                                                          tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from schedmate.cli import app

