@@ -22,6 +22,7 @@ import json
 import platform
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,15 @@ def _arnold(gpus: int) -> dict[str, Any]:
             "planning_round_s": d.planning_round_s, "rounds": d.rounds, "max_waiting_jobs": d.waiting_jobs_max}
 
 
-def _arena(gpus: int, incremental: bool = True) -> dict[str, Any]:
+def _arena(gpus: int, incremental: bool = True, hours: float = 2.0) -> dict[str, Any]:
     from schedmate.schedulers.arena.experiment import decision_time
 
-    d = decision_time(gpus, incremental=incremental)
+    d = decision_time(gpus, incremental=incremental, horizon_s=hours * 3600.0)
     what = "5-minute round" if incremental else "5-minute round, reference search (every running job scanned per node)"
     return {"round_s_median": d["median_round_s"], "round_s_max": d["max_round_s"], "what": what,
             "round_cpu_s_median": d["median_round_cpu_s"], "round_cpu_s_max": d["max_round_cpu_s"],
-            "jobs": d["jobs"], "rounds": d["rounds_timed"],
+            "jobs": d["jobs"], "rounds": d["rounds_timed"], "hours": hours, "rounds_total": d["rounds_total"],
+            "all_rounds_cpu_s_p90": d["all_rounds_cpu_p90_s"], "all_rounds_cpu_s_max": d["all_rounds_cpu_max_s"],
             "decisions": d["decisions"], "decisions_sha256": d["decisions_sha256"]}
 
 
@@ -115,13 +117,17 @@ def main() -> None:
     ap.add_argument("--gpus", default="64,1024,4096")
     ap.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help=f"any of {', '.join(POLICIES)}")
     ap.add_argument("--out", type=Path, default=Path("bench/results/policy_rounds.json"))
+    ap.add_argument("--arena-hours", type=float, default=2.0,
+                    help="Arena: simulated hours (rounds timed: the last 5; all_rounds_*: every round; 6 = the arrival window)")
     args = ap.parse_args()
+    runners = {**POLICIES, "arena": partial(_arena, hours=args.arena_hours),
+               "arena-scan": partial(_arena, incremental=False, hours=args.arena_hours)}
     sizes = [int(g) for g in args.gpus.split(",") if g.strip()]
     rows = []
     for name in [p.strip() for p in args.policies.split(",") if p.strip()]:
         for g in sizes:
             w0, c0 = time.perf_counter(), time.process_time()
-            row = {"policy": name, "gpus": g, **POLICIES[name](g)}
+            row = {"policy": name, "gpus": g, **runners[name](g)}
             row["bench_wall_s"], row["bench_cpu_s"] = time.perf_counter() - w0, time.process_time() - c0
             rows.append(row)
             print(json.dumps(row, default=float))

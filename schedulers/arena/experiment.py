@@ -348,7 +348,10 @@ def decision_time(gpus: int, *, seed: int = 0, rounds: int = 5, horizon_s: float
             "max_round_s": float(max(times)) if times else math.nan,
             "median_round_cpu_s": float(np.median(cpu)) if cpu else math.nan,
             "max_round_cpu_s": float(max(cpu)) if cpu else math.nan,
-            "rounds_total": len(policy.round_times), "decisions": sim.decisions,
+            "rounds_total": len(policy.round_times),
+            "all_rounds_cpu_p90_s": float(np.percentile(policy.round_cpu_times, 90)) if policy.round_cpu_times else math.nan,
+            "all_rounds_cpu_max_s": max(policy.round_cpu_times, default=math.nan),
+            "decisions": sim.decisions,
             "decisions_sha256": sim.digest.hexdigest()}
 
 

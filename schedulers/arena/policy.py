@@ -315,6 +315,7 @@ class Arena(Policy):
         blk = c.queues + 1
         blocker_seen = False
         failed: set[tuple[Any, ...]] = set()  # searches that found nothing since the last launch
+        opportunistic: list[str] | None = None
         self._ilp_infeasible.clear()  # Gavel: (count, types) the type ILP could not fit since the last launch
         blocked_types: set[str] = set()  # block_per_type: GPU types whose oldest waiting job did not start
         for job in queue:
@@ -330,7 +331,10 @@ class Arena(Policy):
             if plan is None:
                 failed.add(key)
             if plan is None and c.preempt_opportunistic and info.blocker:
-                plan, snap, gone = self._launch_revoking(snap, job.job_id, info, layout, spec, movable)
+                if opportunistic is None:  # running opportunistic jobs, latest queued first (fixed while launching)
+                    opportunistic = sorted((j for j in movable if self.info[j].opportunistic),
+                                           key=lambda j: (-self.info[j].enqueued, j))
+                plan, snap, gone = self._launch_revoking(snap, job.job_id, info, layout, spec, movable, opportunistic)
                 revoked += gone
                 movable -= set(gone)
             if plan is None and c.block_per_type:
@@ -449,13 +453,18 @@ class Arena(Policy):
         return None
 
     def _launch_revoking(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
-                         movable: set[str]) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
+                         movable: set[str], opportunistic: list[str]) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
         """§7.1: a blocked job may suspend opportunistic jobs queued after it, latest first, as
-        few as it needs."""
-        later = sorted(
-            (j for j in movable if self.info[j].opportunistic and self.info[j].enqueued > info.enqueued),
-            key=lambda j: (-self.info[j].enqueued, j),
-        )
+        few as it needs. `opportunistic`: the round's opportunistic running jobs, latest queued
+        first (the ones queued after this job are a prefix)."""
+        later = []
+        for j in opportunistic:
+            if self.info[j].enqueued <= info.enqueued:
+                break
+            if j in movable:
+                later.append(j)
+        if not later:
+            return None, snap, []
         trial = snap.copy()
         gone: list[str] = []
         for jid in later:
