@@ -6,6 +6,7 @@ where a missing server means a broken install rather than a developer's choice.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -77,9 +78,30 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
     with FileLock(str(root / f"{name}.lock")):
         if not done.exists():
             shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
             build(out)
             done.touch()
     return out
+
+
+@pytest.fixture(scope="session")
+def nightly_quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `schedmate eval nightly --quick` of every suite on a generated 16-log corpus, made once
+    per session: the folder holds corpus/, out/ and result.json (the command's exit code and
+    output). tests/test_nightly.py checks the run, tests/test_report_html.py how its page reads."""
+
+    def build(root: Path) -> None:
+        from typer.testing import CliRunner
+
+        from schedmate.cli import app
+        from schedmate.synthetic.logs.generator import generate_corpus
+
+        generate_corpus(root / "corpus", 16, 0, min_lines=100, max_lines=1200, failed_fraction=0.6)
+        res = CliRunner().invoke(app, ["eval", "nightly", "--quick", "--data", str(root / "corpus"), "--out",
+                                       str(root / "out")])
+        (root / "result.json").write_text(json.dumps({"exit_code": res.exit_code, "output": res.output}))
+
+    return built_once(tmp_path_factory, "nightly-quick", build)
 
 
 @pytest.fixture(scope="session")
@@ -134,7 +156,7 @@ def classifier() -> Any:
 def minilm_loaded_once(request: pytest.FixtureRequest) -> Iterator[None]:
     """For the module: `make_embedder()` (the default MiniLM) hands out the session's loaded model,
     each time with its own empty embedding cache (as evals' `default_classifiers` does for the
-    systems it compares), instead of reading the weights again (~1-3 s of CPU a load). For modules
+    systems it compares), instead of reading the weights again (~1.5 s wall, ~0.7 s CPU a load once torch is imported). For modules
     whose tests run whole evaluations several times and check what they report, not how the model
     loads (tests/test_embeddings.py and tests/test_flag_loader.py do that). Without the `embed`
     extra nothing changes (the module's tests that need the model skip or fail as they would)."""

@@ -58,10 +58,12 @@ def img_count(html: str) -> int:
     return len(re.findall(r'<img src="data:image/png;base64,', html))
 
 
-def test_quick_run_of_every_suite_writes_a_self_contained_report(corpus: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    res = nightly("--data", str(corpus), "--out", str(out))
-    assert res.exit_code == 0, res.output
+def test_quick_run_of_every_suite_writes_a_self_contained_report(nightly_quick_run: Path) -> None:
+    """`eval nightly --quick --data <16 generated logs> --out <new folder>` (tests/conftest.py; its
+    page is also opened in a browser by tests/test_report_html.py)."""
+    res = json.loads((nightly_quick_run / "result.json").read_text())
+    assert res["exit_code"] == 0, res["output"]
+    out = nightly_quick_run / "out"
     html = (out / "report.html").read_text()
     # verdict first, then guards and each suite with its plots
     assert html.index('id="verdict"') < html.index("Guards") < html.index("Failure Handler (")

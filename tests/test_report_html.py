@@ -83,16 +83,12 @@ def test_a_recovery_plan_reads_as_steps() -> None:
 
 
 @pytest.fixture(scope="module")
-def nightly_report(tmp_path_factory: pytest.TempPathFactory, minilm_loaded_once: None) -> Path:
-    from schedmate.evals.nightly import NightlyConfig, run_nightly
-    from schedmate.synthetic.logs.generator import generate_corpus
-
-    base = tmp_path_factory.mktemp("nightly-html")
-    generate_corpus(base / "corpus", 12, 1, min_lines=100, max_lines=1000, failed_fraction=0.6)
-    cfg = NightlyConfig(data=base / "corpus", out=base / "out", quick=True, suites=("failures", "tracker", "loghub"))
-    run = run_nightly(cfg)  # trends: tests/test_nightly.py
-    assert run.report is not None
-    return run.report
+def nightly_report(minilm_loaded_once: None, nightly_quick_run: Path) -> Path:
+    """The page of the session's one quick nightly run of every suite (tests/conftest.py; the run
+    and its trends are checked in tests/test_nightly.py)."""
+    res = json.loads((nightly_quick_run / "result.json").read_text())
+    assert res["exit_code"] == 0, res["output"]
+    return nightly_quick_run / "out" / "report.html"
 
 
 @needs_browser
