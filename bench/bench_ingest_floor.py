@@ -4,7 +4,7 @@
 
 Two fresh child processes of this script:
 1. `stages`: VmRSS/VmHWM (`/proc/self/status`) after each step the CLI's ingest takes, in its order:
-   the CLI's own imports (`schedmate.cli`), the store and retriever, torch, transformers, the
+   the CLI's own imports (`schedmate.cli`), the store and retriever, torch, transformers with the
    FlagModel class (`embeddings/flag_loader.py`), the MiniLM weights, the first forward pass, and
    batches of fingerprint texts like an export's rows (the allocator setting `ingest_files` makes is
    applied first);
@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+HEAVY = ("openai", "langchain_core", "fastapi", "torch._dynamo", "torch.distributed.tensor", "sympy", "sklearn",
+         "scipy")  # what the ingest does not need; reported if loaded
 MODELS = ("gpt-2", "llama-2-7b", "resnet-50", "bert-base", "vit-b-16", "t5-base", "mistral-7b", "yolov8n")
 
 
@@ -58,13 +60,10 @@ def stages() -> list[dict[str, Any]]:
     import torch  # noqa: F401
 
     mark("torch")
-    import transformers.modeling_utils  # noqa: F401
-
-    mark("transformers")
     from schedmate.embeddings.flag_loader import flag_model_class
 
-    flag_model_class()
-    mark("FlagModel class")
+    flag_model_class()  # transformers and FlagModel as the embedder loads them (embeddings/flag_loader.py)
+    mark("transformers + FlagModel class")
     from schedmate.embeddings.embedder import make_embedder
 
     embedder = make_embedder()
@@ -83,6 +82,7 @@ def stages() -> list[dict[str, Any]]:
     for k in range(10):
         embedder.embed([text(1000 * (k + 1) + i) for i in range(256)])
     mark("10 x 256 texts more")
+    out[-1]["heavy_modules"] = sorted(m for m in HEAVY if m in sys.modules)
     return out
 
 
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         prev = s["rss_mb"]
     print(f"ingest floor (VmRSS MB per stage): {', '.join(rows)}; peak {runs['stages'][-1]['hwm_mb']} MB; "
           f"ingest_files without the CLI's imports: peak {runs['direct']['hwm_mb']} MB "
-          f"({runs['direct']['stored']} rows stored)")
+          f"({runs['direct']['stored']} rows stored); loaded of {', '.join(HEAVY)}: "
+          f"{', '.join(runs['stages'][-1]['heavy_modules']) or 'none'}")
     return 0
 
 

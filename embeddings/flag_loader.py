@@ -43,13 +43,19 @@ _LOCK = threading.Lock()
 log = logging.getLogger(__name__)
 
 
-def flag_model_class() -> type[Any]:
-    """FlagEmbedding's `FlagModel` (encoder-only `BaseEmbedder`), importing only what it needs."""
+def flag_model_class(*, distributed: bool = True) -> type[Any]:
+    """FlagEmbedding's `FlagModel` (encoder-only `BaseEmbedder`), importing only what it needs.
+
+    `distributed=False` (for a process that never runs tensor parallelism, such as `history
+    ingest`): when this call is the one that imports transformers, transformers sees
+    `torch.distributed.is_available()` false while it imports, as on a torch built without it, and
+    so imports neither torch.distributed.tensor nor sympy (+42 MB RSS); its tensor-parallel
+    loading is then off in this process. The model, its weights and its forward pass are the same."""
     with _LOCK:
         try:
             loaded = sys.modules.get(_FLAG_MODEL_MODULE)
             if loaded is None:
-                _import_transformers_lean()
+                _import_transformers_lean(distributed)
                 for name in _SHELLS:
                     if name not in sys.modules:
                         _shell(name)
@@ -112,12 +118,20 @@ _DEFERRED: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
 )
 
 
-def _import_transformers_lean() -> None:
+def _import_transformers_lean(distributed: bool = True) -> None:
     """Import the transformers modules that pull sklearn (+158 MB) and scipy.optimize (+44 MB) at
     import time with those imports deferred to their first call (see the module docstring), and
     transformers' model classes without torch's compiler and distributed tensors (`_TorchStubs`)."""
-    with _TorchStubs():
-        _import_transformers_deferred()
+    import torch.distributed
+
+    available = torch.distributed.is_available
+    if not distributed and "transformers" not in sys.modules:
+        torch.distributed.is_available = lambda: False  # read once, at import, by transformers' modules
+    try:
+        with _TorchStubs():
+            _import_transformers_deferred()
+    finally:
+        torch.distributed.is_available = available
 
 
 def _import_transformers_deferred() -> None:

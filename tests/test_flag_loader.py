@@ -94,3 +94,14 @@ def test_a_function_torch_compile_must_skip_gets_the_real_decorator_on_its_first
     assert wrapped.__wrapped__ is step and calls == []
     assert wrapped(1) == 2 and wrapped(2) == 3 and calls == [1, 2]
     assert _disable_on_first_call(recursive=False)(step)(5) == 6  # the decorator-factory form
+
+
+def test_a_process_without_tensor_parallelism_loads_no_distributed_tensors_and_embeds_the_same_bits() -> None:
+    """`history ingest` loads transformers as on a torch without torch.distributed (no sympy)."""
+    lean = run("from schedmate.embeddings.flag_loader import flag_model_class\n"
+               "flag_model_class(distributed=False)\n"
+               "import torch\n"
+               "assert torch.distributed.is_available()  # the flag is transformers' view only\n"
+               "assert not {'sympy', 'torch.distributed.tensor'} & set(sys.modules)")
+    full = run("import FlagEmbedding, sklearn.metrics  # the whole package, as before")
+    assert lean[0] == full[0]
