@@ -40,7 +40,7 @@ class SpillingEmbeddingCache(EmbeddingCache):
         self.hot = max(0, min(hot, capacity))
         self._cold: OrderedDict[bytes, None] = OrderedDict()
         self._client = client
-        self.key = f"schedmate:ingest:embedding-cache:{uuid.uuid4().hex}"
+        self.redis_key = f"schedmate:ingest:embedding-cache:{uuid.uuid4().hex}"
 
     @classmethod
     def taking_over(cls, cache: EmbeddingCache, client: Any, hot: int = HOT_ROWS) -> SpillingEmbeddingCache:
@@ -60,8 +60,8 @@ class SpillingEmbeddingCache(EmbeddingCache):
             return None
         del self._cold[key]
         pipe = self._client.pipeline(transaction=False)
-        pipe.hget(self.key, key)
-        pipe.hdel(self.key, key)
+        pipe.hget(self.redis_key, key)
+        pipe.hdel(self.redis_key, key)
         raw, _ = pipe.execute()
         if raw is None:  # the hash expired or was flushed: a miss, embedded again
             return None
@@ -75,7 +75,7 @@ class SpillingEmbeddingCache(EmbeddingCache):
             return
         if key in self._cold:  # embedded again although cached (get found its copy gone): one entry
             del self._cold[key]
-            self._client.hdel(self.key, key)
+            self._client.hdel(self.redis_key, key)
         self._rows[key] = row
         self._rows.move_to_end(key)
         self._spill()
@@ -86,13 +86,13 @@ class SpillingEmbeddingCache(EmbeddingCache):
             key, row = self._rows.popitem(last=False)
             self._cold[key] = None
             pipe = pipe or self._client.pipeline(transaction=False)
-            pipe.hset(self.key, key, np.ascontiguousarray(row, dtype=np.float32).tobytes())
+            pipe.hset(self.redis_key, key, np.ascontiguousarray(row, dtype=np.float32).tobytes())
         while len(self._cold) + len(self._rows) > self.capacity:
             key, _ = self._cold.popitem(last=False)
             pipe = pipe or self._client.pipeline(transaction=False)
-            pipe.hdel(self.key, key)
+            pipe.hdel(self.redis_key, key)
         if pipe is not None:
-            pipe.expire(self.key, _TTL_S)
+            pipe.expire(self.redis_key, _TTL_S)
             pipe.execute()
 
     def stats(self) -> CacheStats:
@@ -105,7 +105,7 @@ class SpillingEmbeddingCache(EmbeddingCache):
         cold = list(self._cold)
         for start in range(0, len(cold), _FETCH):
             keys = cold[start : start + _FETCH]
-            for key, raw in zip(keys, self._client.hmget(self.key, keys), strict=True):
+            for key, raw in zip(keys, self._client.hmget(self.redis_key, keys), strict=True):
                 if raw is not None:
                     cache._rows[key] = np.frombuffer(raw, dtype=np.float32)
         cache._rows.update(self._rows)
@@ -113,6 +113,6 @@ class SpillingEmbeddingCache(EmbeddingCache):
         self.close()
 
     def close(self) -> None:
-        self._client.delete(self.key)
+        self._client.delete(self.redis_key)
         self._cold.clear()
         self._rows.clear()

@@ -45,7 +45,7 @@ def test_hits_evictions_and_rows_are_those_of_the_plain_cache(client: Any) -> No
         else:
             assert got is not None and got.tobytes() == want.tobytes()
     assert spill.stats().size == plain.stats().size == 50
-    assert 8 <= client.hlen(spill.key) <= 42  # only the cold rows are in Redis
+    assert 8 <= client.hlen(spill.redis_key) <= 42  # only the cold rows are in Redis
     assert len(spill._rows) == 8
 
 
@@ -65,7 +65,7 @@ def test_handing_back_leaves_the_plain_cache_as_it_would_have_been(client: Any) 
     assert list(plain._rows) == list(reference._rows)
     assert all(plain._rows[k].tobytes() == reference._rows[k].tobytes() for k in reference._rows)
     assert (plain.hits, plain.misses) == (reference.hits, reference.misses)
-    assert not client.exists(spill.key)
+    assert not client.exists(spill.redis_key)
 
 
 def test_ingest_stores_the_vectors_a_plain_cache_would_and_hands_the_cache_back(
