@@ -86,7 +86,8 @@ def register(app: typer.Typer) -> None:
         cfg = AdapterArmConfig(policy=spec.policy, trace=trace, seeds=_seeds(first_seed, seeds), n_jobs=jobs, gpus=gpus,
                                detection_rate=detection_rate)
         with _agents(out, history, precomputed) as make:
-            result = run_adapter_experiment(out, make_source=make, config=cfg, adapter=spec, progress=_say)
+            result = run_adapter_experiment(out, make_source=make, config=cfg, adapter=spec, progress=_say,
+                                            source_label=make.label)
         typer.echo(result.summary)
 
     @app.command("ares-adapter")

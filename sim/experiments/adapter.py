@@ -75,6 +75,7 @@ def run_adapter_experiment(
     config: AdapterArmConfig = AdapterArmConfig(),
     adapter: PolicyAdapter | None = None,
     progress: Callable[[str], None] | None = None,
+    source_label: str | None = None,
 ) -> ExperimentResult:
     """Both arms per seed; writes `adapter-<policy>.json`/`.csv` to `out_dir`. `adapter` defaults to
     the one registered for `config.policy` (`adapters.registry.adapter_for`)."""
@@ -118,7 +119,7 @@ def run_adapter_experiment(
                          f"p99 {summary.p99_jct / 3600:7.2f} h  ({summary.wall_seconds:.0f} s)")
     comparison = compare_arms(rows, base_arm, sm_arm)
     merged = without_errors(merge_quality(quality)) if quality else {}
-    line = summary_line(spec, cfg, comparison, merged, source_label=_source_label(make_source, rows))
+    line = summary_line(spec, cfg, comparison, merged, source_label=source_label or _source_label(rows))
     details = {"policy": spec.policy, "reads": list(spec.reads), "comparison": comparison,
                "advisor_quality": merged, "skipped_seeds": skipped, "summary": line}
     name = f"adapter-{spec.policy}"
@@ -128,10 +129,8 @@ def run_adapter_experiment(
     return ExperimentResult(name, out_dir, rows, aggregate(rows), files, line, details)
 
 
-def _source_label(make_source: Any, rows: Sequence[RunRow]) -> str:
-    label = getattr(make_source, "label", None)
-    if isinstance(label, str):
-        return label
+def _source_label(rows: Sequence[RunRow]) -> str:
+    """The sources the rows name, when the caller did not say which it passed."""
     names = sorted({str(r.extra["source"].get("source", "?")) for r in rows if "source" in r.extra})
     return " | ".join(names) or "none"
 
