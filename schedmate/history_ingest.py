@@ -25,7 +25,6 @@ of durations (`agents.advisor.estimator`).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import time
 from collections import OrderedDict
@@ -445,7 +444,7 @@ def return_freed_memory() -> None:
     keep large blocks in their own mappings, returned on free; results are unchanged (only where
     memory comes from). A no-op where the C library has no `mallopt` (musl, macOS)."""
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+        mallopt = _libc().mallopt
     except (OSError, AttributeError):
         return
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
@@ -458,10 +457,16 @@ def trim_heap() -> None:
     batch: the small blocks of a forward pass (under the mmap threshold) free holes between live
     ones that the top-of-heap trim cannot give back. Milliseconds per batch; a no-op elsewhere."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
+        _libc().malloc_trim(0)
     except (OSError, AttributeError):
         return
+
+
+def _libc() -> ctypes.CDLL:
+    """The C library this process runs on: its own symbols (`dlopen(NULL)`). Not
+    `ctypes.util.find_library`, which runs `ldconfig` in a forked child: a copy of a 400 MB
+    process's page tables after every batch."""
+    return ctypes.CDLL(None)
 
 
 def ingest_files(files: list[Path], url: str, make_embedder: Callable[[], Any],

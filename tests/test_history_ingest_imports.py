@@ -68,3 +68,20 @@ def test_the_mandatory_fields_read_from_the_schema_are_the_extractors() -> None:
     from schedmate.history_ingest import mandatory_fields
 
     assert mandatory_fields() == MANDATORY
+
+
+def test_returning_freed_memory_starts_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forking a 400 MB process after every batch (as `ctypes.util.find_library` does to run
+    ldconfig) would copy its page tables each time and count its pages twice in the process tree."""
+    import os
+
+    from schedmate import history_ingest
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    history_ingest.return_freed_memory()
+    history_ingest.trim_heap()
