@@ -62,7 +62,7 @@ def stages() -> list[dict[str, Any]]:
     mark("torch")
     from schedmate.embeddings.flag_loader import flag_model_class
 
-    flag_model_class()  # transformers and FlagModel as the embedder loads them (embeddings/flag_loader.py)
+    flag_model_class(distributed=False)  # transformers and FlagModel as the ingest loads them (flag_loader.py)
     mark("transformers + FlagModel class")
     from schedmate.embeddings.embedder import make_embedder
 
