@@ -26,11 +26,11 @@ cannot go back, so holding a job out for a few seconds needs an arrival-delay ho
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
-from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, homogeneous_world, unit_draw
+from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, stated_plans_world
 from schedmate.schedulers.ares.policy import EST_KEY, Ares
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.policy import ClusterView
@@ -140,15 +140,7 @@ USER_SHARE = 0.3  # share of jobs whose user states a length (as the Ares case s
 def stated_lengths(jobs: Sequence[JobSpec], seed: int, gpus: int, *, share: float = USER_SHARE) -> PolicyWorld:
     """Ares's world attribute: a `share` of users (a draw per seed and job) state their job's length
     as the plan its code states (`planned_work`, no outcome) x its GPUs (`EST_KEY`); the others none."""
-    base = homogeneous_world(jobs, seed, gpus)
-    out = []
-    for s in base.jobs:
-        attrs = {k: v for k, v in s.attributes.items() if k != EST_KEY}
-        plan = s.attributes.get("planned_work")
-        if plan is not None and unit_draw("user-length", seed, s.job_id) < share:
-            attrs[EST_KEY] = float(plan) * s.num_gpus
-        out.append(replace(s, attributes=attrs))
-    return replace(base, jobs=out)
+    return stated_plans_world(jobs, seed, gpus, key=EST_KEY, share=share, salt="user-length", times_gpus=True)
 
 
 ADAPTER = PolicyAdapter(policy="ares", adapter=AresSchedMate, baseline=AresUserLengths, world=stated_lengths)

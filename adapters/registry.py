@@ -92,6 +92,24 @@ def homogeneous_world(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWo
                        ClusterSpec.homogeneous(nodes, per_node))
 
 
+def stated_plans_world(jobs: Sequence[JobSpec], seed: int, gpus: int, *, key: str, share: float, salt: str,
+                       times_gpus: bool = False) -> PolicyWorld:
+    """`homogeneous_world` where a `share` of users (a `salt`-ed draw per seed and job) state the plan
+    their job's code states (`planned_work`, no outcome; × its GPUs when `times_gpus`) as attribute
+    `key`; the others state none."""
+    from dataclasses import replace
+
+    base = homogeneous_world(jobs, seed, gpus)
+    out = []
+    for s in base.jobs:
+        attrs = {k: v for k, v in s.attributes.items() if k != key}
+        plan = s.attributes.get("planned_work")
+        if plan is not None and unit_draw(salt, seed, s.job_id) < share:
+            attrs[key] = float(plan) * (s.num_gpus if times_gpus else 1)
+        out.append(replace(s, attributes=attrs))
+    return replace(base, jobs=out)
+
+
 @dataclass(frozen=True)
 class PolicyAdapter:
     """A policy's SchedMate adapter, as the generic adapter arm runs it (module docstring)."""

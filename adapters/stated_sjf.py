@@ -14,11 +14,10 @@ and `tests/test_stated_sjf.py`; `schedmate experiment adapter --policy stated-sj
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from schedmate.adapters.insights import InsightSource
-from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, homogeneous_world, unit_draw
+from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, stated_plans_world
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.policies.stated_sjf import STATED_KEY, StatedSJF, stated_length
 from schedmate.schedulers.policy import ClusterView
@@ -71,15 +70,7 @@ class StatedSJFSchedMate(StatedSJF):
 def stated_plans(jobs: Sequence[JobSpec], seed: int, gpus: int, *, share: float = STATED_SHARE) -> PolicyWorld:
     """The policy's world attribute: a `share` of users (a draw per seed and job) state the plan
     their code states (`planned_work`, no outcome) as the job's length; the others state none."""
-    base = homogeneous_world(jobs, seed, gpus)
-    out = []
-    for s in base.jobs:
-        attrs = {k: v for k, v in s.attributes.items() if k != STATED_KEY}
-        plan = s.attributes.get("planned_work")
-        if plan is not None and unit_draw("stated-length", seed, s.job_id) < share:
-            attrs[STATED_KEY] = float(plan)
-        out.append(replace(s, attributes=attrs))
-    return replace(base, jobs=out)
+    return stated_plans_world(jobs, seed, gpus, key=STATED_KEY, share=share, salt="stated-length")
 
 
 ADAPTER = PolicyAdapter(policy="stated-sjf", adapter=StatedSJFSchedMate, world=stated_plans)

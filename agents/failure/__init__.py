@@ -19,8 +19,9 @@ or the package must not load the classifiers' LLM client (langchain, openai: +34
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from schedmate.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from schedmate.agents.failure.decision import METHODS, ClassifierMethod
@@ -122,11 +123,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name's submodule, imported when the name is first asked for."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -11,8 +11,9 @@ with every dependency failure turned into the scheduler-default signal), `limits
 bounded work queue), `app` (the FastAPI factory), `client`, `live_source`, `cli` (`serve`).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from schedmate.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from schedmate.deploy.service.client import SchedMateClient, ServiceError
@@ -28,13 +29,7 @@ _WHERE = {"SchedMateClient": "client", "ServiceError": "client", "ServiceConfig"
           "JobRef": "live_source", "LiveInsights": "live_source"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 def create_app(*args, **kwargs):
