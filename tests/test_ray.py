@@ -225,7 +225,9 @@ def test_srtf_evicts_a_long_job_for_short_ones_and_it_resumes_from_its_checkpoin
     resumed = [int(m) for m in re.findall(r"resumed from step (\d+)", log)]
     steps = [int(m) for m in re.findall(r"^step (\d+)/70", log, re.M)]
     assert resumed[0] == 0 and resumed[1] > 0 and sorted(set(steps)) == list(range(1, 71))
-    assert len(steps) - 70 <= 1 and steps[steps.index(resumed[1]) + 1] == resumed[1] + 1  # at most the step in flight redone
+    # at most the step in flight redone; under load the eviction can land after the last step (nothing left to redo)
+    after = steps.index(resumed[1]) + 1
+    assert len(steps) - 70 <= 1 and (after == len(steps) or steps[after] == resumed[1] + 1)
     assert "fake_gpu', 8.0" in log and log.rstrip().endswith("job done: 70 steps")
     # GPUs held never exceed the 8 the node has (the policy's view and Ray's agree)
     held, peak = {}, 0
