@@ -37,3 +37,22 @@ def test_trace_hits_the_offered_load():
     load = sum(j.num_gpus * j.duration for j in jobs) / (cfg.num_gpus * cfg.hours * 3600)
     assert len(jobs) == cfg.num_jobs and abs(load - cfg.load) < 0.01
     assert jobs == generate_trace(cfg, seed=4) and jobs != generate_trace(cfg, seed=5)
+
+
+def test_quick_measures_the_spec_trace_and_only_the_half_trace_option_shortens_it(tmp_path):
+    """The criteria are §5.2's, so `--quick` drops the sweeps, never the trace they are written for."""
+    seen: list[TraceConfig] = []
+
+    class Stop(Exception):
+        pass
+
+    def record(points):
+        seen.extend(trace for trace, _ in points)
+        raise Stop
+
+    for kwargs in ({"quick": True}, {"quick": True, "half_trace": True}):
+        try:
+            run_suika_experiment(tmp_path, seeds=(0,), map_points=lambda fn, points: record(points), **kwargs)
+        except Stop:
+            pass
+    assert [(t.hours, t.num_jobs) for t in seen] == [(8.0, 120), (4.0, 60)]

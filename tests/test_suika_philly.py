@@ -25,14 +25,15 @@ def test_unknown_arrivals_are_refused():
         generate_trace(TraceConfig(arrivals="weibull"), 0)
 
 
-def test_the_section52_trace_prefers_philly_when_present_and_quick_halves_it(tmp_path, monkeypatch):
+def test_the_section52_trace_prefers_philly_when_present_and_the_half_trace_halves_it(tmp_path, monkeypatch):
     trace = tmp_path / "sia" / "traces" / "philly.csv"
     trace.parent.mkdir(parents=True)
     trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,11cb48\n")
     monkeypatch.setenv("SCHEDMATE_SHARED_DATA", str(tmp_path))
-    full, quick = section52_trace(), section52_trace(quick=True)
-    assert full.arrivals == quick.arrivals == PHILLY
-    assert (quick.hours, quick.num_jobs) == (full.hours / 2, full.num_jobs // 2)
+    full, half = section52_trace(), section52_trace(half=True)
+    assert full.arrivals == half.arrivals == PHILLY
+    assert (full.hours, full.num_jobs) == (8.0, 120)
+    assert (half.hours, half.num_jobs) == (full.hours / 2, full.num_jobs // 2)
     trace.unlink()
     assert section52_trace().arrivals == POISSON
 

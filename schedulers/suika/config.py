@@ -99,9 +99,10 @@ NON_ELASTIC = replace(SUIKA, name="nonelastic-fifo", space=PlanSpace.NONE, t_sta
 # Measured on the full §5.2 trace with Philly's busiest 8 h: 9/9 criteria pass with 5 seeds
 # (NonElastic / Suika 1.62, Sia 1.32, Rubick 1.23, Suika-DP 1.08, utilization 1.42x; 3 seeds:
 # 1.71, 1.32, 1.23, 1.09, 1.55x), from `run_suika_experiment(OUT, (0, 1, 2, 3, 4), True,
-# trace=section52_trace())` (quick=True with the full trace only skips the sweeps). With the
-# Poisson fallback (3 seeds), 7/9 (2.03, 1.42). The quick half-trace (`--quick`: busiest 4 h of
-# Philly, 60 jobs) stays at 7/9 (2.00, 1.41; Poisson 2.04, 1.49).
+# trace=section52_trace())` (quick=True only skips the sweeps). `schedmate experiment suika --quick`
+# runs that same trace (3 seeds, 20 s): 9/9. With the Poisson fallback (3 seeds), 7/9 (2.03, 1.42).
+# The half trace (`--half-trace`: busiest 4 h of Philly, 60 jobs; what `--quick` ran before
+# 2026-11-29) stays at 7/9 (2.00, 1.41; Poisson 2.04, 1.49): the spec's bands are for the 8-h trace.
 SIA_PROXY = replace(
     SUIKA, name="sia-proxy", space=PlanSpace.DP, grant=GrantRule.RESTART_BENEFIT, redeploy=Redeploy.CHECKPOINT,
     t_stable=0.0, round_interval=60.0, reclaim_below_tau=False,
