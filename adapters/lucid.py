@@ -41,17 +41,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
-from schedmate.adapters.registry import PolicyAdapter, PolicyWorld, homogeneous_world
+from schedmate.adapters.registry import PolicyAdapter
 from schedmate.schedulers.decisions import Decision, Evict, Preempt
-from schedmate.schedulers.job import JobSpec, JobState, Phase
+from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.lucid import Lucid, Metrics
-from schedmate.schedulers.policy import ClusterView, Policy
+from schedmate.schedulers.policy import ClusterView
 
 if TYPE_CHECKING:
-    from schedmate.schedulers.cluster import ClusterSpec
-    from schedmate.schedulers.engine import SimConfig, SimResult
+    pass
 
-__all__ = ["ADAPTER", "AdapterStats", "Cancellation", "Flags", "LucidSchedMate", "artefact_world", "metrics_from_advice"]
+__all__ = ["ADAPTER", "AdapterStats", "Cancellation", "Flags", "LucidSchedMate", "metrics_from_advice"]
 
 # Names a source may use for each of Lucid's four profile metrics (first found wins).
 METRIC_ALIASES: Mapping[str, tuple[str, ...]] = {
@@ -366,26 +365,7 @@ class LucidSchedMate(Lucid):
 # ================================================================ the generic adapter arm
 
 
-def artefact_world(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
-    """Lucid's world attributes, as its case study sets them (`sim.experiments.lucid`): each job runs
-    the workload its generated code describes (`sim.workloads.artefact_workloads`: model, dataset,
-    batch, AMP from the artefact, planned from `planned_work`), 30% of jobs have a warm-up-biased
-    profile, and co-located pairs slow down by Lucid's measured pairs or the heavy-pair model. Both
-    arms take the case study's Lucid options (profiler node, T_prof 100 s, the fast EBM)."""
-    from schedmate.schedulers.engine import Simulator
-    from schedmate.sim.experiments.lucid import HeavyPairInterference, LucidSetup, prepare_jobs
-    from schedmate.sim.workloads import artefact_workloads
-
-    setup = LucidSetup()
-    base = homogeneous_world(jobs, seed, max(16, gpus))
-    specs, table = artefact_workloads(base.jobs, seed, gamma=setup.gamma)
-    specs = prepare_jobs(specs, table, seed, bias_share=setup.bias_share)
-    interference = HeavyPairInterference.from_shared_data(table, setup.gamma)
-
-    def simulate(run: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig) -> SimResult:
-        return Simulator(list(run), cluster, policy, config, interference=interference).run()
-
-    return PolicyWorld(specs, base.cluster, options=setup.lucid_options(table, seed), simulate=simulate)
-
-
-ADAPTER = PolicyAdapter(policy="lucid", adapter=LucidSchedMate, baseline=Lucid, world=artefact_world)
+# Lucid's world is its case study's (artefact workloads, profiling bias, pair interference): only the
+# simulator builds it, so the adapter names it rather than importing the simulator.
+ADAPTER = PolicyAdapter(policy="lucid", adapter=LucidSchedMate, baseline=Lucid,
+                        world="schedmate.sim.experiments.lucid:artefact_world")

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from schedmate.schedulers.job import JobSpec
     from schedmate.schedulers.policy import Policy
 
-__all__ = ["ENTRY_POINT_GROUP", "PolicyAdapter", "PolicyWorld", "Simulate", "UnknownAdapter", "adapter_for",
-           "available", "homogeneous_world", "run_engine", "unit_draw"]
+__all__ = ["ENTRY_POINT_GROUP", "PolicyAdapter", "PolicyWorld", "Simulate", "UnknownAdapter", "World", "adapter_for",
+           "available", "detected", "homogeneous_world", "run_engine", "unit_draw"]
 
 ENTRY_POINT_GROUP = "schedmate.adapters"
 _PKG = "schedmate.adapters"
@@ -62,6 +62,19 @@ def unit_draw(*parts: object) -> float:
 
     digest = hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
+
+
+def detected(job_id: str, seed: int, rate: float, salt: str = "") -> bool:
+    """Deterministic thinning: the same job, seed and salt are detected at every rate ≥ its draw.
+
+    Rates are nested (a job detected at d is detected at every d' > d), so a detection sweep
+    changes only the jobs that cross the threshold.
+    """
+    if rate >= 1.0:
+        return True
+    if rate <= 0.0:
+        return False
+    return unit_draw(salt, seed, job_id) < rate
 
 
 class UnknownAdapter(BadInput):
@@ -110,15 +123,34 @@ def stated_plans_world(jobs: Sequence[JobSpec], seed: int, gpus: int, *, key: st
     return replace(base, jobs=out)
 
 
+World = Callable[["Sequence[JobSpec]", int, int], PolicyWorld]  # (world jobs, seed, GPUs) -> the policy's world
+
+
 @dataclass(frozen=True)
 class PolicyAdapter:
-    """A policy's SchedMate adapter, as the generic adapter arm runs it (module docstring)."""
+    """A policy's SchedMate adapter, as the generic adapter arm runs it (module docstring).
+
+    `world` is a function, or "package.module:function" for a world that only the simulator can
+    build (Lucid's case study): the adapter then names it without importing the simulator."""
 
     policy: str  # the reference policy's name in `schedulers.registry`
     adapter: Callable[..., Policy]  # adapter(source, **options): the policy reading SchedMate's insights
     baseline: Callable[..., Policy] | None = None  # the policy without SchedMate (default: the registry's class)
-    world: Callable[[Sequence[JobSpec], int, int], PolicyWorld] = homogeneous_world  # (world jobs, seed, GPUs)
+    world: World | str = homogeneous_world
     reads: tuple[str, ...] = ("advise",)  # which `InsightSource` answers the adapter asks for (reported)
+
+    def build_world(self, jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
+        """This policy's world from the world's jobs (`world`, imported on first use if named)."""
+        fn: Any = self.world
+        if isinstance(fn, str):
+            module_path, _, attr = fn.partition(":")
+            fn = importlib.import_module(module_path)
+            for part in attr.split("."):
+                fn = getattr(fn, part)
+        world = fn(jobs, seed, gpus)
+        if not isinstance(world, PolicyWorld):
+            raise UnknownAdapter(f"the world of {self.policy!r} ({self.world!r}) did not return a PolicyWorld")
+        return world
 
     def build_baseline(self, **options: Any) -> Policy:
         if self.baseline is not None:

@@ -50,13 +50,13 @@ from typing import Any, Literal
 import numpy as np
 
 from schedmate.adapters.insights import InsightSource, SimulatedWorld
+from schedmate.adapters.registry import detected
 from schedmate.schedulers.decisions import Cordon, Decision, Uncordon
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policies.realloc import reallocate
 from schedmate.schedulers.policy import ClusterView, Plan, Policy
 from schedmate.schedulers.predictor import OnlineDurationModel
-from schedmate.sim.experiments.common import detected
 
 __all__ = [
     "FailureCounters",

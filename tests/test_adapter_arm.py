@@ -94,7 +94,7 @@ def test_what_a_policys_world_declares_never_reads_a_jobs_outcome(module: str) -
     swapped[b] = replace(jobs[b], duration=jobs[a].duration, status=jobs[a].status)
 
     def seen(world_of: list[JobSpec]) -> list[Any]:
-        world = spec.world(world_of, 0, 16)
+        world = spec.build_world(world_of, 0, 16)
         return [(plan_artefact(s, 0), s.num_gpus, {k: s.attributes.get(k) for k in STATED}) for s in world.jobs]
 
     assert seen(jobs) == seen(swapped)
@@ -155,3 +155,14 @@ def test_the_cli_refuses_an_unknown_policy_in_one_line_before_loading_any_agent(
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "no SchedMate adapter for policy 'arnold'" in lines[0]
+
+
+def test_a_world_named_by_path_is_imported_on_first_use_and_must_build_a_policy_world():
+    lucid = adapter_for("lucid")
+    assert isinstance(lucid.world, str) and lucid.world.startswith("schedmate.sim.")
+    named = PolicyAdapter(policy="fifo", adapter=lambda source, **kw: None,
+                          world="schedmate.adapters.registry:homogeneous_world")
+    assert named.build_world([], 0, 16).cluster.total_gpus == 16
+    broken = PolicyAdapter(policy="fifo", adapter=lambda source, **kw: None, world="builtins:slice")
+    with pytest.raises(UnknownAdapter, match="did not return a PolicyWorld"):
+        broken.build_world([1], 0, 16)

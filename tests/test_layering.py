@@ -41,6 +41,15 @@ def test_agents_never_read_a_generators_tables(folder: str) -> None:
     assert offenders == []
 
 
+@pytest.mark.parametrize("folder", ["agents", "embeddings", "adapters", "schedulers"])
+def test_the_scheduler_side_never_imports_the_simulated_world(folder: str) -> None:
+    """Adapters run on live clusters too: a world only the simulator builds is named by the adapter
+    ("schedmate.sim...:fn", `PolicyAdapter.world`), never imported by it."""
+    offenders = [f"{p.relative_to(ROOT)} imports {m}" for p in _modules(folder) for m in _imports(p)
+                 if m == "schedmate.sim" or m.startswith("schedmate.sim.")]
+    assert offenders == []
+
+
 def test_the_layering_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from schedmate.synthetic.jobs.schema import MODEL_ALIASES\nimport schedmate.evals.harness\n")

@@ -94,7 +94,7 @@ def run_adapter_experiment(
             skipped.append(seed)
             continue
         evaluated, history = made
-        world = spec.world(evaluated, seed, cfg.gpus)
+        world = spec.build_world(evaluated, seed, cfg.gpus)
         histories.add(world.jobs, seed, history)
         for arm in (base_arm, sm_arm):
             source = make_source(world.jobs, seed, cfg.detection_rate) if arm == sm_arm else None

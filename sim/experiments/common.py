@@ -18,7 +18,6 @@ here so that the three report the same metrics in the same files:
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,6 +28,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from schedmate.adapters.insights import AdvisorInsight, FailureInsight, InsightSource, TrackerReading
+from schedmate.adapters.registry import detected
 from schedmate.config import shared_data_dir
 from schedmate.schedulers.engine import SimResult
 from schedmate.schedulers.job import JobSpec, JobState
@@ -218,18 +218,6 @@ def _whole_nodes(gpus: int, per_node: int) -> int:
 # ================================================================================= insight sources
 
 
-def detected(job_id: str, seed: int, rate: float, salt: str = "") -> bool:
-    """Deterministic thinning: the same job, seed and salt are detected at every rate ≥ its draw.
-
-    Rates are nested (a job detected at d is detected at every d' > d), so a detection sweep
-    changes only the jobs that cross the threshold.
-    """
-    if rate >= 1.0:
-        return True
-    if rate <= 0.0:
-        return False
-    digest = hashlib.blake2b(f"{salt}|{seed}|{job_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 < rate
 
 
 class NullInsights(InsightSource):

@@ -39,6 +39,7 @@ import numpy as np
 
 from schedmate.adapters.insights import InsightSource
 from schedmate.adapters.lucid import Cancellation, Flags, LucidSchedMate
+from schedmate.adapters.registry import PolicyWorld, homogeneous_world
 from schedmate.errors import BadInput
 from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult, Simulator
@@ -80,6 +81,7 @@ from schedmate.sim.world import EarlyStops, Histories, WorldModel, history_windo
 
 __all__ = [
     "HeavyPairInterference",
+    "artefact_world",
     "LucidSetup",
     "WarmupProfiler",
     "oracle_source",
@@ -481,3 +483,25 @@ def _summary_line(rows: Sequence[RunRow], details: Mapping[str, Any], n_seeds: i
         if "lucid+oracle" in {r.arm for r in rows if r.trace == trace}:
             parts[-1] += f"; Lucid+SM with oracle durations {mean('lucid+oracle') / 3600:.2f} h"
     return f"lucid experiment [{details['source']}; {n_seeds} seed(s)]: " + "; ".join(parts)
+
+
+# ================================================================ the generic adapter arm's world
+
+
+def artefact_world(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
+    """Lucid's world for the generic adapter arm (`adapters.lucid.ADAPTER` names it), as this case
+    study sets it: each job runs the workload its generated code describes (`artefact_workloads`:
+    model, dataset, batch, AMP from the artefact, planned from `planned_work`), 30% of jobs have a
+    warm-up-biased profile, and co-located pairs slow down by Lucid's measured pairs or the
+    heavy-pair model. Both arms take the case study's Lucid options (profiler node, T_prof 100 s,
+    the fast EBM)."""
+    setup = LucidSetup()
+    base = homogeneous_world(jobs, seed, max(16, gpus))
+    specs, table = artefact_workloads(base.jobs, seed, gamma=setup.gamma)
+    specs = prepare_jobs(specs, table, seed, bias_share=setup.bias_share)
+    interference = HeavyPairInterference.from_shared_data(table, setup.gamma)
+
+    def simulate(run: Sequence[JobSpec], cluster: ClusterSpec, policy: Policy, config: SimConfig) -> SimResult:
+        return Simulator(list(run), cluster, policy, config, interference=interference).run()
+
+    return PolicyWorld(specs, base.cluster, options=setup.lucid_options(table, seed), simulate=simulate)
