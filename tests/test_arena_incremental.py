@@ -69,6 +69,7 @@ def _same(a: LaunchPlan | None, b: LaunchPlan | None) -> bool:
     SearchSpec(1, True, True, True, True, 0.9),
     SearchSpec(3, False, True, True, True, 0.9),  # no type change (noHetero)
     SearchSpec(3, True, False, True, False, 0.8),  # no count change (noElastic), strict locality
+    SearchSpec(3, True, True, True, True, 0.9, own_delta=True),  # the new job's own change counted (Arena's default)
 ])
 def test_the_indexed_search_plans_as_the_reference_scan(seed, spec):
     snap, layout, table = _world(seed)

@@ -91,14 +91,17 @@ def test_speed_follows_the_ap_model_and_the_locality_penalty():
     assert policy.throughput(state, ((0, 1), (1, 1), (2, 1), (3, 1)), sim.view) == pytest.approx(0.962 * 0.9)
 
 
-def test_a_blocked_job_suspends_a_backfilled_job_that_holds_its_gpus():
+@pytest.mark.parametrize("at_once", [False, True])
+def test_a_blocked_job_suspends_a_backfilled_job_that_holds_its_gpus(at_once):
     # one 2-GPU A40 node. a: 1 GPU, long. b (2 GPUs) blocks; c (1 GPU) backfills next to a.
-    # When a ends, b still cannot fit beside c: it revokes c, which resumes later with its progress.
+    # When a ends, b still cannot fit beside c: it revokes c, which resumes later with its progress
+    # (latest first as needed, or, at_once, one search with every later backfilled job's GPUs free).
     cluster = build_cluster(((1, "A40"),))
     lm = lambda n: {ATTR: LMJob("gpt", 0.76, 128, "A40", n, 100)}  # noqa: E731
     jobs = [JobSpec("a", 0.0, 1, 2000.0, attributes=lm(1)), JobSpec("b", 10.0, 2, 500.0, attributes=lm(2)),
             JobSpec("c", 20.0, 1, 5000.0, attributes=lm(1))]
-    cfg = ArenaConfig(profiling=Profiling.DELAY, profile_s=0.0, allow_count_change=False, allow_type_change=False)
+    cfg = ArenaConfig(profiling=Profiling.DELAY, profile_s=0.0, allow_count_change=False, allow_type_change=False,
+                      revoke_all_at_once=at_once)
     policy = Arena(cfg)
     res = run_costed(jobs, cluster, policy, policy.downtime, SimConfig())
     by = {j.job_id: j for j in res.jobs}

@@ -66,8 +66,10 @@ class ArenaConfig:
     shrink_others: bool = True  # the downgrade search may shrink / retype running jobs
     backfill: bool = True  # later jobs of a blocked queue may launch (opportunistic)
     preempt_opportunistic: bool = True  # §7.1: a blocker may suspend backfilled jobs
+    revoke_all_at_once: bool = False  # ... True: its search sees all their GPUs free at once (§3.5 literal, README)
     strict_lower_queues: bool = False  # §7.2 alternative: skip all queues below the blocker
     hysteresis: bool = False  # §7.7: scale-up only if gain·remaining > Thr·downtime
+    own_delta: bool = True  # the new job's own halving / retype counts in its plan's gain, as the artifact counts it (README)
     relaxed_locality: bool = True
     locality_penalty: float = 0.9  # per halving of GPUs per node [A]
     # execution and overheads
@@ -108,7 +110,7 @@ def _baseline(name: str, view: View, **options: Any) -> ArenaConfig:
     with AP), pays the full AP search on every (re)start, never suspends an admitted job, and its
     profiling (if any) is a prepended delay. `name` is "arena-" + the spec's name (registry rule)."""
     base = ArenaConfig(f"arena-{name}", view, exec_factor=1.0, full_search_cost=True, preempt_opportunistic=False,
-                       profiling=Profiling.DELAY, profile_s=0.0)
+                       profiling=Profiling.DELAY, profile_s=0.0, own_delta=False)
     return replace(base, **options)
 
 

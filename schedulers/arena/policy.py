@@ -265,7 +265,7 @@ class Arena(Policy):
     def _spec(self) -> SearchSpec:
         c = self.config
         return SearchSpec(c.depth, c.allow_type_change, c.allow_count_change, c.shrink_others, c.relaxed_locality,
-                          c.locality_penalty)
+                          c.locality_penalty, own_delta=c.own_delta)
 
     def _start_config(self, info: JobInfo) -> Config:
         """The request if this arm believes it runs; else the nearest count it does (more GPUs
@@ -327,13 +327,21 @@ class Arena(Policy):
             # Whether any plan exists depends only on the snapshot and on which configurations the
             # job may use (not on its believed values), so an identical job's failure is reused.
             key = (info.lm.family, info.lm.billions, info.lm.batch, self._start_config(info), frozenset(info.allowed))
-            plan = None if key in failed else self._launch(snap, job.job_id, info, layout, spec, frozenset(movable), view)
+            revoking = c.preempt_opportunistic and info.blocker
+            if revoking and opportunistic is None:  # running opportunistic jobs, latest queued first (fixed while launching)
+                opportunistic = sorted((j for j in movable if self.info[j].opportunistic),
+                                       key=lambda j: (-self.info[j].enqueued, j))
+            plan = None
+            if revoking and c.revoke_all_at_once and opportunistic:
+                plan, snap, gone = self._launch_revoking(snap, job.job_id, info, layout, spec, movable, opportunistic,
+                                                         at_once=True)
+                revoked += gone
+                movable -= set(gone)
             if plan is None:
-                failed.add(key)
-            if plan is None and c.preempt_opportunistic and info.blocker:
-                if opportunistic is None:  # running opportunistic jobs, latest queued first (fixed while launching)
-                    opportunistic = sorted((j for j in movable if self.info[j].opportunistic),
-                                           key=lambda j: (-self.info[j].enqueued, j))
+                plan = None if key in failed else self._launch(snap, job.job_id, info, layout, spec, frozenset(movable), view)
+                if plan is None:
+                    failed.add(key)
+            if plan is None and revoking and not c.revoke_all_at_once and opportunistic:
                 plan, snap, gone = self._launch_revoking(snap, job.job_id, info, layout, spec, movable, opportunistic)
                 revoked += gone
                 movable -= set(gone)
@@ -453,10 +461,13 @@ class Arena(Policy):
         return None
 
     def _launch_revoking(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
-                         movable: set[str], opportunistic: list[str]) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
+                         movable: set[str], opportunistic: list[str], at_once: bool = False,
+                         ) -> tuple[LaunchPlan | None, Snapshot, list[str]]:
         """§7.1: a blocked job may suspend opportunistic jobs queued after it, latest first, as
         few as it needs. `opportunistic`: the round's opportunistic running jobs, latest queued
-        first (the ones queued after this job are a prefix)."""
+        first (the ones queued after this job are a prefix). `at_once`: one search with all of
+        their GPUs free, then suspend those the plan overlaps (§3.5 LAUNCH read literally, the
+        artifact's `_get_reserved_resources` + `_analyze_resource_contention`)."""
         later = []
         for j in opportunistic:
             if self.info[j].enqueued <= info.enqueued:
@@ -470,6 +481,8 @@ class Arena(Policy):
         for jid in later:
             trial.release(trial.remove(jid))
             gone.append(jid)
+            if at_once and len(gone) < len(later):
+                continue
             plan = self._launch(trial, job_id, info, layout, spec, frozenset(movable - set(gone)))
             if plan is not None:
                 return plan, *self._unrevoke(plan, snap, gone)

@@ -178,6 +178,11 @@ class SearchSpec:
     relaxed: bool
     penalty: float
     max_gpus: int = COUNTS[-1]
+    # the new job's own halving or retype adds its ΔThr to the plan's gain, on top of its
+    # throughput where it lands (§3.5 LAUNCH: `gain+Δ+Thr(job,cfg'')`, as the artifact's
+    # `_shrink_one_job_and_migration_search` / `_htc_one_job_and_migration_search` add it);
+    # False: only the running jobs' ΔThr counts (README, "Ablation constructions")
+    own_delta: bool = False
 
 
 def believed(thr: Believed, job_id: str, alloc: Alloc, penalty: float) -> float:
@@ -213,7 +218,8 @@ def launch_search(
 ) -> LaunchPlan | None:
     """§3.5 LAUNCH: place the new job at `start`; if it does not fit (or only relaxed), run the BFS
     over DOWNGRADE_OPS to depth D and return the plan of highest total believed throughput
-    (new job's + Σ ΔThr of the jobs it changed), or None. `movable`: running jobs it may touch.
+    (new job's + Σ ΔThr of the jobs it changed, the new job's own halvings and retypes too
+    with `spec.own_delta`), or None. `movable`: running jobs it may touch.
     `incremental`: answer each node from the snapshot's (type, count) index, kept across searches
     and nodes (`Snapshot.index`); False: scan every running job at every node (the reference;
     the same plan either way)."""
@@ -287,7 +293,7 @@ def _downgrade_ops_scan(
             if best is None:
                 continue
             if best[1] is None:
-                out.append((snap, (g, n // 2), 0.0))
+                out.append((snap, (g, n // 2), best[0] if spec.own_delta else 0.0))
             else:
                 s2 = snap.copy()
                 s2.move(best[1], best[2])  # type: ignore[arg-type]  # best[1] is not None in this branch
@@ -319,7 +325,7 @@ def _downgrade_ops_scan(
         if best_tc is not None:
             tc_gain, tc_job, tc_alloc, cfg2 = best_tc
             if tc_job is None or tc_alloc is None:
-                out.append((snap, cfg2, 0.0))
+                out.append((snap, cfg2, tc_gain if spec.own_delta else 0.0))
             else:
                 s2 = snap.copy()
                 s2.move(tc_job, tc_alloc)
@@ -487,7 +493,7 @@ def _downgrade_ops(
                 continue
             loss, jid, half = best
             if jid is None or half is None:
-                out.append((snap, (g, n // 2), 0.0))
+                out.append((snap, (g, n // 2), loss if spec.own_delta else 0.0))
             else:
                 s2 = snap.copy()
                 s2.move(jid, half)
@@ -520,7 +526,7 @@ def _downgrade_ops(
         if best_tc is not None:
             tc_gain, tc_job, tc_alloc, cfg2 = best_tc
             if tc_job is None or tc_alloc is None:
-                out.append((snap, cfg2, 0.0))
+                out.append((snap, cfg2, tc_gain if spec.own_delta else 0.0))
             else:
                 s2 = snap.copy()
                 s2.move(tc_job, tc_alloc)

@@ -1,0 +1,52 @@
+"""How Arena's launch search scores a plan that changes the new job itself, as the artifact scores
+it (README, "Ablation constructions checked against the artifact"): the new job's own halving or
+retype adds its ΔThr to the plan's gain, on top of its throughput where it lands."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedmate.schedulers.arena.config import ABLATIONS, BASELINES
+from schedmate.schedulers.arena.policy import Arena
+from schedmate.schedulers.arena.search import Alloc, Layout, SearchSpec, Snapshot, launch_search
+
+# One 4-GPU node of A, all held by a running job X, and one idle 4-GPU node of B. The new job asks
+# for 2 A GPUs: it fits only after X is halved (X loses 4) or on B (the new job loses 3).
+BELIEF = {("new", "A", 2): 10.0, ("new", "B", 2): 7.0, ("X", "A", 4): 9.0, ("X", "A", 2): 5.0}
+
+
+def _world() -> tuple[Snapshot, Layout]:
+    layout = Layout({"A": np.array([0]), "B": np.array([1])}, {"A": 4, "B": 4})
+    return Snapshot(np.array([0, 4]), {"X": Alloc("A", 4, ((0, 4),), 0)}), layout
+
+
+def _thr(job: str, g: str, n: int) -> float:
+    return BELIEF.get((job, g, n), 0.0)
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_retyping_the_new_job_counts_its_own_loss(incremental):
+    snap, layout = _world()
+    spec = SearchSpec(3, True, True, True, True, 0.9, own_delta=True)
+    plan = launch_search(snap, "new", ("A", 2), _thr, layout, spec, frozenset({"X"}), incremental)
+    assert plan is not None
+    # halve X: 10 − 4 = 6 beats retyping the new job: 7 + (7 − 10) = 4
+    assert plan.alloc.config == ("A", 2) and plan.gain == pytest.approx(6.0)
+    assert plan.snapshot.allocs["X"].config == ("A", 2)
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_without_it_only_the_running_jobs_losses_count(incremental):
+    snap, layout = _world()
+    spec = SearchSpec(3, True, True, True, True, 0.9, own_delta=False)
+    plan = launch_search(snap, "new", ("A", 2), _thr, layout, spec, frozenset({"X"}), incremental)
+    assert plan is not None
+    # the new job on B (7) beats halving X (6)
+    assert plan.alloc.config == ("B", 2) and plan.gain == pytest.approx(7.0)
+    assert plan.snapshot.allocs["X"].config == ("A", 4)
+
+
+def test_every_arena_arm_counts_the_new_jobs_own_change_and_no_baseline_does():
+    assert all(Arena(c)._spec().own_delta for c in ABLATIONS.values())
+    assert not any(Arena(c)._spec().own_delta for c in BASELINES.values())
