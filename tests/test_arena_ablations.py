@@ -1,15 +1,19 @@
-"""How Arena's launch search scores a plan that changes the new job itself, as the artifact scores
-it (README, "Ablation constructions checked against the artifact"): the new job's own halving or
-retype adds its ΔThr to the plan's gain, on top of its throughput where it lands."""
+"""Arena's launch and scale-up as the artifact builds them (README, "Ablation constructions checked
+against the artifact"): the new job's own halving or retype adds its ΔThr to the plan's gain, on
+top of its throughput where it lands; and a job launched this round may grow before it starts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from schedmate.schedulers.arena.config import ABLATIONS, BASELINES
-from schedmate.schedulers.arena.policy import Arena
+from schedmate.schedulers.arena.config import ABLATIONS, BASELINES, ArenaConfig
+from schedmate.schedulers.arena.hardware import build_cluster
+from schedmate.schedulers.arena.policy import ATTR, Arena, LMJob
 from schedmate.schedulers.arena.search import Alloc, Layout, SearchSpec, Snapshot, launch_search
+from schedmate.schedulers.arena.sim import run_costed
+from schedmate.schedulers.engine import SimConfig
+from schedmate.schedulers.job import JobSpec
 
 # One 4-GPU node of A, all held by a running job X, and one idle 4-GPU node of B. The new job asks
 # for 2 A GPUs: it fits only after X is halved (X loses 4) or on B (the new job loses 3).
@@ -48,5 +52,23 @@ def test_without_it_only_the_running_jobs_losses_count(incremental):
 
 
 def test_every_arena_arm_counts_the_new_jobs_own_change_and_no_baseline_does():
-    assert all(Arena(c)._spec().own_delta for c in ABLATIONS.values())
-    assert not any(Arena(c)._spec().own_delta for c in BASELINES.values())
+    assert all(Arena(c)._spec().own_delta and c.grow_new_jobs for c in ABLATIONS.values())
+    assert not any(Arena(c)._spec().own_delta or c.grow_new_jobs for c in BASELINES.values())
+
+
+
+@pytest.mark.parametrize("grow", [True, False])
+def test_a_job_launched_this_round_grows_before_it_starts(grow):
+    """SCALE_UP runs over every running job, the ones just launched too (§3.5; the artifact's
+    `_fit_new_jobs` upgrades "mainly for new jobs"): on an idle 16-GPU node a 2-GPU request starts
+    larger, with no restart. Without it, it starts at 2 GPUs and is resized a round later."""
+    cluster = build_cluster(((1, "V100"),))
+    jobs = [JobSpec("a", 0.0, 2, 20000.0, attributes={ATTR: LMJob("gpt", 0.76, 128, "V100", 2, 20000)})]
+    policy = Arena(ArenaConfig(profile_s=0.0, grow_new_jobs=grow))
+    job = run_costed(jobs, cluster, policy, policy.downtime, SimConfig()).jobs[0]
+    first_speed = next(v for _, v, _ in job.speed_log if v > 0)  # 1.0 = the request's true speed
+    assert job.phase.value == "completed"
+    if grow:
+        assert job.resizes == 0 and first_speed > 1.0
+    else:
+        assert job.resizes >= 1 and first_speed < 1.0

@@ -99,14 +99,16 @@ def test_bootstrap_view_means_measured_and_extrapolates_within_a_type() -> None:
 
 def test_direction_on_a_small_trace() -> None:
     """With an advisor that matches same-model jobs: profiling is skipped for some jobs and mean
-    JCT (over the default 3 seeds) drops; believing measured configurations only, the bootstrapped
-    model is more accurate than Arena's profiled view on the same jobs."""
+    JCT (over the default 3 seeds) is not worse beyond noise (the README finds the effect nil: its
+    sign follows the seeds, e.g. +0.8% on seeds 0-2 and -0.2% on 3-5 on this trace); believing
+    measured configurations only, the bootstrapped model is more accurate than Arena's profiled
+    view on the same jobs."""
     cfg = ArenaAdapterConfig(clusters=("R1",), n_jobs=120, arms=("arena", "arena+sm", "arena+sm-measured"), plots=False)
     res = run_arena_adapter_experiment(None, make_source=lambda s, seed, d: ByDeclaredName(), config=cfg)
     c = res.details["arena_vs_arena_sm"]["R1"]
     assert c["bootstrapped_share"] > 0.1 and c["profiling_saved_s"] > 0
     assert c["arena+sm_profiling_s_per_job"] < c["arena_profiling_s_per_job"]
-    assert c["arena+sm_mean_jct_h"] < c["arena_mean_jct_h"]
+    assert c["arena+sm_mean_jct_h"] < 1.02 * c["arena_mean_jct_h"]
     measured = res.details["arena_vs_arena_sm_measured"]["R1"]
     assert measured["est_err_bootstrapped"] < measured["est_err_prior_same_jobs"]
     assert np.isfinite(c["est_err_bootstrapped"])

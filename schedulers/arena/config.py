@@ -69,6 +69,7 @@ class ArenaConfig:
     revoke_all_at_once: bool = False  # ... True: its search sees all their GPUs free at once (§3.5 literal, README)
     strict_lower_queues: bool = False  # §7.2 alternative: skip all queues below the blocker
     hysteresis: bool = False  # §7.7: scale-up only if gain·remaining > Thr·downtime
+    grow_new_jobs: bool = True  # SCALE_UP may grow / retype the jobs launched in the same round, before they start (README)
     own_delta: bool = True  # the new job's own halving / retype counts in its plan's gain, as the artifact counts it (README)
     relaxed_locality: bool = True
     locality_penalty: float = 0.9  # per halving of GPUs per node [A]
@@ -110,7 +111,7 @@ def _baseline(name: str, view: View, **options: Any) -> ArenaConfig:
     with AP), pays the full AP search on every (re)start, never suspends an admitted job, and its
     profiling (if any) is a prepended delay. `name` is "arena-" + the spec's name (registry rule)."""
     base = ArenaConfig(f"arena-{name}", view, exec_factor=1.0, full_search_cost=True, preempt_opportunistic=False,
-                       profiling=Profiling.DELAY, profile_s=0.0, own_delta=False)
+                       profiling=Profiling.DELAY, profile_s=0.0, own_delta=False, grow_new_jobs=False)
     return replace(base, **options)
 
 

@@ -367,8 +367,11 @@ class Arena(Policy):
         steps = 0 if c.fcfs else c.steps_up
         if steps:
             worth = self._worth(view) if c.hysteresis else None
-            up = frozenset(j for j in movable if j not in started)
+            # the jobs launched this round grow too, before they start (§3.5 SCALE_UP over RUN; the
+            # artifact's `_fit_new_jobs` runs its upgrade trial "mainly for new jobs"), unless not `grow_new_jobs`
+            up = frozenset(movable | started.keys()) if c.grow_new_jobs else frozenset(movable)
             snap = scale_up(snap, self._thr, layout, spec, up, steps, worth)
+            started = {j: snap.allocs[j] for j in started}
         return self._emit(view, base, snap, started, revoked)
 
     def _launch(self, snap: Snapshot, job_id: str, info: JobInfo, layout: Layout, spec: SearchSpec,
