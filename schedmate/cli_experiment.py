@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
     @app.command("suika-adapter")
     def suika_adapter(
         out: Out = None, seeds: Seeds = 3, first_seed: FirstSeed = 0,
-        quick: Annotated[bool, typer.Option("--quick", help="60 jobs over 4 h, no plots.")] = False,
+        quick: Annotated[bool, typer.Option("--quick", help="The busiest 4 h (60 jobs), no plots.")] = False,
         misfit_sigma: Annotated[float, typer.Option(help="Log-normal misfit of the declared shapes.")] = 0.4,
         detection_rate: Rate = 1.0, history: History = 500, precomputed: Pre = True, source: Source = "agents",
     ) -> None:

@@ -3,8 +3,9 @@
     schedmate experiment arena-adapter --out OUT_DIR [--quick] [--seeds 3]
         [--clusters R2,R1] [--jobs 240] [--load 1.3] [--detection-rate 1] [--no-precomputed]
 
-Workload: Arena's §6 trace (`schedulers.arena.workload.generate`: LM jobs over 6 h, offered load
-1.3) on the spec's clusters (R2: 64 GPUs of 4 types, so profiling costs the full T_prof = 8.5 min
+Workload: Arena's §6 trace as its reference experiment draws it (`schedulers.arena.experiment.
+section6_workload`: submission times from a 6-h Philly slice when the shared trace is present, else
+Poisson; LM jobs, offered load 1.3; `details.arrivals` says which) on the spec's clusters (R2: 64 GPUs of 4 types, so profiling costs the full T_prof = 8.5 min
 (a delay before launch); R1: 2 types, half that). Arms, on the same jobs, cluster and seed:
 
 - `arena`: Arena as specified (profiles each new job; believes κ·Thr_AP·(1+ε));
@@ -29,7 +30,7 @@ bound on what matching gives, not a SchedMate result). `--quick`: R2 only, 3 see
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,12 @@ from schedmate.adapters.arena import ArenaSchedMate
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
 from schedmate.errors import BadInput
 from schedmate.schedulers.arena.config import ArenaConfig, View
+from schedmate.schedulers.arena.experiment import section6_workload
 from schedmate.schedulers.arena.hardware import R1, R2, build_cluster
 from schedmate.schedulers.arena.policy import Arena, JobInfo
 from schedmate.schedulers.arena.sim import run_costed
 from schedmate.schedulers.arena.views import ap_view, job_rng
-from schedmate.schedulers.arena.workload import H, WorkloadSpec, generate
+from schedmate.schedulers.arena.workload import H, generate
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobState
 from schedmate.schedulers.metrics import summarize
@@ -160,10 +162,11 @@ def run_arena_adapter_experiment(
     cfg = config
     rows: list[RunRow] = []
     results: dict[str, dict[str, SimResult]] = {}
+    workload = replace(section6_workload(), n_jobs=cfg.n_jobs, load=cfg.load)  # the reference experiment's arrivals
     for name in cfg.clusters:
         cluster = build_cluster(CLUSTERS[name])
         for seed in cfg.seeds:
-            specs = generate(cluster, seed, WorkloadSpec(n_jobs=cfg.n_jobs, load=cfg.load))
+            specs = generate(cluster, seed, workload)
             for arm in cfg.arms:
                 def source(specs: Any = specs, seed: int = seed) -> Any:  # this iteration's trace and seed
                     return make_source(specs, seed, cfg.detection_rate)
@@ -180,7 +183,7 @@ def run_arena_adapter_experiment(
                              f"boot {extra['bootstrapped_share']:.2f}  est_err {extra['est_err']:.3f}")
     comparisons = {arm: compare(rows, ALONE, arm) for arm in (SM, SM_MEASURED)}
     line = summary_line(comparisons, cfg)
-    details = {"arena_vs_arena_sm": comparisons[SM], "arena_vs_arena_sm_measured": comparisons[SM_MEASURED],
+    details = {"arrivals": workload.arrivals, "arena_vs_arena_sm": comparisons[SM], "arena_vs_arena_sm_measured": comparisons[SM_MEASURED],
                "arena_vs_exact": compare(rows, ALONE, EXACT), "summary": line}
     files: list[Path] = []
     if out_dir is not None:

@@ -10,8 +10,10 @@ the simulator's truth for every arm (Suika's `_true_time` hook); beliefs stay th
 Without such a misfit the prior *is* the truth and there is nothing to correct, so the result
 depends on σ: it is a sensitivity parameter, not a calibrated figure.
 
-Workload: Suika's §5.2 fallback trace (`schedulers.suika.workload.generate_trace`: 64 H100 GPUs in
-one rack, about 120 jobs over 8 h at offered load 0.9, S:M:L = 3:1:1; quick: 60 jobs over 4 h).
+Workload: Suika's §5.2 trace as its reference experiment draws it (`schedulers.suika.experiment.
+section52_trace`: 64 H100 GPUs in one rack, submission times from the busiest 8 h of Philly when the
+shared trace is present, else Poisson; 120 jobs at offered load 0.9, S:M:L = 3:1:1; quick: the
+busiest 4 h, 60 jobs).
 Arms, same jobs, cluster and seed: `suika` (prior model), `suika+sm` (`SuikaSchedMate`: the
 measured correction of finished jobs the advisor matched, same declared model), and
 `suika-exact` (reference: the true coefficients). Per run: the engine's summary plus
@@ -38,6 +40,7 @@ from schedmate.errors import BadInput
 from schedmate.schedulers.engine import SimConfig, SimResult, simulate
 from schedmate.schedulers.metrics import summarize
 from schedmate.schedulers.suika.config import SUIKA
+from schedmate.schedulers.suika.experiment import section52_trace
 from schedmate.schedulers.suika.model import Coeffs, Hardware, Plan, coeffs_for, iteration_time, layout_plan
 from schedmate.schedulers.suika.policy import ElasticPolicy, SuikaJob
 from schedmate.schedulers.suika.timing import cluster_for
@@ -155,14 +158,14 @@ class SuikaSMWorld(MisfitWorld, SuikaSchedMate):
 class SuikaAdapterConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     arms: tuple[str, ...] = ARMS
-    trace: TraceConfig = field(default_factory=TraceConfig)
+    trace: TraceConfig = field(default_factory=section52_trace)  # the reference experiment's trace
     misfit_sigma: float = 0.4
     detection_rate: float = 1.0
     plots: bool = True
 
     @classmethod
     def quick(cls) -> SuikaAdapterConfig:
-        return cls(trace=TraceConfig(hours=4.0, num_jobs=60), plots=False)
+        return cls(trace=section52_trace(half=True), plots=False)
 
 
 def _policy(arm: str, misfit: Misfit, source: Callable[[], Any]) -> MisfitWorld:
