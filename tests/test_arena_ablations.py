@@ -29,26 +29,20 @@ def _thr(job: str, g: str, n: int) -> float:
     return BELIEF.get((job, g, n), 0.0)
 
 
+# with its own loss counted, halving X (10 − 4 = 6) beats retyping the new job (7 + (7 − 10) = 4);
+# without it, the new job on B (7) beats halving X (6)
 @pytest.mark.parametrize("incremental", [True, False])
-def test_retyping_the_new_job_counts_its_own_loss(incremental):
+@pytest.mark.parametrize(("own_delta", "config", "gain", "x_after"), [
+    (True, ("A", 2), 6.0, ("A", 2)),
+    (False, ("B", 2), 7.0, ("A", 4)),
+])
+def test_the_new_jobs_own_change_counts_in_the_plans_gain_only_when_asked(incremental, own_delta, config, gain, x_after):
     snap, layout = _world()
-    spec = SearchSpec(3, True, True, True, True, 0.9, own_delta=True)
+    spec = SearchSpec(3, True, True, True, True, 0.9, own_delta=own_delta)
     plan = launch_search(snap, "new", ("A", 2), _thr, layout, spec, frozenset({"X"}), incremental)
     assert plan is not None
-    # halve X: 10 − 4 = 6 beats retyping the new job: 7 + (7 − 10) = 4
-    assert plan.alloc.config == ("A", 2) and plan.gain == pytest.approx(6.0)
-    assert plan.snapshot.allocs["X"].config == ("A", 2)
-
-
-@pytest.mark.parametrize("incremental", [True, False])
-def test_without_it_only_the_running_jobs_losses_count(incremental):
-    snap, layout = _world()
-    spec = SearchSpec(3, True, True, True, True, 0.9, own_delta=False)
-    plan = launch_search(snap, "new", ("A", 2), _thr, layout, spec, frozenset({"X"}), incremental)
-    assert plan is not None
-    # the new job on B (7) beats halving X (6)
-    assert plan.alloc.config == ("B", 2) and plan.gain == pytest.approx(7.0)
-    assert plan.snapshot.allocs["X"].config == ("A", 4)
+    assert plan.alloc.config == config and plan.gain == pytest.approx(gain)
+    assert plan.snapshot.allocs["X"].config == x_after
 
 
 def test_every_arena_arm_counts_the_new_jobs_own_change_and_no_baseline_does():
