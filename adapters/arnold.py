@@ -22,6 +22,10 @@ The adapter decides on the diagnosis only; the world's cause of a failure is rea
 is a `SimulatedWorld` (`failure_truth`), for the true/false-positive counters and nothing else.
 
 Not charged: the handler's latency (seconds; restarts happen at Arnold's next 60 s round).
+
+Registered for the generic adapter arm (`ADAPTER`): its world injects failures and writes the failed
+logs, which only the simulator does, so it is named, not imported
+(`schedmate.sim.experiments.arnold:failure_world`).
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from schedmate.adapters.insights import InsightSource, SimulatedWorld
+from schedmate.adapters.registry import PolicyAdapter
 from schedmate.schedulers.arnold.policy import ArnoldPolicy, LpjState
 from schedmate.schedulers.decisions import Cordon, Decision
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.policy import ClusterView
 
-__all__ = ["ArnoldRestart", "ArnoldSMCounters", "ArnoldSchedMate", "RestartCounters"]
+__all__ = ["ADAPTER", "ArnoldRestart", "ArnoldSMCounters", "ArnoldSchedMate", "RestartCounters"]
 
 _EPS = 1e-6
 
@@ -181,3 +186,7 @@ class ArnoldSchedMate(ArnoldRestart):
 def _truth(source: InsightSource, job: JobState, attempt: int) -> bool | None:
     """The world's cause of the attempt as a flag, for counters only (None when not offered)."""
     return source.failure_truth(job, attempt) if isinstance(source, SimulatedWorld) else None
+
+
+ADAPTER = PolicyAdapter(policy="arnold", adapter=ArnoldSchedMate, baseline=ArnoldRestart,
+                        world="schedmate.sim.experiments.arnold:failure_world", reads=("diagnose",))

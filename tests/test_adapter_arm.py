@@ -26,7 +26,7 @@ from schedmate.sim.artefacts import plan_artefact
 from schedmate.sim.experiments.adapter import AdapterArmConfig, run_adapter_experiment, world_jobs
 from schedmate.sim.experiments.common import NullInsights
 
-BUNDLED = {"arena", "ares", "lucid", "sia", "stated-sjf", "suika"}  # registered on 2026-11-29
+BUNDLED = {"arena", "ares", "arnold", "lucid", "sia", "stated-sjf", "suika"}  # registered on 2026-11-29
 # every module of adapters/ (not imported at collection): a new adapters/<name>.py is tested here
 # without an edit to this file; modules that declare no ADAPTER are skipped
 MODULES = sorted(m.name for m in pkgutil.iter_modules(schedmate.adapters.__path__))
@@ -56,14 +56,14 @@ def _same_run(rows: list[Any]) -> bool:
 
 
 def test_the_bundled_adapters_are_found_by_their_policys_name() -> None:
-    assert BUNDLED <= set(available()) and "arnold" not in available()
+    assert BUNDLED <= set(available()) and "fifo" not in available()
     for name in BUNDLED:
         spec = adapter_for(name.upper())
         assert spec.policy == name and isinstance(spec, PolicyAdapter)
 
 
 def test_a_policy_without_a_declared_adapter_is_bad_input_that_names_the_registered_ones() -> None:
-    for name in ("arnold", "fifo", "no such policy", "insights"):
+    for name in ("fifo", "tiresias", "no such policy", "insights"):
         with pytest.raises(UnknownAdapter, match="no SchedMate adapter for policy .*registered: arena, ares"):
             adapter_for(name)
     assert issubclass(UnknownAdapter, BadInput)
@@ -151,10 +151,10 @@ def test_an_adapter_from_outside_is_an_entry_point_and_runs_in_the_generic_arm(
 def test_the_cli_refuses_an_unknown_policy_in_one_line_before_loading_any_agent() -> None:
     from schedmate.cli import app
 
-    result = CliRunner().invoke(app, ["experiment", "adapter", "--policy", "arnold"])
+    result = CliRunner().invoke(app, ["experiment", "adapter", "--policy", "fifo"])
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "no SchedMate adapter for policy 'arnold'" in lines[0]
+    assert len(lines) == 1 and "no SchedMate adapter for policy 'fifo'" in lines[0]
 
 
 def test_a_world_named_by_path_is_imported_on_first_use_and_must_build_a_policy_world():

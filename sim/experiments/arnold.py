@@ -24,22 +24,28 @@ runs; infrastructure → the failed
 node is cordoned and the job re-placed). Measured: mean JCT (all jobs and LPJs), GPU-hours
 wasted (progress lost back to checkpoints; GPU time of failed runs), repeated failures (failures
 on an already-faulty node; failed attempts beyond each job's first). `--quick`: a 12 h span.
+
+`failure_world` is the same failure world for the generic adapter arm (`adapters.arnold.ADAPTER`
+names it; `schedmate experiment adapter --policy arnold`): the realistic world's jobs with this
+study's failure model, checkpoints and resubmits, on an Arnold cluster of the arm's GPUs.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from schedmate.adapters.arnold import ArnoldRestart, ArnoldSchedMate
+from schedmate.adapters.registry import PolicyWorld
 from schedmate.errors import BadInput
-from schedmate.schedulers.arnold.config import GPUS_PER_NODE
+from schedmate.schedulers.arnold.config import GPUS_PER_NODE, LEAVES_PER_MINIPOD, NODES_PER_LEAF
 from schedmate.schedulers.arnold.topology import arnold_cluster
+from schedmate.schedulers.cluster import ClusterSpec
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobSpec, ParallelPlan, Phase
 from schedmate.schedulers.metrics import summarize
@@ -47,7 +53,8 @@ from schedmate.schedulers.policy import Policy
 from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 from schedmate.sim.failures import CauseDiagnosis, FailureModel, FailureSimulator, FailureWorld, inject_failures
 
-__all__ = ["ARMS", "ArnoldAdapterConfig", "DiagnosisSources", "FailureWorkload", "failure_trace", "run_arnold_adapter_experiment"]
+__all__ = ["ARMS", "ArnoldAdapterConfig", "DiagnosisSources", "FailureWorkload", "failure_trace", "failure_world",
+           "run_arnold_adapter_experiment", "sized_cluster"]
 
 ALONE, SM = "arnold", "arnold+sm"
 ARMS = (ALONE, SM)
@@ -150,6 +157,43 @@ class DiagnosisSources:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def sized_cluster(gpus: int) -> ClusterSpec:
+    """An Arnold cluster of `gpus` GPUs in 8-GPU nodes: one minipod of leaves up to its 128 nodes
+    (leaves of `NODES_PER_LEAF` nodes, smaller when the node count is not a multiple), whole
+    minipods above (rounded down). At least one node."""
+    nodes = max(1, gpus // GPUS_PER_NODE)
+    per_minipod = NODES_PER_LEAF * LEAVES_PER_MINIPOD
+    if nodes <= per_minipod:
+        return arnold_cluster(1, nodes, math.gcd(nodes, NODES_PER_LEAF))
+    return arnold_cluster(nodes // per_minipod)
+
+
+def failure_world(jobs: Sequence[JobSpec], seed: int, gpus: int, *, config: ArnoldAdapterConfig | None = None) -> PolicyWorld:
+    """Arnold's world for the generic adapter arm: `jobs` (requests capped at the cluster) with this
+    study's failures (`inject_failures`, `config.failures`; the jobs' own stops are replaced by
+    them, as in the standalone study) on `sized_cluster(gpus)`, both arms with its `max_stuck`.
+
+    Its `simulate` runs `FailureSimulator` on a fresh `FailureWorld` per run, with the study's
+    checkpoint and resubmit delays, and gives an `ArnoldSchedMate` the Failure Handler's reading of
+    the failed logs that run's world writes: its source is wrapped in `CauseDiagnosis(source,
+    world)` for the run, as the case study builds it. The adapter decides on the diagnosis only;
+    the world's cause reaches it as `failure_truth`, read for its counters alone."""
+    cfg = config or ArnoldAdapterConfig()
+    cluster = sized_cluster(gpus)
+    total = cluster.total_gpus
+    capped = [s if s.num_gpus <= total else replace(s, num_gpus=total) for s in jobs]
+    specs = inject_failures(capped, seed, cfg.failures)
+
+    def simulate(run: Sequence[JobSpec], on: ClusterSpec, policy: Policy, sim: SimConfig) -> SimResult:
+        world = FailureWorld.for_trace(run, seed, cfg.failures)
+        if isinstance(policy, ArnoldSchedMate):
+            policy.source = CauseDiagnosis(policy.source, world)
+        sim = replace(sim, checkpoint_interval=cfg.checkpoint_s, resubmit_delay=cfg.resubmit_s)
+        return FailureSimulator(list(run), on, policy, sim, world=world).run()
+
+    return PolicyWorld(specs, cluster, options={"seed": seed, "max_stuck": cfg.max_stuck}, simulate=simulate)
 
 
 def _policy(arm: str, cfg: ArnoldAdapterConfig, seed: int, source: Callable[[], Any]) -> Policy:
