@@ -17,7 +17,7 @@ from schedmate.schedulers.arnold.topology import arnold_cluster
 from schedmate.schedulers.engine import SimConfig, SimResult
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.policy import Policy
-from schedmate.sim.experiments.adapter import AdapterArmConfig, world_jobs
+from schedmate.sim.experiments.adapter import AdapterArmConfig, run_adapter_experiment, world_jobs
 from schedmate.sim.experiments.arnold import sized_cluster
 from schedmate.sim.experiments.common import NullInsights
 from schedmate.sim.failures import FAILURE_KEY, CauseDiagnosis, FailureModel, inject_failures
@@ -99,3 +99,17 @@ def test_every_run_gets_a_fresh_failure_world(world: PolicyWorld) -> None:
     assert isinstance(first.source, CauseDiagnosis) and isinstance(second.source, CauseDiagnosis)
     assert first.source.world is not second.source.world
     assert first.source.world.counts == second.source.world.counts
+
+
+class AlwaysInfrastructureWithLog(AlwaysInfrastructure):
+    def advice_log(self) -> dict[str, float | None]:
+        return {}  # a source that keeps an advice log; Arnold's adapter never asks it for advice
+
+
+def test_in_the_generic_arm_the_adapter_cordons_and_reports_no_advisor_quality_it_never_asked_for() -> None:
+    result = run_adapter_experiment(None, make_source=lambda specs, seed, rate: AlwaysInfrastructureWithLog(),
+                                    config=AdapterArmConfig(policy="arnold", n_jobs=60, gpus=16))
+    base, sm = result.rows
+    assert (base.arm, sm.arm) == ("arnold", "arnold+sm")
+    assert "schedmate" not in base.extra["policy"] and sm.extra["policy"]["schedmate"]["cordons"] > 0
+    assert "advisor_quality" not in sm.extra and "advisor estimates" not in result.summary

@@ -10,7 +10,8 @@ cluster and the simulator; nothing here is specific to one policy. Arms, on the 
 and engine seed: `<policy>` (the reference as deployed without SchedMate) and `<policy>+sm` (the
 adapter over `make_source`: `SemanticSources`, the real agents built by `agents/stack.py`, in
 reported runs). Per run: the engine's summary, the adapter's own counters (`run_stats`), and, where
-the source keeps one, the advisor's estimate quality against the world's run times.
+the adapter reads the advisor and the source keeps a log, its estimate quality against the world's
+run times.
 
 The policies' own case studies (`schedmate experiment <policy>-adapter`) stay: they replay each
 paper's workload and report what only that policy measures (Arena's profiling, Suika's model error).
@@ -106,7 +107,7 @@ def run_adapter_experiment(
             extra: dict[str, Any] = {"policy": _scalars(policy.run_stats())}
             if source is not None:
                 extra["source"] = {k: v for k, v in source.stats().items() if isinstance(v, (int, float, str, bool))}
-                log = source.advice_log()
+                log = source.advice_log() if "advise" in spec.reads else None  # no advice asked: no quality
                 if log is not None:
                     q = estimate_quality(log, world.jobs)
                     quality.append(q)
