@@ -259,6 +259,20 @@ def launch_search(
     return max(plans, key=lambda p: p.gain) if plans else None
 
 
+_TypeChange = tuple[float, str | None, Alloc | None, Config]
+
+
+def _own_retype(best: _TypeChange | None, thr: Believed, job_id: str, cfg: Config, t: str, idle: int) -> _TypeChange | None:
+    """TYPE_CHANGE's candidate for the new job itself (both searches share it): `cfg`'s count on
+    type `t` if `t` has the idle GPUs and runs it, kept when its gain beats `best` (ties: `best`)."""
+    g, n = cfg
+    if idle >= n and thr(job_id, t, n) > 0:
+        gain = thr(job_id, t, n) - thr(job_id, g, n)
+        if best is None or gain > best[0]:
+            return (gain, None, None, (t, n))
+    return best
+
+
 def _downgrade_ops_scan(
     snap: Snapshot, job_id: str, cfg: Config, thr: Believed, layout: Layout, spec: SearchSpec, movable: frozenset[str],
     halves: dict[tuple[str, Alloc], tuple[float, Alloc]],
@@ -299,16 +313,13 @@ def _downgrade_ops_scan(
                 s2.move(best[1], best[2])  # type: ignore[arg-type]  # best[1] is not None in this branch
                 out.append((s2, cfg, best[0]))
     if spec.allow_type_change:
-        best_tc: tuple[float, str | None, Alloc | None, Config] | None = None
+        best_tc: _TypeChange | None = None
         placed: dict[int, tuple[Placement, int] | None] = {}  # same snapshot: one placement per count
         for t in layout.types:
             if t == g:
                 continue
             idle = int(snap.free[layout.nodes[t]].sum())
-            if idle >= n and thr(job_id, t, n) > 0:
-                gain = thr(job_id, t, n) - thr(job_id, g, n)
-                if best_tc is None or gain > best_tc[0]:
-                    best_tc = (gain, None, None, (t, n))
+            best_tc = _own_retype(best_tc, thr, job_id, (g, n), t, idle)
             placed.clear()
             for jid, a in by_type.get(g, []) if spec.shrink_others else []:
                 if idle < a.gpus or thr(jid, t, a.gpus) <= 0:
@@ -499,16 +510,13 @@ def _downgrade_ops(
                 s2.move(jid, half)
                 out.append((s2, cfg, loss))
     if spec.allow_type_change:
-        best_tc: tuple[float, str | None, Alloc | None, Config] | None = None
+        best_tc: _TypeChange | None = None
         on_g = groups.get(g, {})
         for t in layout.types:
             if t == g:
                 continue
             idle = int(snap.free[layout.nodes[t]].sum())
-            if idle >= n and thr(job_id, t, n) > 0:
-                gain = thr(job_id, t, n) - thr(job_id, g, n)
-                if best_tc is None or gain > best_tc[0]:
-                    best_tc = (gain, None, None, (t, n))
+            best_tc = _own_retype(best_tc, thr, job_id, (g, n), t, idle)
             top_move: _Best | None = None
             top_hit: tuple[Placement, int] | None = None
             for c, bucket in on_g.items():
