@@ -144,9 +144,14 @@ class PolicyAdapter:
         fn: Any = self.world
         if isinstance(fn, str):
             module_path, _, attr = fn.partition(":")
-            fn = importlib.import_module(module_path)
-            for part in attr.split("."):
-                fn = getattr(fn, part)
+            try:
+                fn = importlib.import_module(module_path)
+                for part in attr.split("."):
+                    fn = getattr(fn, part)
+            except (ImportError, AttributeError) as exc:
+                raise UnknownAdapter(f"the world of {self.policy!r} ({self.world!r}) cannot be loaded: {exc}") from exc
+        if not callable(fn):
+            raise UnknownAdapter(f"the world of {self.policy!r} ({self.world!r}) is not a function")
         world = fn(jobs, seed, gpus)
         if not isinstance(world, PolicyWorld):
             raise UnknownAdapter(f"the world of {self.policy!r} ({self.world!r}) did not return a PolicyWorld")

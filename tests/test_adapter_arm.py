@@ -166,3 +166,6 @@ def test_a_world_named_by_path_is_imported_on_first_use_and_must_build_a_policy_
     broken = PolicyAdapter(policy="fifo", adapter=lambda source, **kw: None, world="builtins:slice")
     with pytest.raises(UnknownAdapter, match="did not return a PolicyWorld"):
         broken.build_world([1], 0, 16)
+    for name in ("schedmate.no_such_module:world", "schedmate.adapters.registry:no_such_world", "schedmate.adapters.registry"):
+        with pytest.raises(UnknownAdapter, match="cannot be loaded|is not a function"):
+            PolicyAdapter(policy="fifo", adapter=lambda source, **kw: None, world=name).build_world([], 0, 16)
