@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from statistics import median
 from typing import Any
 
 from schedmate.adapters.insights import AdvisorInsight, InsightSource
@@ -35,7 +36,7 @@ from schedmate.schedulers.ares.policy import EST_KEY, Ares
 from schedmate.schedulers.job import JobSpec, JobState
 from schedmate.schedulers.policy import ClusterView
 
-__all__ = ["ADAPTER", "AresSMCounters", "AresSchedMate", "AresUserLengths", "advised_gpu_time", "stated_lengths",
+__all__ = ["ADAPTER", "AresHistoryMedian", "AresSMCounters", "AresSchedMate", "AresUserLengths", "advised_gpu_time", "stated_lengths",
            "user_gpu_time"]
 
 
@@ -59,6 +60,37 @@ class AresUserLengths(Ares):
 
     def estimate_gpu_time(self, job: JobState, view: ClusterView) -> float | None:
         return user_gpu_time(job)
+
+
+class AresHistoryMedian(AresUserLengths):
+    """Ares without SchedMate, with the cheapest guess a platform team could deploy: a job whose
+    user states no length gets the median GPU-time of past jobs with its GPU count (all past
+    jobs when none has it), learned from `history` and from every job that finishes. No code,
+    no logs: the baseline the advisor's reading of a job's code has to beat."""
+
+    name = "ares+median"
+
+    def __init__(self, history: Sequence[JobSpec] = (), **ares_options: Any) -> None:
+        super().__init__(**ares_options)
+        self._past: dict[int, list[float]] = {}
+        for s in history:
+            self._learn(s.num_gpus, s.num_gpus * s.duration)
+
+    def _learn(self, gpus: int, gpu_time: float) -> None:
+        if gpu_time > 0:
+            self._past.setdefault(gpus, []).append(gpu_time)
+
+    def estimate_gpu_time(self, job: JobState, view: ClusterView) -> float | None:
+        user = user_gpu_time(job)
+        if user is not None:
+            return user
+        same = self._past.get(job.spec.num_gpus) or [x for xs in self._past.values() for x in xs]
+        return float(median(same)) if same else None
+
+    def on_finish(self, job: JobState, view: ClusterView) -> None:
+        super().on_finish(job, view)
+        if job.end_time is not None:  # really over: the GPU-time it received is known now
+            self._learn(job.spec.num_gpus, job.attained_gpu_time)
 
 
 @dataclass

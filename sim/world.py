@@ -46,7 +46,8 @@ from schedmate.sim.artefacts import Artefact, plan_artefact, unit_hash
 from schedmate.synthetic.jobs.history import expected_perf
 from schedmate.synthetic.jobs.mapping import size_class
 
-__all__ = ["EarlyStops", "Histories", "PlanPool", "WORLD_KEY", "WorldModel", "history_window", "realise", "realise_one", "stop_shares"]
+__all__ = ["EarlyStops", "Histories", "PlanPool", "WORLD_KEY", "WorldModel", "history_window", "realise", "realise_one",
+           "realise_planned", "run_plan", "stop_shares"]
 
 WORLD_KEY = "world"  # JobSpec.attributes[WORLD_KEY]: how the world made the job (engine-side truth)
 _NORMAL = NormalDist()
@@ -135,7 +136,12 @@ def _stop(spec: JobSpec, seed: int, early: EarlyStops) -> FinalStatus:
 
 def realise_one(spec: JobSpec, seed: int, pool: PlanPool, model: WorldModel = WorldModel()) -> tuple[JobSpec, Artefact]:
     """The job as the world runs it, and its artefact (rendered from the plan alone)."""
-    plan = pool.plan(spec, seed)
+    return run_plan(spec, seed, pool.plan(spec, seed), model)
+
+
+def run_plan(spec: JobSpec, seed: int, plan: float, model: WorldModel = WorldModel()) -> tuple[JobSpec, Artefact]:
+    """The job as the world runs it when it sets out to do `plan` seconds of work (rules 2-3 of
+    the module docstring), and its artefact, rendered from the plan alone."""
     blind = replace(spec, attributes={**spec.attributes, "planned_work": plan})
     art = plan_artefact(blind, seed)
     perf = expected_perf(art.config)
@@ -154,7 +160,8 @@ def realise_one(spec: JobSpec, seed: int, pool: PlanPool, model: WorldModel = Wo
         else:
             run = full * max(u, 1e-3)
             cause = "failed" if status is FinalStatus.FAILED else "cancelled"
-    world = {"plan_s": round(plan, 3), "full_run_s": round(full, 3), "startup_s": round(startup, 3), "step_factor": round(factor, 5),
+    nominal = perf.startup_s + perf.train_s + perf.eval_s  # what the code states at nominal speed: what its user expects
+    world = {"plan_s": round(plan, 3), "nominal_s": round(nominal, 3), "full_run_s": round(full, 3), "startup_s": round(startup, 3), "step_factor": round(factor, 5),
              "stop": cause, "trace_duration_s": spec.duration, "trace_status": spec.status.value}
     attrs = {**spec.attributes, "planned_work": plan, WORLD_KEY: world}
     out = replace(spec, duration=max(1.0, run), status=status, work=None, attributes=attrs)
@@ -168,6 +175,15 @@ def realise(specs: Sequence[JobSpec], seed: int, reference: Sequence[JobSpec], m
     if any(s.status is not FinalStatus.COMPLETED for s in specs):
         model = replace(model, early=replace(model.early, failed_share=0.0, cancelled_share=0.0))  # the trace says who stopped
     return [realise_one(s, seed, pool, model)[0] for s in specs]
+
+
+def realise_planned(specs: Sequence[JobSpec], seed: int, model: WorldModel = WorldModel()) -> list[JobSpec]:
+    """Jobs of a *generator* as the world runs them. A generator (the Ares spec's §6.1 trace, say)
+    draws what each job sets out to do before anything happens to it, so its `duration` is the
+    plan, not an outcome: each job's plan is its own drawn duration, and its run time, start-up
+    and early stop come from the rules above. Swapping two jobs' realised outcomes changes no
+    plan, hence no artefact byte. Trace jobs, whose duration *is* their outcome, take `realise`."""
+    return [run_plan(s, seed, max(1.0, s.duration), model)[0] for s in specs]
 
 
 def stop_shares(specs: Sequence[JobSpec]) -> dict[str, float]:
