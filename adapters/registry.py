@@ -107,16 +107,16 @@ def homogeneous_world(jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWo
 
 def stated_plans_world(jobs: Sequence[JobSpec], seed: int, gpus: int, *, key: str, share: float, salt: str,
                        times_gpus: bool = False) -> PolicyWorld:
-    """`homogeneous_world` where a `share` of users (a `salt`-ed draw per seed and job) state the plan
-    their job's code states (`planned_work`, no outcome; × its GPUs when `times_gpus`) as attribute
-    `key`; the others state none."""
+    """`homogeneous_world` where a `share` of users (a `salt`-ed draw per seed and job) state what
+    their job's code runs at nominal speed (`planned_run_s`, else the plan `planned_work`; no
+    outcome; × its GPUs when `times_gpus`) as attribute `key`; the others state none."""
     from dataclasses import replace
 
     base = homogeneous_world(jobs, seed, gpus)
     out = []
     for s in base.jobs:
         attrs = {k: v for k, v in s.attributes.items() if k != key}
-        plan = s.attributes.get("planned_work")
+        plan = s.attributes.get("planned_run_s") or s.attributes.get("planned_work")
         if plan is not None and unit_draw(salt, seed, s.job_id) < share:
             attrs[key] = float(plan) * (s.num_gpus if times_gpus else 1)
         out.append(replace(s, attributes=attrs))

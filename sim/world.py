@@ -46,10 +46,14 @@ from schedmate.sim.artefacts import Artefact, plan_artefact, unit_hash
 from schedmate.synthetic.jobs.history import expected_perf
 from schedmate.synthetic.jobs.mapping import size_class
 
-__all__ = ["EarlyStops", "Histories", "PlanPool", "WORLD_KEY", "WorldModel", "history_window", "realise", "realise_one",
-           "realise_planned", "run_plan", "stop_shares"]
+__all__ = ["EarlyStops", "Histories", "PLANNED_RUN_KEY", "PlanPool", "WORLD_KEY", "WorldModel", "history_window", "realise",
+           "realise_one", "realise_planned", "run_plan", "stop_shares"]
 
 WORLD_KEY = "world"  # JobSpec.attributes[WORLD_KEY]: how the world made the job (engine-side truth)
+# JobSpec.attributes[PLANNED_RUN_KEY]: seconds the job's code runs at its workload's nominal speed
+# (start-up, train and eval as its config states them, no factor of its own): what a user who
+# states a length can know. Plan-only, like `planned_work` (which the code only approximates).
+PLANNED_RUN_KEY = "planned_run_s"
 _NORMAL = NormalDist()
 
 
@@ -160,10 +164,10 @@ def run_plan(spec: JobSpec, seed: int, plan: float, model: WorldModel = WorldMod
         else:
             run = full * max(u, 1e-3)
             cause = "failed" if status is FinalStatus.FAILED else "cancelled"
-    nominal = perf.startup_s + perf.train_s + perf.eval_s  # what the code states at nominal speed: what its user expects
-    world = {"plan_s": round(plan, 3), "nominal_s": round(nominal, 3), "full_run_s": round(full, 3), "startup_s": round(startup, 3), "step_factor": round(factor, 5),
+    nominal = perf.startup_s + perf.train_s + perf.eval_s  # what the code runs at nominal speed: what its user expects
+    world = {"plan_s": round(plan, 3), "full_run_s": round(full, 3), "startup_s": round(startup, 3), "step_factor": round(factor, 5),
              "stop": cause, "trace_duration_s": spec.duration, "trace_status": spec.status.value}
-    attrs = {**spec.attributes, "planned_work": plan, WORLD_KEY: world}
+    attrs = {**spec.attributes, "planned_work": plan, PLANNED_RUN_KEY: round(nominal, 3), WORLD_KEY: world}
     out = replace(spec, duration=max(1.0, run), status=status, work=None, attributes=attrs)
     return out, art
 

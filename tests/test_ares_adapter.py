@@ -19,7 +19,7 @@ from schedmate.schedulers.policy import ClusterView
 from schedmate.sim.artefacts import plan_artefact, repo_hash, unit_hash
 from schedmate.sim.experiments.ares import AresAdapterConfig, ares_world, give_user_lengths, run_ares_adapter_experiment
 from schedmate.sim.experiments.common import NullInsights, OracleInsights
-from schedmate.sim.world import WORLD_KEY, EarlyStops, WorldModel, realise_planned
+from schedmate.sim.world import PLANNED_RUN_KEY, EarlyStops, WorldModel, realise_planned
 
 CLUSTER = ClusterSpec.homogeneous(8, 4)
 
@@ -155,7 +155,7 @@ def test_a_user_states_the_planned_gpu_time_not_what_the_job_ran() -> None:
     evaluated, _ = ares_world(1, 1.0, _world_cfg())
     stated = [s for s in give_user_lengths(evaluated, 1, 1.0) if EST_KEY in s.attributes]
     assert len(stated) == len(evaluated)
-    assert all(s.attributes[EST_KEY] == pytest.approx(s.num_gpus * s.attributes[WORLD_KEY]["nominal_s"]) for s in stated)
+    assert all(s.attributes[EST_KEY] == pytest.approx(s.num_gpus * s.attributes[PLANNED_RUN_KEY]) for s in stated)
     assert sum(abs(s.attributes[EST_KEY] / (s.num_gpus * s.duration) - 1) > 0.05 for s in stated) > len(stated) / 2
 
 

@@ -62,7 +62,7 @@ from schedmate.sim.artefacts import unit_hash
 from schedmate.sim.experiments.common import ExperimentResult, MakeSource, RunRow, aggregate, write_experiment
 from schedmate.sim.experiments.quality import estimate_quality, merge_quality, quality_line, without_errors
 from schedmate.sim.experiments.sources import use_history
-from schedmate.sim.world import WORLD_KEY, EarlyStops, Histories, WorldModel, realise_planned
+from schedmate.sim.world import PLANNED_RUN_KEY, EarlyStops, Histories, WorldModel, realise_planned
 
 __all__ = ["ARMS", "AresAdapterConfig", "ares_world", "give_user_lengths", "realised_load", "run_ares_adapter_experiment"]
 
@@ -117,8 +117,7 @@ def realised_load(specs: Sequence[JobSpec], gpus: int) -> float:
 
 def give_user_lengths(specs: Sequence[JobSpec], seed: int, share: float, sigma: float = 0.0) -> list[JobSpec]:
     """`specs` where a `share` of jobs (hash draw per seed and job) state their planned GPU-time:
-    what their code runs at the workload's nominal speed (the world's `nominal_s`, else the
-    plan; a generator's job that went through no world states its drawn duration, which is its
+    what their code runs at the workload's nominal speed (`PLANNED_RUN_KEY`, else the plan; a generator's job that went through no world states its drawn duration, which is its
     plan) x GPUs, never how the job ended. The others state nothing (any `EST_KEY` they had is
     removed)."""
     noise = np.exp(sigma * np.random.default_rng([seed, 0x05E7]).normal(size=len(specs)))
@@ -126,8 +125,7 @@ def give_user_lengths(specs: Sequence[JobSpec], seed: int, share: float, sigma: 
     for s, f in zip(specs, noise, strict=True):
         attrs = {k: v for k, v in s.attributes.items() if k != EST_KEY}
         if unit_hash("user-length", seed, s.job_id) < share:
-            world = s.attributes.get(WORLD_KEY) or {}
-            planned = world.get("nominal_s") or s.attributes.get("planned_work") or s.duration
+            planned = s.attributes.get(PLANNED_RUN_KEY) or s.attributes.get("planned_work") or s.duration
             attrs[EST_KEY] = s.num_gpus * float(planned) * f
         out.append(replace(s, attributes=attrs))
     return out
