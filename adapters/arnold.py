@@ -189,4 +189,5 @@ def _truth(source: InsightSource, job: JobState, attempt: int) -> bool | None:
 
 
 ADAPTER = PolicyAdapter(policy="arnold", adapter=ArnoldSchedMate, baseline=ArnoldRestart,
-                        world="schedmate.sim.experiments.arnold:failure_world", reads=("diagnose",))
+                        world="schedmate.sim.experiments.arnold:failure_world", reads=("diagnose",),
+                        counters=("faulty_failures", "ops_cordons", "cordons_of_healthy_nodes"))

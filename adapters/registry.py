@@ -138,6 +138,7 @@ class PolicyAdapter:
     baseline: Callable[..., Policy] | None = None  # the policy without SchedMate (default: the registry's class)
     world: World | str = homogeneous_world
     reads: tuple[str, ...] = ("advise",)  # which `InsightSource` answers the adapter asks for (reported)
+    counters: tuple[str, ...] = ()  # the world's counters (`SimResult.world_stats`) reported for both arms
 
     def build_world(self, jobs: Sequence[JobSpec], seed: int, gpus: int) -> PolicyWorld:
         """This policy's world from the world's jobs (`world`, imported on first use if named)."""

@@ -14,7 +14,7 @@ import itertools
 import math
 import time as wallclock
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,9 @@ class SimResult:
     timeline: np.ndarray  # rows: time, busy GPUs, running jobs, waiting jobs
     active_integral: np.ndarray  # rows: time, ∫ active jobs dt (for finish-time fairness)
     busy_gpu_seconds: float
+    # counters of the world the run happened in, where it keeps any (a failure world's faults and
+    # cordons: `sim.failures`); empty for the plain engine
+    world_stats: dict[str, float] = field(default_factory=dict)
 
 
 class Simulator:

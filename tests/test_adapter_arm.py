@@ -77,6 +77,8 @@ def test_with_a_source_that_knows_nothing_every_adapter_runs_as_its_policy(modul
     assert [r.arm for r in result.rows] == [name, f"{name}+sm"]
     assert result.rows[0].summary.jobs == cfg.n_jobs and result.rows[0].summary.finished > 0
     assert _same_run(result.rows), result.summary
+    counters = {f"world.{k}" for k in _registered(module).counters}  # only the ones the adapter names
+    assert all({k for k in r.extra if k.startswith("world.")} == counters for r in result.rows)
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -113,3 +113,16 @@ def test_in_the_generic_arm_the_adapter_cordons_and_reports_no_advisor_quality_i
     assert (base.arm, sm.arm) == ("arnold", "arnold+sm")
     assert "schedmate" not in base.extra["policy"] and sm.extra["policy"]["schedmate"]["cordons"] > 0
     assert "advisor_quality" not in sm.extra and "advisor estimates" not in result.summary
+
+
+def test_the_arm_reports_the_worlds_own_counters_for_both_arms() -> None:
+    result = run_adapter_experiment(None, make_source=lambda specs, seed, rate: AlwaysInfrastructure(),
+                                    config=AdapterArmConfig(policy="arnold", n_jobs=60, gpus=16))
+    base, sm = result.rows
+    assert set(SPEC.counters) == {"faulty_failures", "ops_cordons", "cordons_of_healthy_nodes"}
+    for row in (base, sm):
+        assert all(isinstance(row.extra[f"world.{k}"], float) for k in SPEC.counters)
+    # blaming every failure on its node cordons healthy nodes; Arnold alone never cordons a node
+    assert base.extra["world.cordons_of_healthy_nodes"] == 0 < sm.extra["world.cordons_of_healthy_nodes"]
+    assert "cordons_of_healthy_nodes 0.0 -> " in result.summary
+

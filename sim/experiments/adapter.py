@@ -105,6 +105,8 @@ def run_adapter_experiment(
             result = world.simulate(world.jobs, world.cluster, policy, SimConfig(seed=seed, record_timeline=False))
             summary = summarize(result)
             extra: dict[str, Any] = {"policy": _scalars(policy.run_stats())}
+            for k in spec.counters:  # a counter the world never incremented is a zero
+                extra[f"world.{k}"] = float(result.world_stats.get(k, 0.0))
             if source is not None:
                 extra["source"] = {k: v for k, v in source.stats().items() if isinstance(v, (int, float, str, bool))}
                 log = source.advice_log() if "advise" in spec.reads else None  # no advice asked: no quality
@@ -118,7 +120,7 @@ def run_adapter_experiment(
             if progress is not None:
                 progress(f"{cfg.trace} seed {seed} {arm:14s} mean JCT {summary.mean_jct / 3600:7.3f} h  "
                          f"p99 {summary.p99_jct / 3600:7.2f} h  ({summary.wall_seconds:.0f} s)")
-    comparison = compare_arms(rows, base_arm, sm_arm)
+    comparison = compare_arms(rows, base_arm, sm_arm, both=[f"world.{k}" for k in spec.counters])
     merged = without_errors(merge_quality(quality)) if quality else {}
     line = summary_line(spec, cfg, comparison, merged, source_label=source_label or _source_label(rows))
     details = {"policy": spec.policy, "reads": list(spec.reads), "comparison": comparison,
@@ -138,12 +140,14 @@ def _source_label(rows: Sequence[RunRow]) -> str:
 
 def summary_line(spec: PolicyAdapter, cfg: AdapterArmConfig, comparison: dict[str, dict[str, float]],
                  quality: dict[str, Any], *, source_label: str) -> str:
-    """One line: mean JCT of both arms and its change, and the advisor's estimate quality."""
+    """One line: mean JCT of both arms and its change, the world's counters the adapter names
+    (seed means, both arms) and the advisor's estimate quality."""
     base, sm = spec.policy, spec.policy + SM_SUFFIX
     if not comparison:
         return f"{sm} vs {base} ({cfg.trace}): no run (trace absent?)"
     parts = [f"{t}: mean JCT {c[f'{base}_mean_jct_h']:.3f} h -> {c[f'{sm}_mean_jct_h']:.3f} h "
              f"({100 * c['jct_change']:+.1f}%, better on {c['seeds_better']:.0f}/{c['seeds']:.0f} seeds)"
+             + "".join(f", {k} {c[f'{base}_world.{k}']:.1f} -> {c[f'{sm}_world.{k}']:.1f}" for k in spec.counters)
              for t, c in comparison.items()]
     advisor = f"; {quality_line(quality)}" if quality else ""
     return (f"{sm} vs {base} (realistic world, {len(cfg.seeds)} seed(s), detection {cfg.detection_rate:g}, "

@@ -191,7 +191,9 @@ def failure_world(jobs: Sequence[JobSpec], seed: int, gpus: int, *, config: Arno
         if isinstance(policy, ArnoldSchedMate):
             policy.source = CauseDiagnosis(policy.source, world)
         sim = replace(sim, checkpoint_interval=cfg.checkpoint_s, resubmit_delay=cfg.resubmit_s)
-        return FailureSimulator(list(run), on, policy, sim, world=world).run()
+        result = FailureSimulator(list(run), on, policy, sim, world=world).run()
+        result.world_stats = {k: float(v) for k, v in world.stats().items() if isinstance(v, (int, float))}
+        return result
 
     return PolicyWorld(specs, cluster, options={"seed": seed, "max_stuck": cfg.max_stuck}, simulate=simulate)
 
