@@ -76,11 +76,12 @@ _WORD = r"[A-Za-z][\w./@%()\-]*"
 # (`lm loss`, `train_step_timing in s`, `elapsed time per iteration (ms)`).
 # Found from the separator back (a scan from every word start would try every key length).
 _SEP_VALUE = re.compile(rf"[:=]\s*{_VALUE}")
-_KEY_BEFORE = re.compile(rf"(?<![\w.])['\"]?(?P<key>{_WORD}(?: {_WORD}){{0,4}})['\"]?\s*\Z")
+_KEY_BEFORE = re.compile(rf"(?<![\w.])['\"]?(?P<key>{_WORD}(?: (?:{_WORD}|\([a-z]\))){{0,4}})['\"]?\s*\Z")
 # `key value` without a separator (fairseq pipes, nanoGPT, PyTorch examples): known keys only.
 _SPACE_KEYS = (
     r"loss|total_loss|train_loss|time|step_time|batch_time|iter_time|ms/batch|s/batch|ms/step|ms/it"
     r"|wps|ups|tps|ips|step|iter|itr|iteration|num_updates|epoch|dt|took|duration"
+    r"|batch(?=\s+\d*\.\d+\s*\(\s*\d*\.\d+\s*\))"  # `Batch 2.924 (3.850)`: current (average) seconds
 )
 _QUALIFIER = re.compile(r"(?<![\w.])(total|elapsed|wall|cumulative|run|eval|val|valid|test)[ _]\Z")
 _SPACE_PAIR = re.compile(rf"(?<![\w./])(?P<key>{_SPACE_KEYS})\s+{_VALUE}")  # run on the lowercased line
@@ -93,7 +94,11 @@ _SEGMENT_PAIR = re.compile(
     rf"(?:^|{_SEG_DELIM})\s*(?P<key>{_WORD}(?: {_WORD}){{0,3}})\s+{_VALUE}\s*(?=$|{_SEG_DELIM})"
 )
 _PER_STEP = re.compile(rf"(?<![\w.])(?P<val>{NUM})\s?(?P<unit>{_TIME_UNIT})/(?P<per>step|it|itr|iter|batch|sample)\b")
-_NAMED_BRACKET_COUNTER = re.compile(r"\b(?:step|iter\w*|batch)\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]", re.IGNORECASE)
+_NAMED_BRACKET_COUNTER = re.compile(
+    r"\b(?:step|iter\w*|batch)\s*:?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"
+    r"|\bepoch\w*\s*:?\s*\[\s*\d+\s*/\s*\d+\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]",  # `Epoch: [1/120][220/3368]`
+    re.IGNORECASE,
+)
 _BRACKET_COUNTER = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(|\]|batches)|(?<![\w/.])(\d+)\s*/\s*(\d+)\s+(?:batches|\[|\()")
 
 
@@ -232,6 +237,7 @@ class Field:
 
 def _norm_key(key: str) -> str:
     k = key.strip().strip("'\"").lower()
+    k = re.sub(r"\s*\(t\)\Z", "_time", k)  # OpenCLIP `Data (t): 0.084 Batch (t): 0.490`: (t) for time
     k = re.sub(r"[\s/]+", "_", k)
     return k
 
@@ -250,6 +256,8 @@ def fields(text: str) -> list[Field]:
             key = text[m.start("key") : m.end("key")]
             if (q := _QUALIFIER.search(low, max(0, m.start("key") - 16), m.start("key"))) is not None:
                 key = f"{q.group(1)} {key}"  # `total time 3400s` is not a `time`
+            elif m.group("key") == "batch":
+                key = "batch_time"  # only a `Batch 2.924 (3.850)` pair gets here (see `_SPACE_KEYS`)
             _add(out, key, m)
     if " " in text:
         for m in _SEGMENT_PAIR.finditer(text):
@@ -462,9 +470,11 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
     total = None
     has_bracket = "[" in text or "batches" in text or "(" in text
     if step is None and has_bracket and (m := _NAMED_BRACKET_COUNTER.search(text) or _BRACKET_COUNTER.search(text)):
-        step, total = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(3)), int(m.group(4)))
+        step, total = (int(m.group(1)), int(m.group(2))) if m.group(1) is not None else (int(m.group(3)), int(m.group(4)))
     if step is None and "/" in text and (bare_counter := _fraction_counter(text)) is not None:
         step, total = bare_counter
+    if step is None and "|" in text and (lead := _LEADING_STEP.match(text)) is not None:
+        step = int(lead.group(1))
     per_unit = "/s" in text or "/it" in text or "/b" in text  # `/step`, `/sample`, `/iter`, `/batch`
     if step_time is None and per_unit and (m := _PER_STEP.search(text)) and m.group("per") != "sample":
         v = float(m.group("val"))
@@ -510,7 +520,9 @@ def read_fields(text: str, fs: list[Field] | None = None) -> Reading:
                    rule if step_time is not None else None, interval, clock)  # fmt: skip
 
 
-_BARE_DURATION = re.compile(rf"[(,|]\s*({NUM})\s?(ms|s|sec|secs)(?=\s*,)")  # listed beside other figures
+_BARE_DURATION = re.compile(rf"[(,|]\s*({NUM})\s?(ms|s|sec|secs)(?=\s*[,|])")  # listed beside other figures
+# llama2.c / nanoGPT forks `650 | loss 5.3185 | lr 4.98e-05 | 9852.73ms | mfu 0.19%`: a row led by its step
+_LEADING_STEP = re.compile(r"\s*(\d+)\s+\|\s")
 _BARE_STEP_RATE = re.compile(rf"(?<![\w./])({NUM})\s?(?:it|its|iter|iters|step|steps|batch|batches)/s(?:ec)?\b")
 # `36,389 tokens/s`, OpenNMT's `3595 src tok/s; 3669 tgt tok/s` and `5118/265 tok/s` (source/target
 # pair sharing one unit: the first, the source side, is read)
