@@ -251,6 +251,21 @@ def test_a_job_that_ends_badly_gets_a_diagnosis_stored(tmp_path: Path, redis_url
     assert state.pending_ends() == []
 
 
+def test_a_deleted_file_is_read_before_live_ones_when_the_poll_budget_is_short(tmp_path: Path) -> None:
+    """Its unread bytes exist only behind the daemon's descriptor: they go first."""
+    for name in ("a-live.log", "b-gone.log", "c-live.log"):
+        (tmp_path / name).write_bytes(b"".join(_line(name[0], n) for n in range(5_000)))
+    budget = 32 << 10
+    follower = Follower(tmp_path, FollowConfig(chunk_bytes=16 << 10, batch_bytes=16 << 10, file_budget=budget,
+                                               poll_budget=budget))
+    list(follower.poll())  # adopts all three, reads one of them
+    (tmp_path / "b-gone.log").unlink()
+    for _ in range(3):  # whichever file the round-robin would pick, the deleted one is read first
+        read = [b.file.path for b in follower.poll() if b.lines and b.file is not None]
+        assert read and read[0].endswith("b-gone.log")
+    follower.close()
+
+
 def test_backpressure_bounds_each_poll_and_reports_the_lag(tmp_path: Path) -> None:
     (tmp_path / "fast.log").write_bytes(b"".join(_line("f", n) for n in range(20_000)))
     size = (tmp_path / "fast.log").stat().st_size

@@ -286,6 +286,9 @@ class Follower:
         if keys:
             self._rr = (self._rr + 1) % len(keys)
             keys = keys[self._rr :] + keys[: self._rr]
+            # a file gone from the directory first: its unread bytes live only behind our descriptor,
+            # so a crash (or an eviction) before they are read loses them; a live file can wait
+            keys.sort(key=lambda k: not self._files[k].draining)
         for key in keys:
             f = self._files.get(key)
             if f is None or budget <= 0:
