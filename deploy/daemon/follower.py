@@ -9,7 +9,8 @@ is cheap for thousands of files; the interval bounds the latency.
 Per poll (`Follower.poll`): list regular files (symlinks and hidden files skipped), match them to
 known files by (device, inode) and content anchors (`identity.py`), then read at most
 `file_budget` bytes per file and `poll_budget` in all, in `chunk_bytes` `os.pread`s. A file gone
-from the listing is drained to its end through the descriptor still open, then retired. A file
+from the listing is drained to its end through the descriptor still open, before any live file
+(nothing else can read those bytes), then retired. A file
 is never read past what the processor can take: `poll` is a generator, and the daemon feeds it
 into a bounded queue (`daemon.py`), so a full queue stops the reading.
 
