@@ -502,6 +502,7 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
     """
     lines = text.splitlines()
     local: dict[str, Any] = dict(names or {})
+    derived: set[str] = set()  # local names holding a value derived from others (`scaled = lr * batch / 512`)
     out: list[CodeFact] = []
 
     def resolve(key: str) -> Any:
@@ -519,6 +520,13 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
             local[key] = MISSING  # set to something unknown here: the stated value no longer holds
             return
         local[key] = v
+        # derived here, or copied from a name derived earlier (DeiT: `scaled = args.lr * ... / 512.0`,
+        # then `args.lr = scaled`)
+        from_derived = _derived_expr(node) or (isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) in derived)
+        if from_derived and _number(v):
+            derived.add(key)
+        else:
+            derived.discard(key)
         leaf = key.rsplit(".", 1)[-1]
         var = _env_read(node)
         if var is not None and is_field(leaf) and (_number(v) or isinstance(v, str)):
@@ -530,7 +538,7 @@ def code_facts(body: list[ast.stmt], text: str, lookup: Lookup, *, names: Mappin
             for k, x in _flatten(key, v):
                 if is_field(k.rsplit(".", 1)[-1]) and _jsonish(x):
                     out.append(CodeFact(k, x, lineno, _line(lines, lineno), "code_dict"))
-        elif _number(v) and is_field(leaf) and _derived_expr(node):
+        elif _number(v) and is_field(leaf) and from_derived:
             out.append(CodeFact(key, v, lineno, _line(lines, lineno), "derived"))
 
     in_loop = [0]  # depth of training loops around the statement being read
