@@ -171,7 +171,8 @@ USER_SHARE = 0.3  # share of jobs whose user states a length (as the Ares case s
 
 def stated_lengths(jobs: Sequence[JobSpec], seed: int, gpus: int, *, share: float = USER_SHARE) -> PolicyWorld:
     """Ares's world attribute: a `share` of users (a draw per seed and job) state their job's length
-    as the plan its code states (`planned_work`, no outcome) x its GPUs (`EST_KEY`); the others none."""
+    as what its code runs at nominal speed (`stated_plans_world`: no outcome) x its GPUs (`EST_KEY`);
+    the others none."""
     return stated_plans_world(jobs, seed, gpus, key=EST_KEY, share=share, salt="user-length", times_gpus=True)
 
 

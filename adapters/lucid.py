@@ -36,7 +36,7 @@ import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -46,9 +46,6 @@ from schedmate.schedulers.decisions import Decision, Evict, Preempt
 from schedmate.schedulers.job import JobState, Phase
 from schedmate.schedulers.lucid import Lucid, Metrics
 from schedmate.schedulers.policy import ClusterView
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["ADAPTER", "AdapterStats", "Cancellation", "Flags", "LucidSchedMate", "metrics_from_advice"]
 

@@ -68,8 +68,8 @@ class StatedSJFSchedMate(StatedSJF):
 
 
 def stated_plans(jobs: Sequence[JobSpec], seed: int, gpus: int, *, share: float = STATED_SHARE) -> PolicyWorld:
-    """The policy's world attribute: a `share` of users (a draw per seed and job) state the plan
-    their code states (`planned_work`, no outcome) as the job's length; the others state none."""
+    """The policy's world attribute: a `share` of users (a draw per seed and job) state what their
+    code runs at nominal speed (`stated_plans_world`: no outcome) as the job's length; the others none."""
     return stated_plans_world(jobs, seed, gpus, key=STATED_KEY, share=share, salt="stated-length")
 
 

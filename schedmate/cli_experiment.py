@@ -97,15 +97,20 @@ def register(app: typer.Typer) -> None:
         rhos: Annotated[str | None, typer.Option(help="Offered loads (default 1,2; quick: 1).")] = None,
         user_share: Annotated[float, typer.Option(help="Share of users who give a job length.")] = 0.3,
         user_sigma: Annotated[float, typer.Option(help="Log-normal noise of the users' lengths.")] = 0.0,
+        early_stops: Annotated[str, typer.Option(help="Whose early-stop rates the world draws (Acme's clusters: "
+                                                      "philly, helios, seren, kalos), or none.")] = "philly",
         detection_rate: Rate = 1.0, history: History = 500, precomputed: Pre = True,
     ) -> None:
-        """Ares with and without SchedMate's advisor lengths (the adapter on Ares)."""
-        from schedmate.sim.experiments.ares import AresAdapterConfig, run_ares_adapter_experiment
+        """Ares with and without SchedMate's advisor lengths (the adapter on Ares), in the simulated world."""
+        from schedmate.sim.experiments.ares import EARLY_STOPS, AresAdapterConfig, run_ares_adapter_experiment
+
+        if early_stops not in EARLY_STOPS:
+            raise typer.BadParameter(f"--early-stops must be one of {', '.join(EARLY_STOPS)}, got {early_stops!r}")
 
         out = out or Path("results/experiment-ares-adapter")
         base = AresAdapterConfig.quick() if quick else AresAdapterConfig()
         cfg = replace(base, seeds=_seeds(first_seed, seeds), user_share=user_share, user_sigma=user_sigma,
-                      detection_rate=detection_rate,
+                      detection_rate=detection_rate, early_stops=early_stops,
                       rhos=tuple(float(r) for r in rhos.split(",")) if rhos else base.rhos)
         with _agents(out, history, precomputed) as make:
             result = run_ares_adapter_experiment(out, make_source=make, config=cfg, progress=_say)

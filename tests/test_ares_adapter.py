@@ -195,3 +195,21 @@ def test_the_case_study_prints_the_advisors_estimate_quality_and_the_baseline_be
     quality = result.details["advisor_quality"]["rho1"]["all"]
     assert quality["jobs"] > 0 and 0 < quality["median_abs_log_ratio"] < 5
     assert {r.arm for r in result.rows} == {"ares", "ares+median", "ares+sm", "ares-oracle"}
+
+
+def test_an_unknown_early_stop_table_is_one_clear_error_not_a_silent_world_without_stops() -> None:
+    from schedmate.errors import BadInput
+
+    with pytest.raises(BadInput, match="unknown early stops 'phily'"):
+        ares_world(0, 1.0, _world_cfg(early_stops="phily"))
+    evaluated, _ = ares_world(0, 1.0, _world_cfg(early_stops="none"))
+    assert {s.status for s in evaluated} == {FinalStatus.COMPLETED}
+
+
+def test_the_cli_refuses_an_unknown_early_stop_table_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from schedmate.cli import app
+
+    result = CliRunner().invoke(app, ["experiment", "ares-adapter", "--early-stops", "phily", "--quick"])
+    assert result.exit_code == 2 and "--early-stops must be one of" in result.output

@@ -5,8 +5,9 @@
 
 Workload: Arena's §6 trace as its reference experiment draws it (`schedulers.arena.experiment.
 section6_workload`: submission times from a 6-h Philly slice when the shared trace is present, else
-Poisson; LM jobs, offered load 1.3; `details.arrivals` says which) on the spec's clusters (R2: 64 GPUs of 4 types, so profiling costs the full T_prof = 8.5 min
-(a delay before launch); R1: 2 types, half that). Arms, on the same jobs, cluster and seed:
+Poisson; LM jobs, offered load 1.3; `details.arrivals` says which) on the spec's clusters (R2: 64
+GPUs of 4 types, so profiling costs the full T_prof = 8.5 min (a delay before launch); R1: 2
+types, half that). Arms, on the same jobs, cluster and seed:
 
 - `arena`: Arena as specified (profiles each new job; believes κ·Thr_AP·(1+ε));
 - `arena+sm`: `ArenaSchedMate`, which skips profiling and seeds the belief from the measured

@@ -64,7 +64,7 @@ from schedmate.sim.experiments.quality import estimate_quality, merge_quality, q
 from schedmate.sim.experiments.sources import use_history
 from schedmate.sim.world import PLANNED_RUN_KEY, EarlyStops, Histories, WorldModel, realise_planned
 
-__all__ = ["ARMS", "AresAdapterConfig", "ares_world", "give_user_lengths", "realised_load", "run_ares_adapter_experiment"]
+__all__ = ["ARMS", "EARLY_STOPS", "AresAdapterConfig", "ares_world", "give_user_lengths", "realised_load", "run_ares_adapter_experiment"]
 
 ALONE, MEDIAN, SM, ORACLE = "ares", "ares+median", "ares+sm", "ares-oracle"
 ARMS = (ALONE, MEDIAN, SM, ORACLE)
@@ -90,6 +90,7 @@ class AresAdapterConfig:
         return cls(rhos=(1.0,), plots=False)
 
 
+EARLY_STOPS = ("none", "philly", "helios", "seren", "kalos")  # `early_stops`: Acme's clusters' rates, or none
 _HISTORY_SEED = 7_919  # the earlier windows' generator seeds: seed * this + 1 .. (never an evaluated seed's draw)
 
 
@@ -98,6 +99,10 @@ def ares_world(seed: int, rho: float, cfg: AresAdapterConfig) -> tuple[list[JobS
     from the generator, outcomes from `sim.world` (see the module docstring). The history's
     windows come oldest first (each keeps its own submit times: an engine time is never
     negative), ids prefixed `hist-`."""
+    if cfg.early_stops not in EARLY_STOPS:
+        raise BadInput(f"unknown early stops {cfg.early_stops!r}; choose from {', '.join(EARLY_STOPS)}")
+    if cfg.history_windows < 0:
+        raise BadInput(f"history_windows must be >= 0, got {cfg.history_windows}")
     model = WorldModel(early=EarlyStops.for_trace(cfg.early_stops))
     evaluated = realise_planned(generate_workload(seed, rho=rho, n_jobs=cfg.n_jobs, gpus=cfg.gpus).specs, seed, model)
     history: list[JobSpec] = []

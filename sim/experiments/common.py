@@ -218,8 +218,6 @@ def _whole_nodes(gpus: int, per_node: int) -> int:
 # ================================================================================= insight sources
 
 
-
-
 class NullInsights(InsightSource):
     """SchedMate knows nothing: every answer is the base class's "does not know" (the adapter
     then behaves as its reference)."""
